@@ -1,0 +1,227 @@
+"""Experiment configs: dataclasses with a docstring on every field.
+
+Every paper's ``experiment.py`` defines a ``Config`` dataclass whose defaults are
+the paper's full scale, plus two constructors: ``quick()`` (the CPU
+reproduction, minutes on two cores) and ``tiny()`` (the contract-suite setting,
+seconds). This module reads the field docstrings, turns ``field=value`` strings
+from the command line into typed overrides, and converts configs to JSON.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import functools
+import inspect
+import textwrap
+import types
+import typing
+from typing import Any, Literal, Mapping, Union, get_args, get_origin
+
+__all__ = [
+    "FieldInfo",
+    "apply_overrides",
+    "config_fields",
+    "config_to_dict",
+    "field_docs",
+    "parse_value",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class FieldInfo:
+    """One config field as shown by ``icml26 info``."""
+
+    name: str
+    type_name: str
+    default: Any
+    quick: Any
+    doc: str
+
+
+@functools.lru_cache(maxsize=None)
+def field_docs(cls: type) -> dict[str, str]:
+    """Attribute docstrings of a dataclass, read from its source with ``ast``.
+
+    A docstring is the string literal on the line after a field definition
+    (the convention Sphinx and PEP 257 use). Fields of base classes are
+    included. Returns ``{}`` when the source is not available.
+    """
+    docs: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        if klass is object:
+            continue
+        try:
+            source = textwrap.dedent(inspect.getsource(klass))
+        except (OSError, TypeError):
+            continue
+        tree = ast.parse(source)
+        class_def = next((n for n in tree.body if isinstance(n, ast.ClassDef)), None)
+        if class_def is None:
+            continue
+        body = class_def.body
+        for node, following in zip(body, body[1:]):
+            if (
+                isinstance(node, ast.AnnAssign)
+                and isinstance(node.target, ast.Name)
+                and isinstance(following, ast.Expr)
+                and isinstance(following.value, ast.Constant)
+                and isinstance(following.value.value, str)
+            ):
+                docs[node.target.id] = " ".join(following.value.value.split())
+    return docs
+
+
+def _type_hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _type_name(tp: Any) -> str:
+    origin = get_origin(tp)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in get_args(tp))
+    if origin in (tuple, list):
+        args = [a for a in get_args(tp) if a is not Ellipsis]
+        inner = _type_name(args[0]) if args else "Any"
+        return f"{origin.__name__}[{inner}, ...]"
+    if tp is type(None):
+        return "None"
+    return getattr(tp, "__name__", str(tp))
+
+
+def config_fields(cls: type) -> list[FieldInfo]:
+    """Fields of a config class with type, default, quick value and docstring."""
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"{cls!r} is not a dataclass")
+    hints = _type_hints(cls)
+    docs = field_docs(cls)
+    default = cls()
+    quick = cls.quick() if hasattr(cls, "quick") else default
+    return [
+        FieldInfo(
+            name=f.name,
+            type_name=_type_name(hints[f.name]),
+            default=getattr(default, f.name),
+            quick=getattr(quick, f.name),
+            doc=docs.get(f.name, ""),
+        )
+        for f in dataclasses.fields(cls)
+    ]
+
+
+_TRUE = {"1", "true", "yes", "on"}
+_FALSE = {"0", "false", "no", "off"}
+
+
+def parse_value(text: str, tp: Any, *, name: str = "value") -> Any:
+    """Parse a command-line string into the type ``tp`` of a config field.
+
+    Supports ``int``, ``float``, ``bool``, ``str``, ``Literal[...]``,
+    ``Optional[...]`` (``none`` gives ``None``) and ``tuple``/``list`` of those
+    (comma-separated). Raises ``ValueError`` naming the field and the type.
+    """
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = get_args(tp)
+        if type(None) in args and text.strip().lower() in {"none", "null"}:
+            return None
+        errors = []
+        for arg in args:
+            if arg is type(None):
+                continue
+            try:
+                return parse_value(text, arg, name=name)
+            except ValueError as exc:
+                errors.append(str(exc))
+        raise ValueError(f"{name}={text!r} does not parse as {_type_name(tp)}")
+    if origin is Literal:
+        choices = get_args(tp)
+        for choice in choices:
+            if str(choice) == text:
+                return choice
+        raise ValueError(f"{name}={text!r} is not one of {', '.join(map(repr, choices))}")
+    if origin in (tuple, list):
+        args = [a for a in get_args(tp) if a is not Ellipsis] or [str]
+        parts = [p for p in text.strip("()[] ").split(",") if p.strip() != ""]
+        if len(args) > 1 and Ellipsis not in get_args(tp):
+            if len(parts) != len(args):
+                raise ValueError(f"{name}={text!r} needs {len(args)} comma-separated values")
+            values = [parse_value(p.strip(), a, name=name) for p, a in zip(parts, args)]
+        else:
+            values = [parse_value(p.strip(), args[0], name=name) for p in parts]
+        return origin(values)
+    if tp is bool:
+        low = text.strip().lower()
+        if low in _TRUE:
+            return True
+        if low in _FALSE:
+            return False
+        raise ValueError(f"{name}={text!r} is not a boolean (use true or false)")
+    if tp is int:
+        try:
+            return int(text)
+        except ValueError:
+            try:
+                as_float = float(text)
+            except ValueError:
+                as_float = None
+            if as_float is not None and as_float.is_integer():
+                return int(as_float)
+            raise ValueError(f"{name}={text!r} is not an integer") from None
+    if tp is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise ValueError(f"{name}={text!r} is not a number") from None
+    if tp is str:
+        return text
+    raise ValueError(f"{name}: fields of type {_type_name(tp)} cannot be set from the command line")
+
+
+def apply_overrides(config: Any, overrides: Mapping[str, Any] | None) -> Any:
+    """Return a copy of ``config`` with ``overrides`` applied.
+
+    Values may be strings (parsed with :func:`parse_value`) or already typed.
+    An unknown field is a ``ValueError`` that lists the valid fields.
+    """
+    if not overrides:
+        return config
+    cls = type(config)
+    hints = _type_hints(cls)
+    valid = [f.name for f in dataclasses.fields(cls)]
+    changes: dict[str, Any] = {}
+    for key, value in overrides.items():
+        if key not in valid:
+            raise ValueError(
+                f"unknown config field {key!r} for {cls.__module__}.{cls.__qualname__}; "
+                f"valid fields: {', '.join(valid)}"
+            )
+        if isinstance(value, str) and hints[key] is not str:
+            value = parse_value(value, hints[key], name=key)
+        elif isinstance(value, bool) and hints[key] in (int, float):
+            raise ValueError(f"{key}={value!r}: expected {_type_name(hints[key])}, got a boolean")
+        elif isinstance(value, int) and hints[key] is float:
+            value = float(value)
+        elif isinstance(value, list) and get_origin(hints[key]) is tuple:
+            value = tuple(value)
+        changes[key] = value
+    return dataclasses.replace(config, **changes)
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return config_to_dict(value)
+    return value
+
+
+def config_to_dict(config: Any) -> dict[str, Any]:
+    """Every field of a config as JSON-ready values (tuples become lists)."""
+    return {f.name: _jsonable(getattr(config, f.name)) for f in dataclasses.fields(config)}

@@ -1,0 +1,1 @@
+"""One sub-package per paper; see :mod:`icml26.registry` for the table."""
