@@ -1,0 +1,223 @@
+"""Command line: ``icml26 list | info KEY | run KEY|all [--quick] [field=value …] | report``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Sequence
+
+from icml26 import registry
+
+__all__ = ["main"]
+
+
+class CliError(Exception):
+    """A user error: printed as one line, exit status 2."""
+
+
+def _parse_overrides(items: Sequence[str]) -> dict[str, str]:
+    overrides: dict[str, str] = {}
+    for item in items:
+        if "=" not in item:
+            raise CliError(f"override {item!r} must look like field=value")
+        name, value = item.split("=", 1)
+        if not name:
+            raise CliError(f"override {item!r} has no field name")
+        overrides[name.strip()] = value
+    return overrides
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    try:
+        specs = registry.list_papers(args.area)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    rows = [("key", "area", "status", "extras")]
+    for spec in specs:
+        if spec.extras:
+            missing = set(spec.missing_extras())
+            extras = ", ".join(f"{e} ({'missing' if e in missing else 'ok'})" for e in spec.extras)
+        else:
+            extras = "-"
+        rows.append((spec.key, spec.area, spec.status, extras))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for row in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[3])
+    n_impl = sum(s.implemented for s in specs)
+    print(f"\n{len(specs)} papers, {n_impl} implemented")
+    return 0
+
+
+def _cmd_info(args: argparse.Namespace) -> int:
+    spec = _spec(args.key)
+    print(f"{spec.key}: {spec.title}")
+    print(f"  area:    {spec.area} ({registry.AREAS[spec.area]})")
+    print(f"  url:     {spec.url or '-'}")
+    print(f"  code:    {spec.code or '-'}")
+    print(f"  extras:  {', '.join(spec.extras) or '-'}   ({spec.install_hint()})")
+    print(f"  status:  {spec.status}")
+    print(f"  claim:   {spec.claim}")
+    if not spec.implemented:
+        print("\n  (planned: no reproduction yet, so no config fields)")
+        return 0
+    from icml26.common.config import config_fields
+
+    cls = spec.load_experiment().Config
+    print("\nconfig fields (default = full scale, quick = `--quick`):")
+    fields = config_fields(cls)
+    width = max(len(f.name) for f in fields)
+    for f in fields:
+        print(f"  {f.name:<{width}}  {f.type_name}")
+        print(f"  {'':<{width}}    default={f.default!r}  quick={f.quick!r}")
+        if f.doc:
+            print(f"  {'':<{width}}    {f.doc}")
+    return 0
+
+
+def _spec(key: str) -> registry.PaperSpec:
+    try:
+        return registry.get(key)
+    except KeyError as exc:
+        raise CliError(exc.args[0]) from None
+
+
+def _run_one(key: str, args: argparse.Namespace, overrides: dict[str, str]):
+    from icml26 import runner
+
+    return runner.run(
+        key,
+        quick=args.quick,
+        seed=args.seed,
+        overrides=overrides,
+        tiny=args.tiny,
+        device=args.device,
+        out=args.out,
+        threads=args.threads,
+        progress=None if not args.no_progress else False,
+    )
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from icml26.common.extras import MissingExtraError
+    from icml26.runner import PaperNotImplementedError, build_config
+
+    overrides = _parse_overrides(args.overrides)
+    if args.key != "all":
+        spec = _spec(args.key)
+        try:
+            setting = "tiny" if args.tiny else ("quick" if args.quick else "full")
+            build_config(spec.key, setting, overrides)  # validate before any work
+            result = _run_one(spec.key, args, overrides)
+        except (PaperNotImplementedError, MissingExtraError, ValueError) as exc:
+            raise CliError(str(exc)) from None
+        print(result.verdict())
+        if result.path is not None:
+            print(f"\nwrote {result.path}")
+        return 0
+
+    if overrides:
+        raise CliError("field=value overrides apply to one paper; use `icml26 run KEY …`")
+    keys = registry.keys(status="implemented")
+    if not keys:
+        print("no paper is implemented yet; nothing to run")
+        return 0
+    summary = []
+    for key in keys:
+        print(f"=== {key}", flush=True)
+        start = time.perf_counter()
+        try:
+            result = _run_one(key, args, {})
+        except Exception as exc:  # carry on past a failure, and record it
+            traceback.print_exc()
+            summary.append({"paper": key, "status": "failed", "error": f"{type(exc).__name__}: {exc}",
+                            "wall_time_s": round(time.perf_counter() - start, 1)})
+            continue
+        print(result.verdict(), flush=True)
+        summary.append({"paper": key, "status": "ok", "claim_passed": result.passed,
+                        "wall_time_s": round(time.perf_counter() - start, 1)})
+    print("\nsummary:")
+    for row in summary:
+        verdict = row["status"] if row["status"] != "ok" else ("held" if row["claim_passed"] else "not held")
+        print(f"  {row['paper']:<16} {verdict:<10} {row['wall_time_s']:>8.1f} s  {row.get('error', '')}")
+    if args.out is not None:
+        from icml26.results import atomic_write_text
+
+        atomic_write_text(Path(args.out) / "run_all.json", json.dumps(summary, indent=1) + "\n")
+    return 1 if any(r["status"] == "failed" for r in summary) else 0
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from icml26.results import ResultError, report
+
+    results = Path(args.results)
+    if not results.is_dir():
+        raise CliError(f"results folder {results} does not exist; run `icml26 run … ` first")
+    try:
+        path = report(results, readme=args.readme)
+    except ResultError as exc:
+        raise CliError(f"invalid result: {exc}") from None
+    print(f"wrote {path}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="icml26",
+        description="Methods of nineteen ICML 2026 papers, with CPU reproductions.",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log progress messages")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("list", help="the table of papers")
+    p.add_argument("--area", help=f"only one area ({', '.join(registry.AREAS)})")
+    p.set_defaults(func=_cmd_list)
+
+    p = sub.add_parser("info", help="one paper: title, url, claim, config fields")
+    p.add_argument("key")
+    p.set_defaults(func=_cmd_info)
+
+    p = sub.add_parser("run", help="run a reproduction (KEY or all)")
+    p.add_argument("key", help="a paper key, or 'all' for every implemented paper")
+    p.add_argument("overrides", nargs="*", metavar="field=value", help="config overrides")
+    p.add_argument("--quick", action="store_true", help="the CPU setting (minutes)")
+    p.add_argument("--tiny", action="store_true", help="the smoke-test setting (seconds)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    p.add_argument("--out", default="results", help="results folder (default: results)")
+    p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    p.add_argument("--no-progress", action="store_true", help="no progress bars")
+    p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("report", help="rebuild results/README.md and the README table from JSON")
+    p.add_argument("--results", default="results", help="results folder (default: results)")
+    p.add_argument("--readme", default=None, help="top-level README to update (default: beside results)")
+    p.set_defaults(func=_cmd_report)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    # field=value items may follow options (`run KEY --quick steps=3`), so they are
+    # collected from what argparse leaves over.
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        if args.command == "run" and not any(e.startswith("-") for e in extra):
+            args.overrides = list(args.overrides) + extra
+        else:
+            parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
+                        format="%(levelname)s %(name)s: %(message)s")
+    try:
+        return args.func(args)
+    except CliError as exc:
+        print(f"icml26: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,279 @@
+"""Running a paper's reproduction: seeding, threads, timing, provenance, writing.
+
+An experiment module (``icml26/papers/<key>/experiment.py``) provides:
+
+* ``Config``: a dataclass whose defaults are the paper's full scale, with
+  ``Config.quick()`` (the CPU reproduction) and ``Config.tiny()`` (seconds, for
+  the contract suite);
+* ``run(config, ctx) -> Outcome``: builds data, runs the method and its
+  baselines, and returns metrics per arm, the claim's checks and plot series;
+* optionally ``plot(data) -> {file name: Figure}``, drawing from the result's JSON
+  only (the default draws every curve with :func:`icml26.results.plot_curves`).
+
+:func:`run` seeds everything, sets threads, times the run, records provenance,
+validates the result, and writes the PNGs and then ``result.json`` atomically:
+a run that fails writes nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as _dt
+import io
+import logging
+import os
+import platform
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Literal, Mapping
+
+import numpy as np
+import torch
+
+from icml26 import registry
+from icml26.common.config import apply_overrides, config_to_dict
+from icml26.common.extras import MissingExtraError
+from icml26.common.progress import progress as _progress
+from icml26.common.seeding import resolve_device, seed_everything, set_threads
+from icml26.results import (
+    SCHEMA_VERSION,
+    Outcome,
+    Result,
+    atomic_write_bytes,
+    atomic_write_text,
+    plot_curves,
+)
+
+__all__ = ["PaperNotImplementedError", "RunContext", "build_config", "run"]
+
+log = logging.getLogger(__name__)
+Setting = Literal["full", "quick", "tiny"]
+
+
+class PaperNotImplementedError(RuntimeError):
+    """The paper is registered but its reproduction does not exist yet."""
+
+
+@dataclasses.dataclass
+class RunContext:
+    """What the runner hands an experiment: seed, device, progress, provenance."""
+
+    seed: int
+    device: torch.device
+    setting: Setting
+    threads: int
+    show_progress: bool | None = None
+    provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """Extra provenance an experiment records (corpus hash, cache keys …)."""
+
+    def rng(self, offset: int = 0) -> np.random.Generator:
+        """A NumPy generator derived from the run's seed (``offset`` gives independent streams)."""
+        return np.random.default_rng([self.seed, offset])
+
+    def torch_generator(self, offset: int = 0) -> torch.Generator:
+        """A CPU torch generator derived from the run's seed."""
+        g = torch.Generator()
+        g.manual_seed(int(np.random.SeedSequence([self.seed, offset]).generate_state(1)[0]))
+        return g
+
+    def progress(self, iterable=None, **kwargs):
+        """A progress bar, off unless stderr is a terminal (or as the caller asked)."""
+        return _progress(iterable, enabled=self.show_progress, **kwargs)
+
+
+def build_config(key: str, setting: Setting = "quick", overrides: Mapping[str, Any] | None = None):
+    """The config of ``key`` for ``setting`` with ``overrides`` applied (validated)."""
+    spec = _implemented_spec(key)
+    module = spec.load_experiment()
+    cls = module.Config
+    if setting == "full":
+        config = cls()
+    elif setting == "quick":
+        config = cls.quick()
+    elif setting == "tiny":
+        config = cls.tiny()
+    else:
+        raise ValueError(f"setting={setting!r} must be 'full', 'quick' or 'tiny'")
+    return apply_overrides(config, overrides)
+
+
+def _implemented_spec(key: str) -> registry.PaperSpec:
+    spec = registry.get(key)
+    if not spec.implemented:
+        raise PaperNotImplementedError(
+            f"{key} is registered but not implemented yet (status: planned); "
+            f"`icml26 list` shows which papers can run"
+        )
+    missing = spec.missing_extras()
+    if missing:
+        raise MissingExtraError(
+            f"{key} needs the extra(s) {', '.join(missing)}; run: {spec.install_hint()}"
+        )
+    return spec
+
+
+def _git_commit() -> tuple[str | None, bool | None]:
+    here = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
+                                text=True, timeout=5, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
+        return commit or None, bool(dirty)
+    except (OSError, subprocess.SubprocessError):
+        return None, None
+
+
+def _provenance(ctx: RunContext, wall: float) -> dict[str, Any]:
+    import icml26
+
+    commit, dirty = _git_commit()
+    return {
+        "icml26": icml26.__version__,
+        "git_commit": commit,
+        "git_dirty": dirty,
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "threads": ctx.threads,
+        "device": str(ctx.device),
+        "wall_time_s": round(wall, 3),
+        "utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "argv": sys.argv[1:],
+        **ctx.provenance,
+    }
+
+
+def run(
+    key: str,
+    quick: bool = True,
+    seed: int = 0,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    tiny: bool = False,
+    device: str | torch.device | None = "cpu",
+    out: str | os.PathLike | None = "results",
+    threads: int | None = None,
+    progress: bool | None = None,
+) -> Result:
+    """Run the reproduction of paper ``key`` and return its :class:`~icml26.results.Result`.
+
+    Args:
+        key: a registry key (``icml26.list_papers()``).
+        quick: the CPU setting (``Config.quick()``); ``False`` runs the paper's full scale.
+        seed: seeds Python, NumPy and torch, and every generator the experiment draws.
+        overrides: config fields to change, typed values or strings (``{"steps": "100"}``).
+        tiny: the contract-suite setting (``Config.tiny()``), overriding ``quick``.
+        device: ``"cpu"`` (default) or ``"cuda"``.
+        out: results folder; the run writes ``<out>/<key>/result.json`` and its PNGs.
+            ``None`` writes nothing.
+        threads: torch threads (default: every core, or ``ICML26_THREADS``).
+        progress: show progress bars (default: only on a terminal).
+    """
+    setting: Setting = "tiny" if tiny else ("quick" if quick else "full")
+    spec = _implemented_spec(key)
+    module = spec.load_experiment()
+    config = build_config(key, setting, overrides)
+    dev = resolve_device(device)
+    n_threads = set_threads(threads)
+    seed_everything(seed)
+    ctx = RunContext(seed=seed, device=dev, setting=setting, threads=n_threads,
+                     show_progress=progress)
+
+    log.info("running %s (%s, seed %d) on %s", key, setting, seed, dev)
+    start = time.perf_counter()
+    outcome = module.run(config, ctx)
+    wall = time.perf_counter() - start
+    if not isinstance(outcome, Outcome):
+        raise TypeError(f"{spec.experiment_module}.run must return an Outcome, got {type(outcome)!r}")
+
+    checks = [c.to_dict() for c in outcome.checks]
+    data: dict[str, Any] = {
+        "schema": SCHEMA_VERSION,
+        "paper": key,
+        "quick": setting != "full",
+        "setting": setting,
+        "seed": seed,
+        "config": config_to_dict(config),
+        "metrics": {arm: {m: float(v) for m, v in values.items()}
+                    for arm, values in outcome.metrics.items()},
+        "claim": {"text": spec.claim, "checks": checks,
+                  "passed": bool(checks) and all(c["passed"] for c in checks)},
+        "curves": _clean(outcome.curves),
+        "figures": [],
+        "notes": list(outcome.notes),
+        "provenance": _provenance(ctx, wall),
+    }
+    # Render figures from the JSON-ready data before anything is written.
+    plotter = getattr(module, "plot", None) or plot_curves
+    figures = _render(plotter, data) if out is not None else {}
+    data["figures"] = sorted(figures)
+    result = Result(data)  # validates
+    if out is None:
+        return result
+
+    folder = Path(out) / key
+    for name, png in figures.items():
+        atomic_write_bytes(folder / name, png)
+    path = folder / "result.json"
+    atomic_write_text(path, _dumps(data))
+    for stale in folder.glob("*.png"):
+        if stale.name not in figures:
+            stale.unlink()
+    return Result(data, path=path)
+
+
+def _render(plotter, data: dict[str, Any]) -> dict[str, bytes]:
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    rendered = {}
+    for name, fig in plotter(data).items():
+        if not name.endswith(".png"):
+            name = f"{name}.png"
+        buffer = io.BytesIO()
+        fig.savefig(buffer, format="png", dpi=110)
+        plt.close(fig)
+        rendered[name] = buffer.getvalue()
+    return rendered
+
+
+def _dumps(data: Mapping[str, Any]) -> str:
+    import json
+
+    return json.dumps(data, indent=1, allow_nan=False, default=_json_default) + "\n"
+
+
+def _clean(obj: Any) -> Any:
+    """JSON-ready copy: arrays and tensors to lists, non-finite floats to ``None``."""
+    if isinstance(obj, torch.Tensor):
+        obj = obj.detach().cpu().numpy()
+    if isinstance(obj, np.ndarray):
+        obj = obj.tolist()
+    if isinstance(obj, Mapping):
+        return {str(k): _clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_clean(v) for v in obj]
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (float, np.floating)):
+        return float(obj) if np.isfinite(obj) else None
+    return obj
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu().tolist()
+    raise TypeError(f"cannot write {type(obj).__name__} to a result; convert it to numbers first")
