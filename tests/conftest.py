@@ -1,0 +1,75 @@
+"""Shared fixtures: a private cache folder and a fake paper for testing the machinery."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import sys
+import types
+
+import pytest
+
+from icml26 import registry
+from icml26.results import Outcome, check
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _private_cache(tmp_path_factory):
+    """Tests train their own tiny artifacts unless ICML26_CACHE points somewhere already."""
+    if "ICML26_CACHE" not in os.environ:
+        os.environ["ICML26_CACHE"] = str(tmp_path_factory.mktemp("icml26-cache"))
+    yield
+
+
+@dataclasses.dataclass
+class FakeConfig:
+    """A config with one field of each kind the CLI parses."""
+
+    steps: int = 100
+    """Number of steps."""
+    scale: float = 1.0
+    """Multiplies the method's score."""
+    mode: str = "a"
+    """A string."""
+    sizes: tuple[int, ...] = (1, 2)
+    """A tuple of ints."""
+    fail: bool = False
+    """Raise inside run (to test that a failed run writes nothing)."""
+
+    @classmethod
+    def quick(cls) -> "FakeConfig":
+        return cls(steps=10)
+
+    @classmethod
+    def tiny(cls) -> "FakeConfig":
+        return cls(steps=3)
+
+
+def _fake_run(config: FakeConfig, ctx) -> Outcome:
+    if config.fail:
+        raise RuntimeError("asked to fail")
+    rng = ctx.rng()
+    noise = float(rng.normal())
+    method = config.scale * (2.0 + noise)
+    baseline = 1.0 + noise
+    return Outcome(
+        metrics={"method": {"score": method, "steps": config.steps}, "baseline": {"score": baseline}},
+        checks=[check("method beats baseline", method - baseline, ">", 0.0)],
+        curves={"score": {"x": [1, 2, 3], "series": {"method": [1.0, 2.0, float("nan")],
+                                                     "baseline": [0.5, 1.0, 1.5]}}},
+    )
+
+
+@pytest.fixture
+def fake_paper(monkeypatch):
+    """Register an implemented paper ``zz_fake`` whose experiment lives in memory."""
+    package = types.ModuleType("icml26.papers.zz_fake")
+    experiment = types.ModuleType("icml26.papers.zz_fake.experiment")
+    experiment.Config = FakeConfig
+    experiment.run = _fake_run
+    monkeypatch.setitem(sys.modules, package.__name__, package)
+    monkeypatch.setitem(sys.modules, experiment.__name__, experiment)
+    spec = registry.PaperSpec(key="zz_fake", title="A fake paper", url=None, code=None, area="lm",
+                              extras=(), claim="The method beats the baseline.", status="implemented")
+    monkeypatch.setitem(registry.PAPERS, "zz_fake", spec)
+    return spec

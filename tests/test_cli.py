@@ -1,0 +1,135 @@
+"""The CLI through its real entry points: `main([...])` and `python -m icml26`."""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from icml26 import registry
+from icml26.cli import main
+
+FIXTURE = Path(__file__).parent / "fixtures" / "result_fixture.json"
+
+
+def test_list_shows_all_nineteen(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for key in registry.keys():
+        assert key in out
+    assert "19 papers" in out
+
+
+def test_list_by_area(capsys):
+    assert main(["list", "--area", "games"]) == 0
+    out = capsys.readouterr().out
+    assert "asym_perturb" in out and "hamu" not in out
+    assert main(["list", "--area", "astrology"]) == 2
+    assert "unknown area" in capsys.readouterr().err
+
+
+def test_info_planned_paper(capsys):
+    assert main(["info", "fox"]) == 0
+    out = capsys.readouterr().out
+    assert "arxiv.org/abs/2606.27596" in out and "planned" in out
+
+
+def test_info_shows_config_fields(fake_paper, capsys):
+    assert main(["info", "zz_fake"]) == 0
+    out = capsys.readouterr().out
+    assert "default=100  quick=10" in out and "Number of steps." in out
+
+
+def test_bad_key_is_a_clear_error(capsys):
+    assert main(["info", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "unknown paper 'nope'" in err and "lmcleaner" in err
+    assert main(["run", "nope"]) == 2
+
+
+def test_planned_key_is_a_clear_error(capsys):
+    assert main(["run", "fox", "--quick"]) == 2
+    assert "not implemented yet" in capsys.readouterr().err
+
+
+def test_bad_override_names_valid_fields(fake_paper, capsys, tmp_path):
+    assert main(["run", "zz_fake", "--out", str(tmp_path), "stepz=3"]) == 2
+    assert "valid fields: steps, scale, mode, sizes, fail" in capsys.readouterr().err
+    assert main(["run", "zz_fake", "--out", str(tmp_path), "steps=three"]) == 2
+    assert "steps='three' is not an integer" in capsys.readouterr().err
+    assert main(["run", "zz_fake", "--out", str(tmp_path), "steps"]) == 2
+    assert not (tmp_path / "zz_fake").exists()
+
+
+def test_run_prints_verdict_and_writes(fake_paper, capsys, tmp_path):
+    assert main(["run", "zz_fake", "--quick", "--seed", "1", "--out", str(tmp_path), "scale=2"]) == 0
+    out = capsys.readouterr().out
+    assert "method beats baseline" in out and "claim" in out
+    data = json.loads((tmp_path / "zz_fake" / "result.json").read_text())
+    assert data["config"]["scale"] == 2.0 and data["seed"] == 1
+
+
+def test_run_all_carries_on_past_a_failure(fake_paper, monkeypatch, capsys, tmp_path):
+    import dataclasses
+    import sys as _sys
+    import types
+
+    from tests.conftest import FakeConfig
+
+    broken = types.ModuleType("icml26.papers.zz_broken.experiment")
+    broken.Config = FakeConfig
+    broken.run = lambda config, ctx: (_ for _ in ()).throw(RuntimeError("boom"))
+    monkeypatch.setitem(_sys.modules, "icml26.papers.zz_broken", types.ModuleType("icml26.papers.zz_broken"))
+    monkeypatch.setitem(_sys.modules, broken.__name__, broken)
+    # The broken paper comes first, so the fake one must still run after it.
+    papers = {"zz_broken": dataclasses.replace(fake_paper, key="zz_broken"), **registry.PAPERS}
+    monkeypatch.setattr(registry, "PAPERS", papers)
+    code = main(["run", "all", "--quick", "--out", str(tmp_path)])
+    assert code == 1
+    summary = json.loads((tmp_path / "run_all.json").read_text())
+    status = {row["paper"]: row["status"] for row in summary}
+    assert status["zz_broken"] == "failed" and status["zz_fake"] == "ok"
+    assert "RuntimeError: boom" in next(r["error"] for r in summary if r["paper"] == "zz_broken")
+    assert (tmp_path / "zz_fake" / "result.json").exists()
+
+
+def test_report_on_fixture(tmp_path, capsys):
+    results = tmp_path / "results"
+    (results / "hamu").mkdir(parents=True)
+    shutil.copy(FIXTURE, results / "hamu" / "result.json")
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- results:start -->\nold\n<!-- results:end -->\n"
+                      "<!-- papers:start -->\nold\n<!-- papers:end -->\nend\n")
+    assert main(["report", "--results", str(results)]) == 0
+    page = (results / "README.md").read_text()
+    assert "## hamu" in page and "| HAMU-Q | 0.93 | 0.05 |" in page and "| retain gap | 0.03 | >= 0.02 | ✅ |" in page
+    top = readme.read_text()
+    assert "old" not in top and "[hamu](results/README.md#hamu)" in top and "| 1/1 | ✅ |" in top
+    assert top.startswith("intro\n") and top.endswith("end\n")
+    assert top.count("| lmcleaner |") == 1
+
+
+def test_report_refuses_an_invalid_result(tmp_path, capsys):
+    results = tmp_path / "results"
+    (results / "hamu").mkdir(parents=True)
+    data = json.loads(FIXTURE.read_text())
+    del data["provenance"]["torch"]
+    (results / "hamu" / "result.json").write_text(json.dumps(data))
+    assert main(["report", "--results", str(results)]) == 2
+    assert "provenance.torch" in capsys.readouterr().err
+
+
+def test_python_dash_m_entry_point():
+    proc = subprocess.run([sys.executable, "-m", "icml26", "list"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert "hamu" in proc.stdout
+
+
+def test_console_script_entry_point():
+    exe = shutil.which("icml26", path=str(Path(sys.executable).parent))
+    if exe is None:
+        pytest.skip("the icml26 console script is not installed in this environment")
+    proc = subprocess.run([exe, "info", "hamu"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "HAMU" in proc.stdout

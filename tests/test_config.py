@@ -1,0 +1,71 @@
+import dataclasses
+from typing import Literal, Optional
+
+import pytest
+
+from icml26.common.config import apply_overrides, config_fields, config_to_dict, field_docs, parse_value
+
+
+@dataclasses.dataclass
+class Cfg:
+    """Example."""
+
+    n: int = 3
+    """How many."""
+    lr: float = 0.1
+    """Step size."""
+    kind: Literal["a", "b"] = "a"
+    """Which kind."""
+    sizes: tuple[int, ...] = (1, 2)
+    """Sizes."""
+    cap: Optional[float] = None
+    """Optional cap."""
+    flag: bool = False
+
+    @classmethod
+    def quick(cls):
+        return cls(n=1)
+
+
+def test_field_docs_read_from_source():
+    docs = field_docs(Cfg)
+    assert docs == {"n": "How many.", "lr": "Step size.", "kind": "Which kind.", "sizes": "Sizes.",
+                    "cap": "Optional cap."}
+
+
+def test_config_fields_default_and_quick():
+    fields = {f.name: f for f in config_fields(Cfg)}
+    assert fields["n"].default == 3 and fields["n"].quick == 1
+    assert fields["kind"].type_name == "'a' | 'b'"
+
+
+@pytest.mark.parametrize("text,tp,expected", [
+    ("5", int, 5), ("1e3", int, 1000), ("0.5", float, 0.5), ("true", bool, True), ("off", bool, False),
+    ("b", Literal["a", "b"], "b"), ("1,2,3", tuple[int, ...], (1, 2, 3)), ("none", Optional[float], None),
+    ("2.5", Optional[float], 2.5), ("x", str, "x"),
+])
+def test_parse_value(text, tp, expected):
+    assert parse_value(text, tp) == expected
+
+
+@pytest.mark.parametrize("text,tp,match", [
+    ("1.5", int, "not an integer"), ("abc", float, "not a number"), ("maybe", bool, "boolean"),
+    ("c", Literal["a", "b"], "not one of"),
+])
+def test_parse_value_errors(text, tp, match):
+    with pytest.raises(ValueError, match=match):
+        parse_value(text, tp)
+
+
+def test_apply_overrides_types_and_unknown_field():
+    cfg = apply_overrides(Cfg(), {"n": "7", "sizes": "4,5", "lr": 1})
+    assert cfg.n == 7 and cfg.sizes == (4, 5) and cfg.lr == 1.0 and isinstance(cfg.lr, float)
+    with pytest.raises(ValueError, match="valid fields: n, lr, kind, sizes, cap, flag"):
+        apply_overrides(Cfg(), {"steps": "1"})
+    with pytest.raises(ValueError, match="n='x' is not an integer"):
+        apply_overrides(Cfg(), {"n": "x"})
+
+
+def test_config_to_dict_is_json_ready():
+    assert config_to_dict(Cfg()) == {"n": 3, "lr": 0.1, "kind": "a", "sizes": [1, 2], "cap": None,
+                                     "flag": False}

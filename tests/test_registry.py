@@ -1,0 +1,81 @@
+import dataclasses
+
+import pytest
+
+from icml26 import registry
+
+EXPECTED = ("lmcleaner, fox, ou_steady, hici, vimrag, asym_perturb, spard, revit, instemb, "
+            "subspace_path, dmanet, confsleepnet, curvature, stream_spr, robuq, zs_expand, llr, "
+            "robust_ntp, hamu").split(", ")
+
+
+def test_keys_exactly_the_nineteen_in_order():
+    assert registry.keys() == EXPECTED
+    assert len(set(registry.keys())) == 19
+
+
+def test_statuses_consistent_with_folders():
+    for spec in registry.list_papers():
+        has_experiment = (spec.folder / "experiment.py").is_file()
+        assert spec.implemented == has_experiment, (
+            f"{spec.key}: status {spec.status} but experiment.py exists={has_experiment}")
+        if spec.implemented:
+            assert (spec.folder / "README.md").is_file(), f"{spec.key} has no README.md"
+            assert (spec.folder / "__init__.py").is_file()
+
+
+def test_every_spec_is_complete():
+    for spec in registry.list_papers():
+        assert spec.title and spec.claim.endswith(".")
+        assert spec.area in registry.AREAS
+        assert spec.url is None or spec.url.startswith("https://")
+        assert spec.code is None or spec.code.startswith("https://github.com/")
+
+
+def _spec(**changes):
+    base = registry.PaperSpec(key="newpaper", title="t", url=None, code=None, area="lm", extras=(),
+                              claim="c.")
+    return dataclasses.replace(base, **changes)
+
+
+@pytest.mark.parametrize("key", ["Bad", "1abc", "a-b", "x", "", "a" * 40])
+def test_malformed_key_fails_loudly(key, monkeypatch):
+    monkeypatch.setattr(registry, "PAPERS", dict(registry.PAPERS))
+    with pytest.raises(registry.RegistryError, match="malformed"):
+        registry.register(_spec(key=key))
+
+
+def test_duplicate_key_fails_loudly(monkeypatch):
+    monkeypatch.setattr(registry, "PAPERS", dict(registry.PAPERS))
+    with pytest.raises(registry.RegistryError, match="twice"):
+        registry.register(_spec(key="hamu"))
+
+
+def test_implemented_without_folder_fails_loudly(monkeypatch):
+    monkeypatch.setattr(registry, "PAPERS", dict(registry.PAPERS))
+    with pytest.raises(registry.RegistryError, match="experiment.py is missing"):
+        registry.register(_spec(key="nofolder", status="implemented"))
+
+
+@pytest.mark.parametrize("field,value,match", [("area", "astrology", "unknown area"),
+                                               ("extras", ("nope",), "unknown extra"),
+                                               ("status", "done", "status")])
+def test_bad_fields_fail_loudly(field, value, match, monkeypatch):
+    monkeypatch.setattr(registry, "PAPERS", dict(registry.PAPERS))
+    with pytest.raises(registry.RegistryError, match=match):
+        registry.register(_spec(**{field: value}))
+
+
+def test_registered_spec_is_findable(monkeypatch):
+    monkeypatch.setattr(registry, "PAPERS", dict(registry.PAPERS))
+    registry.register(_spec())
+    assert registry.get("newpaper").title == "t"
+    with pytest.raises(KeyError, match="known papers"):
+        registry.get("nonexistent")
+
+
+def test_list_papers_by_area():
+    lm = registry.list_papers("lm")
+    assert lm and all(s.area == "lm" for s in lm)
+    with pytest.raises(ValueError, match="unknown area"):
+        registry.list_papers("astrology")
