@@ -97,26 +97,26 @@ def test_run_all_carries_on_past_a_failure(fake_paper, monkeypatch, capsys, tmp_
 
 def test_report_on_fixture(tmp_path, capsys):
     results = tmp_path / "results"
-    (results / "hamu").mkdir(parents=True)
-    shutil.copy(FIXTURE, results / "hamu" / "result.json")
+    (results / "zz_fixture").mkdir(parents=True)
+    shutil.copy(FIXTURE, results / "zz_fixture" / "result.json")
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- results:start -->\nold\n<!-- results:end -->\n"
                       "<!-- papers:start -->\nold\n<!-- papers:end -->\nend\n")
     assert main(["report", "--results", str(results)]) == 0
     page = (results / "README.md").read_text()
-    assert "## hamu" in page and "| HAMU-Q | 0.93 | 0.05 |" in page and "| retain gap | 0.03 | >= 0.02 | ✅ |" in page
+    assert "## zz_fixture" in page and "| HAMU-Q | 0.93 | 0.05 |" in page and "| retain gap | 0.03 | >= 0.02 | ✅ |" in page
     top = readme.read_text()
-    assert "old" not in top and "[hamu](results/README.md#hamu)" in top and "| 1/1 | ✅ |" in top
+    assert "old" not in top and "[zz_fixture](results/README.md#zz_fixture)" in top and "| 1/1 | ✅ |" in top
     assert top.startswith("intro\n") and top.endswith("end\n")
     assert top.count("| lmcleaner |") == 1
 
 
 def test_report_refuses_an_invalid_result(tmp_path, capsys):
     results = tmp_path / "results"
-    (results / "hamu").mkdir(parents=True)
+    (results / "zz_fixture").mkdir(parents=True)
     data = json.loads(FIXTURE.read_text())
     del data["provenance"]["torch"]
-    (results / "hamu" / "result.json").write_text(json.dumps(data))
+    (results / "zz_fixture" / "result.json").write_text(json.dumps(data))
     assert main(["report", "--results", str(results)]) == 2
     assert "provenance.torch" in capsys.readouterr().err
 
@@ -133,3 +133,21 @@ def test_console_script_entry_point():
         pytest.skip("the icml26 console script is not installed in this environment")
     proc = subprocess.run([exe, "info", "hamu"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "HAMU" in proc.stdout
+
+
+def test_report_fills_a_paper_readme(fake_paper, tmp_path, monkeypatch):
+    import dataclasses
+
+    from icml26 import runner
+
+    folder = tmp_path / "pkg" / "zz_fake"
+    folder.mkdir(parents=True)
+    (folder / "README.md").write_text("# fake\n<!-- results:start -->\nstale\n<!-- results:end -->\ntail\n")
+    spec = dataclasses.replace(fake_paper)
+    monkeypatch.setattr(type(spec), "folder", property(lambda self: folder))
+    results = tmp_path / "results"
+    runner.run("zz_fake", out=results)
+    assert main(["report", "--results", str(results), "--readme", str(tmp_path / "none.md")]) == 0
+    text = (folder / "README.md").read_text()
+    assert "stale" not in text and "| method beats baseline |" in text and text.endswith("tail\n")
+    assert "](../../results/zz_fake/score.png)" in text
