@@ -207,6 +207,7 @@ for _spec in (
             "and diffusion are recovered from stationary moments up to a global scale, with "
             "error falling like N^-1/2 and far below an observational-only Lyapunov baseline."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="hici",

@@ -1,0 +1,441 @@
+"""Estimators of (B, c, d) from stationary moments, and what to do with an estimate.
+
+Two estimators (paper, abstract 3):
+
+``fit_recursive`` — the identifiability proof turned into an algorithm:
+  1. strongly connected components (SCCs) of the drift graph (``scipy.sparse.csgraph``),
+     topological order of their condensation (which must have a single root);
+  2. for each component S, with U the union of its ancestors (already solved): the
+     marginal of X_{U∪S} is itself OU, so the rows i ∈ S of the mean equations and the
+     entries (i, j) ∈ (S × (U∪S)) of the Lyapunov equations, in every regime, are linear
+     in the unknowns of S (row block B_{S,U∪S}, c_S, d_S and the strengths of the
+     interventions on S), with the known upstream terms on the right-hand side;
+  3. the root's system is homogeneous: its solution is the right singular vector of the
+     smallest singular value, scaled so that Σ_{i∈root} d_i = |root| (our convention);
+     every later component is solved by least squares and inherits that scale.
+
+``fit_lsq`` — the regularised least-squares estimator over all regimes, no graph needed:
+
+    min_z  Σ_k w_k ( ‖B_k m̂_k + c_k‖² + ‖B_k Σ̂_k + Σ̂_k B_kᵀ + D_k‖_F² ) + λ ‖offdiag B‖₁
+    s.t.   Σ_i d_i = n,  d ≥ 0,
+
+  with w_k = 1/(number of equations of regime k); convex, solved exactly by its KKT system
+  when λ = 0 and by ADMM (an equality-constrained quadratic step, then soft-thresholding
+  of the off-diagonal drift and clipping of d at 0) otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from typing import Literal, Sequence
+
+import numpy as np
+import scipy.linalg
+import scipy.sparse
+import scipy.sparse.csgraph
+
+from icml26.papers.ou_steady.equations import MomentSystem, moment_system
+from icml26.papers.ou_steady.process import Intervention, OUProcess, Regime
+
+__all__ = [
+    "OUEstimate",
+    "condensation_order",
+    "fit_lsq",
+    "fit_recursive",
+    "fit_strength",
+    "predict",
+    "scale_aligned_error",
+]
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class OUEstimate:
+    """Estimated parameters, in the estimator's own global scale.
+
+    Attributes:
+        drift: B̂, ``(n, n)``.
+        const: ĉ, ``(n,)``.
+        diffusion: d̂, ``(n,)``.
+        strengths: per regime, the estimated intervention strength (``None`` for the
+            observational regime and for knockouts).
+        method: which estimator produced it.
+    """
+
+    drift: np.ndarray
+    const: np.ndarray
+    diffusion: np.ndarray
+    strengths: tuple[float | None, ...]
+    method: str
+
+    def process(self) -> OUProcess:
+        """The estimate as an :class:`OUProcess` (``ValueError`` if B̂ is not Hurwitz)."""
+        return OUProcess(self.drift, self.const, np.clip(self.diffusion, 0.0, None))
+
+
+# ---------------------------------------------------------------------------
+# Graph structure
+# ---------------------------------------------------------------------------
+def condensation_order(support: np.ndarray) -> list[list[int]]:
+    """SCCs of the drift graph (edge j → i iff ``support[i, j]``) in topological order.
+
+    Components are sorted so that every component comes after all its ancestors; ties
+    are broken by the smallest node index.
+    """
+    support = np.asarray(support, dtype=bool)
+    n = support.shape[0]
+    adjacency = scipy.sparse.csr_matrix(support.T & ~np.eye(n, dtype=bool))  # [j, i] for j -> i
+    n_comp, labels = scipy.sparse.csgraph.connected_components(adjacency, directed=True, connection="strong")
+    members = [sorted(np.flatnonzero(labels == c).tolist()) for c in range(n_comp)]
+    parents = {c: set() for c in range(n_comp)}
+    for i, j in np.argwhere(support):
+        if labels[i] != labels[j]:
+            parents[labels[i]].add(labels[j])
+    order, done = [], set()
+    while len(order) < n_comp:
+        ready = sorted((c for c in range(n_comp) if c not in done and parents[c] <= done),
+                       key=lambda c: members[c][0])
+        order.append(ready[0])
+        done.add(ready[0])
+    return [members[c] for c in order]
+
+
+def _ancestors(components: list[list[int]], support: np.ndarray) -> list[set[int]]:
+    """For each component (in topological order), the set of all its ancestor nodes."""
+    comp_of = {i: c for c, nodes in enumerate(components) for i in nodes}
+    result: list[set[int]] = []
+    for c, nodes in enumerate(components):
+        anc: set[int] = set()
+        for i in nodes:
+            for j in np.flatnonzero(support[i]):
+                cj = comp_of[int(j)]
+                if cj != c:
+                    if cj > c:
+                        raise ValueError(
+                            f"order is not topological: component {components[cj]} drives {nodes} "
+                            "but comes after it"
+                        )
+                    anc |= set(components[cj]) | result[cj]
+        result.append(anc)
+    return result
+
+
+# ---------------------------------------------------------------------------
+# The recursive estimator
+# ---------------------------------------------------------------------------
+def fit_recursive(
+    regimes: Sequence[Regime],
+    interventions: Sequence[Intervention | None],
+    support: np.ndarray,
+    *,
+    order: Sequence[Sequence[int]] | None = None,
+    rank_rtol: float = 1e-10,
+) -> OUEstimate:
+    """The paper's recursive algorithm (module docstring), given the drift graph's support.
+
+    Args:
+        regimes: moments of each data set.
+        interventions: one per regime, ``None`` for an observational regime.
+        support: ``(n, n)`` bool, ``support[i, j]`` if B_ij may be non-zero (the SCC
+            structure is read from it).
+        order: the components in the order to solve them (default: computed). A
+            non-topological order is a ``ValueError``.
+        rank_rtol: a component whose system has a singular value below ``rank_rtol`` times
+            its largest (beyond the root's one scale direction) is refused with a
+            ``ValueError``. This catches structural non-identifiability at exact moments
+            (e.g. a knockout in the root: its marginal loses the knocked-out node's
+            equations); with sample moments noise hides it.
+    """
+    system = moment_system(regimes, interventions, support)
+    layout = system.layout
+    n = layout.n
+    support = layout.support
+    if order is None:
+        components = condensation_order(support)
+    else:
+        components = [sorted(int(i) for i in comp) for comp in order]
+        expected = sorted(tuple(c) for c in condensation_order(support))
+        if sorted(tuple(c) for c in components) != expected:
+            raise ValueError(f"order {order} does not list the strongly connected components {expected}")
+    ancestors = _ancestors(components, support)
+    roots = [c for c, anc in enumerate(ancestors) if not anc]
+    if len(roots) != 1:
+        raise ValueError(
+            f"the condensation has {len(roots)} roots ({[components[c] for c in roots]}); the recursive "
+            "estimator needs a single root, which fixes the one global scale"
+        )
+    for comp in components:
+        kinds = [iv.kind for iv in interventions if iv is not None and iv.target in comp]
+        if not any(k != "shift" for k in kinds):
+            what = "only shift interventions" if kinds else "no intervention"
+            raise ValueError(
+                f"component {comp} has {what}; one soft-drift, noise or knockout intervention per "
+                "strongly connected component is needed (a shift leaves the covariance unchanged)"
+            )
+
+    A = system.matrix.tocsc()
+    sqrt_w = np.sqrt(system.weight)
+    z = np.full(layout.size, np.nan)
+    target_of = [None if iv is None else iv.target for iv in interventions]
+    for comp, anc in zip(components, ancestors):
+        in_s = np.zeros(n, dtype=bool)
+        in_s[comp] = True
+        in_us = in_s.copy()
+        in_us[list(anc)] = True
+        # equations: mean rows of S; covariance entries inside U∪S touching S
+        i, j = system.row_i, system.row_j
+        mean_rows = (j < 0) & in_s[i]
+        cov_rows = (j >= 0) & in_us[i] & in_us[np.maximum(j, 0)] & (in_s[i] | in_s[np.maximum(j, 0)])
+        rows = np.flatnonzero(mean_rows | cov_rows)
+        # unknowns: drift rows of S, c_S, d_S, strengths of interventions targeting S
+        unknown = np.zeros(layout.size, dtype=bool)
+        unknown[: layout.n_drift] = in_s[layout.pairs[:, 0]]
+        unknown[layout.const_cols[comp]] = True
+        unknown[layout.diffusion_cols[comp]] = True
+        for k, col in enumerate(layout.strength_of):
+            if col >= 0 and target_of[k] in comp:
+                unknown[col] = True
+        known = ~np.isnan(z)
+        sub = scipy.sparse.diags(sqrt_w[rows]) @ A[rows]
+        stray = sub[:, ~(unknown | known)]
+        if stray.nnz and np.abs(stray.data).max() > 0:
+            raise ValueError(f"component {comp}: equations depend on parameters not yet solved; "
+                             "is the order topological and the support right?")
+        a_u = sub[:, unknown].toarray()
+        _, sv, vt = np.linalg.svd(a_u, full_matrices=True)
+        sv = np.pad(sv, (0, a_u.shape[1] - sv.size))  # fewer equations than unknowns: zeros
+        # the component's own (marginal) system must pin its unknowns down: a null space of
+        # dimension 1 for the root (the scale), 0 for every other component
+        null_dims = 0 if anc else 1
+        if sv.size > null_dims and sv[-1 - null_dims] <= rank_rtol * sv[0]:
+            raise ValueError(
+                f"component {comp} is not identified from the marginal dynamics of its ancestors and "
+                "itself (its linear system is rank-deficient); the recursive estimator cannot use "
+                "the downstream equations that may still identify it: use fit_lsq, or a soft-drift "
+                "or noise intervention in this component"
+            )
+        if not anc:
+            # homogeneous: smallest right singular vector, scaled so Σ_{i∈root} d_i = |root|
+            sol = vt[-1]
+            d_pos = np.flatnonzero(unknown)
+            d_mask = np.isin(d_pos, layout.diffusion_cols[comp])
+            total = sol[d_mask].sum()
+            if abs(total) < 1e-300:
+                raise ValueError(f"root component {comp}: the diffusion of the solution sums to 0")
+            sol = sol * (len(comp) / total)
+        else:
+            rhs = -(sub[:, known] @ z[known])
+            sol, *_ = np.linalg.lstsq(a_u, rhs, rcond=None)
+        z[unknown] = sol
+    drift, const, diffusion, strengths = layout.unpack(np.nan_to_num(z))
+    return OUEstimate(drift, const, diffusion, tuple(strengths), "recursive")
+
+
+# ---------------------------------------------------------------------------
+# The regularised least-squares estimator
+# ---------------------------------------------------------------------------
+def _admm(
+    gram: np.ndarray,
+    linear: np.ndarray,
+    z0: np.ndarray,
+    *,
+    l1_mask: np.ndarray,
+    l1: float,
+    nonneg_mask: np.ndarray,
+    equality: tuple[np.ndarray, float] | None,
+    max_iter: int,
+    tol: float,
+) -> np.ndarray:
+    """Minimise zᵀ G z − 2 bᵀ z + λ‖z[l1_mask]‖₁ s.t. z[nonneg_mask] ≥ 0 and aᵀz = s, by ADMM.
+
+    Splitting z = w: the z-step is an equality-constrained quadratic (one LU factorisation,
+    reused), the w-step soft-thresholds and clips, so ill-conditioned G does not slow it
+    down the way it slows proximal gradient.
+    """
+    size = gram.shape[0]
+    rho = max(float(np.mean(np.diag(gram))) * 2.0, 1e-12)
+    if equality is not None:
+        a, total = equality
+        kkt = np.block([[2.0 * gram + rho * np.eye(size), a[:, None]], [a[None, :], np.zeros((1, 1))]])
+    else:
+        kkt = 2.0 * gram + rho * np.eye(size)
+    lu = scipy.linalg.lu_factor(kkt)
+    w = z0.copy()
+    u = np.zeros(size)
+    z = z0.copy()
+    for it in range(max_iter):
+        rhs = 2.0 * linear + rho * (w - u)
+        if equality is not None:
+            z = scipy.linalg.lu_solve(lu, np.append(rhs, total))[:size]
+        else:
+            z = scipy.linalg.lu_solve(lu, rhs)
+        v = z + u
+        w_new = v.copy()
+        # prox of (λ/ρ)|·| on the penalised entries, projection on the non-negative ones
+        w_new[l1_mask] = np.sign(v[l1_mask]) * np.maximum(np.abs(v[l1_mask]) - l1 / rho, 0.0)
+        w_new[nonneg_mask] = np.maximum(v[nonneg_mask], 0.0)
+        dual = rho * np.linalg.norm(w_new - w)
+        w = w_new
+        u += z - w
+        primal = np.linalg.norm(z - w)
+        scale = 1.0 + np.linalg.norm(z)
+        if primal <= tol * scale and dual <= tol * scale:
+            log.debug("ADMM converged after %d iterations", it + 1)
+            break
+    return w
+
+
+def _weighted_gram(system: MomentSystem) -> np.ndarray:
+    m = system.matrix
+    return (m.T @ scipy.sparse.diags(system.weight) @ m).toarray()
+
+
+def _solve_lsq(
+    system: MomentSystem,
+    *,
+    l1: float,
+    fixed_diffusion: np.ndarray | None,
+    max_iter: int,
+    tol: float,
+) -> np.ndarray:
+    layout = system.layout
+    n = layout.n
+    gram = _weighted_gram(system)
+    offdiag = np.zeros(layout.size, dtype=bool)
+    offdiag[: layout.n_drift] = layout.pairs[:, 0] != layout.pairs[:, 1]
+    d_cols = layout.diffusion_cols
+
+    if fixed_diffusion is not None:
+        # d is known: minimise over the rest, with M_d d moved to the right-hand side
+        free = np.ones(layout.size, dtype=bool)
+        free[d_cols] = False
+        g_ff = gram[np.ix_(free, free)]
+        lin = -gram[np.ix_(free, ~free)] @ fixed_diffusion
+        z_f = np.linalg.lstsq(g_ff, lin, rcond=None)[0]
+        if l1 > 0:
+            z_f = _admm(g_ff, lin, z_f, l1_mask=offdiag[free], l1=l1,
+                        nonneg_mask=np.zeros(free.sum(), dtype=bool), equality=None,
+                        max_iter=max_iter, tol=tol)
+        z = np.zeros(layout.size)
+        z[free] = z_f
+        z[d_cols] = fixed_diffusion
+        return z
+
+    # Σ d = n: the equality-constrained least squares by its KKT system, then ADMM if the
+    # penalty is on or the solution has a negative diffusion
+    a = np.zeros(layout.size)
+    a[d_cols] = 1.0
+    kkt = np.block([[2.0 * gram, a[:, None]], [a[None, :], np.zeros((1, 1))]])
+    rhs = np.zeros(layout.size + 1)
+    rhs[-1] = n
+    z = np.linalg.lstsq(kkt, rhs, rcond=None)[0][:-1]
+    if l1 > 0 or (z[d_cols] < 0).any():
+        nonneg = np.zeros(layout.size, dtype=bool)
+        nonneg[d_cols] = True
+        z = _admm(gram, np.zeros(layout.size), z, l1_mask=offdiag, l1=l1, nonneg_mask=nonneg,
+                  equality=(a, float(n)), max_iter=max_iter, tol=tol)
+    return z
+
+
+def fit_lsq(
+    regimes: Sequence[Regime],
+    interventions: Sequence[Intervention | None],
+    *,
+    l1: float = 0.0,
+    support: np.ndarray | None = None,
+    max_iter: int = 5_000,
+    tol: float = 1e-9,
+) -> OUEstimate:
+    """The regularised least-squares estimator (module docstring); no graph knowledge needed.
+
+    Args:
+        regimes: moments of each data set (at least one must be interventional).
+        interventions: one per regime, ``None`` for an observational regime.
+        l1: λ, the weight of the ℓ1 penalty on the off-diagonal drift (0 = none).
+        support: optional known zero pattern of B (default: all entries free).
+        max_iter, tol: ADMM's iteration cap and relative residual tolerance.
+    """
+    if l1 < 0:
+        raise ValueError(f"l1={l1} must be non-negative")
+    if all(iv is None for iv in interventions):
+        raise ValueError(
+            "fit_lsq needs at least one interventional regime: observational moments alone do not "
+            "identify the diffusion (see identifiability_nullity); for an observational-only fit with "
+            "a known diffusion use baselines.fit_observational_lyapunov"
+        )
+    system = moment_system(regimes, interventions, support)
+    z = _solve_lsq(system, l1=l1, fixed_diffusion=None, max_iter=max_iter, tol=tol)
+    drift, const, diffusion, strengths = system.layout.unpack(z)
+    return OUEstimate(drift, const, diffusion, tuple(strengths), "lsq")
+
+
+# ---------------------------------------------------------------------------
+# Using an estimate
+# ---------------------------------------------------------------------------
+def predict(estimate: OUEstimate, intervention: Intervention | None) -> tuple[np.ndarray, np.ndarray]:
+    """Stationary mean and covariance under ``intervention`` (its strength in the estimate's scale)."""
+    process = estimate.process()
+    if intervention is not None:
+        process = process.intervene(intervention)
+    return process.stationary_mean(), process.stationary_cov()
+
+
+def fit_strength(estimate: OUEstimate, intervention: Intervention, regime: Regime) -> float:
+    """Least-squares strength of ``intervention`` from (a part of) its regime, θ̂ held fixed.
+
+    Needed to predict an unseen intervention whose strength is unknown: fit ξ on a small
+    calibration sample, then :func:`predict` the rest.
+    """
+    if not intervention.has_strength:
+        raise ValueError(f"a {intervention.kind} intervention has no strength to fit")
+    system = moment_system([regime], [intervention], None)
+    layout = system.layout
+    z = layout.pack(estimate.drift, estimate.const, estimate.diffusion, [0.0])
+    col = layout.strength_of[0]
+    m = system.matrix
+    w = system.weight
+    base = m @ z
+    coef = m[:, col].toarray().ravel()
+    denom = float(np.sum(w * coef * coef))
+    if denom == 0:
+        raise ValueError("the regime's equations do not depend on this intervention's strength")
+    # ξ = −Σ w a r₀ / Σ w a²
+    return float(-np.sum(w * coef * base) / denom)
+
+
+def scale_aligned_error(
+    estimate: OUEstimate,
+    truth: OUProcess,
+    *,
+    part: Literal["drift", "all"] = "drift",
+    nodes: Sequence[int] | None = None,
+) -> float:
+    """Relative error after the optimal global scale: min_s ‖s x̂ − x‖ / ‖x‖.
+
+    ``part="drift"`` compares B; ``"all"`` compares (B, c, d) together. The scale is fitted
+    on the whole of ``part``; with ``nodes`` the error is then measured on those nodes'
+    rows only (e.g. a downstream component).
+    """
+    if estimate.drift.shape != truth.drift.shape:
+        raise ValueError(f"estimate has {estimate.drift.shape[0]} nodes, truth has {truth.n}")
+
+    def flat(b, c, d, rows):
+        pieces = [b[rows].ravel()]
+        if part == "all":
+            pieces += [c[rows], d[rows]]
+        elif part != "drift":
+            raise ValueError(f"part={part!r} must be 'drift' or 'all'")
+        return np.concatenate(pieces)
+
+    every = np.arange(truth.n)
+    x_hat = flat(estimate.drift, estimate.const, estimate.diffusion, every)
+    x = flat(truth.drift, truth.const, truth.diffusion, every)
+    denom = float(x_hat @ x_hat)
+    # s* = ⟨x̂, x⟩ / ⟨x̂, x̂⟩
+    s = float(x_hat @ x) / denom if denom > 0 else 0.0
+    rows = every if nodes is None else np.asarray(nodes, dtype=int)
+    x_hat = flat(estimate.drift, estimate.const, estimate.diffusion, rows)
+    x = flat(truth.drift, truth.const, truth.diffusion, rows)
+    return float(np.linalg.norm(s * x_hat - x) / np.linalg.norm(x))

@@ -1,0 +1,321 @@
+"""ou_steady: generator, identifiability oracle, both estimators, baseline, prediction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from icml26.papers.ou_steady import (
+    Intervention,
+    OUProcess,
+    Regime,
+    condensation_order,
+    fit_lsq,
+    fit_observational_lyapunov,
+    fit_recursive,
+    fit_strength,
+    identifiability_nullity,
+    predict,
+    random_scc_system,
+    scale_aligned_error,
+)
+
+
+def _regimes(process, interventions, n_samples=None, rng=None):
+    return [(process if iv is None else process.intervene(iv)).regime(n_samples, rng) for iv in interventions]
+
+
+def _system(seed=0, sizes=(3, 3, 2), **kw):
+    rng = np.random.default_rng(seed)
+    process, support, components = random_scc_system(rng, sizes, **kw)
+    interventions = [None] + [Intervention(comp[0], "soft_drift", 0.5 + k) for k, comp in enumerate(components)]
+    return process, support, components, interventions
+
+
+# --------------------------------------------------------------------------- generator
+@pytest.mark.parametrize("kind", ["soft_drift", "noise", "knockout", "shift"])
+def test_moments_satisfy_the_stationary_equations(kind):
+    process, *_ = _system(1)
+    proc = process.intervene(Intervention(4, kind, 1.3))
+    m, sigma = proc.stationary_mean(), proc.stationary_cov()
+    assert np.abs(proc.drift @ m + proc.const).max() < 1e-10
+    lyap = proc.drift @ sigma + sigma @ proc.drift.T + np.diag(proc.diffusion)
+    assert np.abs(lyap).max() < 1e-10
+    if kind == "knockout":
+        assert abs(m[4]) < 1e-12 and np.abs(sigma[4]).max() < 1e-12
+    if kind == "shift":
+        assert np.allclose(sigma, process.stationary_cov(), atol=1e-12)
+
+
+def test_samples_match_moments_within_standard_errors():
+    process, *_ = _system(2)
+    n = 200_000
+    x = process.sample(n, np.random.default_rng(0))
+    m, sigma = process.stationary_mean(), process.stationary_cov()
+    se_mean = np.sqrt(np.diag(sigma) / n)
+    assert np.all(np.abs(x.mean(0) - m) < 4.5 * se_mean)
+    # Var of the (i, j) product moment of a Gaussian: Σ_ii Σ_jj + Σ_ij²
+    se_cov = np.sqrt((np.outer(np.diag(sigma), np.diag(sigma)) + sigma**2) / n)
+    assert np.all(np.abs(np.cov(x, rowvar=False) - sigma) < 4.5 * se_cov)
+
+
+def test_euler_maruyama_agrees_with_lyapunov():
+    """Two code paths: simulating the SDE and solving the Lyapunov equation."""
+    rng = np.random.default_rng(3)
+    process, _, _ = random_scc_system(rng, (3,))
+    dt, paths = 2e-3, 4000
+    rate = -np.max(np.linalg.eigvals(process.drift).real)
+    burn = int(20 / rate / dt)
+    x = np.zeros((paths, 3))
+    noise = np.sqrt(process.diffusion * dt)
+    for _ in range(burn):
+        # X ← X + (B X + c) dt + D^{1/2} ΔW
+        x = x + (x @ process.drift.T + process.const) * dt + noise * rng.standard_normal((paths, 3))
+    sigma = process.stationary_cov()
+    rel = np.linalg.norm(np.cov(x, rowvar=False) - sigma) / np.linalg.norm(sigma)
+    assert rel < 0.05
+    assert np.linalg.norm(x.mean(0) - process.stationary_mean()) < 0.1 * np.linalg.norm(process.stationary_mean()) + 0.05
+
+
+def test_one_dimensional_closed_form():
+    b, c, d = -1.5, 0.6, 0.9
+    proc = OUProcess(np.array([[b]]), np.array([c]), np.array([d]))
+    # Var = d / (−2b), mean = −c / b
+    assert proc.stationary_cov()[0, 0] == pytest.approx(d / (-2 * b), rel=1e-12)
+    assert proc.stationary_mean()[0] == pytest.approx(-c / b, rel=1e-12)
+    kappa = 0.7
+    soft = proc.intervene(Intervention(0, "soft_drift", kappa))
+    # Var'/Var = b / (b − κ)
+    assert soft.stationary_cov()[0, 0] / proc.stationary_cov()[0, 0] == pytest.approx(b / (b - kappa), rel=1e-12)
+
+
+def test_one_dimensional_recovery_by_hand():
+    """With d normalised to 1: b̂ = −1/(2 Var), ĉ = −b̂ m, κ̂ = 1/(2 Var') − 1/(2 Var)."""
+    proc = OUProcess(np.array([[-2.0]]), np.array([1.0]), np.array([3.0]))
+    iv = [None, Intervention(0, "soft_drift", 1.0)]
+    regimes = _regimes(proc, iv)
+    var, var_i, mean = regimes[0].cov[0, 0], regimes[1].cov[0, 0], regimes[0].mean[0]
+    for est in (fit_recursive(regimes, iv, np.ones((1, 1), bool)), fit_lsq(regimes, iv)):
+        assert est.diffusion[0] == pytest.approx(1.0, rel=1e-10)
+        assert est.drift[0, 0] == pytest.approx(-1 / (2 * var), rel=1e-10)
+        assert est.const[0] == pytest.approx(-est.drift[0, 0] * mean, rel=1e-10)
+        assert est.strengths[1] == pytest.approx(1 / (2 * var_i) - 1 / (2 * var), rel=1e-10)
+        # and in the truth's units: scale 1/d = 1/3
+        assert est.drift[0, 0] == pytest.approx(-2.0 / 3.0, rel=1e-10)
+
+
+# --------------------------------------------------------------------------- recovery
+def _common_scale(est, proc):
+    s = proc.diffusion.sum() / est.diffusion.sum()
+    return s, max(np.abs(s * est.drift - proc.drift).max(), np.abs(s * est.const - proc.const).max(),
+                  np.abs(s * est.diffusion - proc.diffusion).max())
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_exact_recovery_up_to_one_common_scale(seed):
+    process, support, components, iv = _system(seed)
+    regimes = _regimes(process, iv)
+    for est in (fit_recursive(regimes, iv, support), fit_lsq(regimes, iv), fit_lsq(regimes, iv, support=support)):
+        s, worst = _common_scale(est, process)
+        assert s > 0 and worst < 1e-8, est.method
+        for k, intervention in enumerate(iv[1:], start=1):
+            assert s * est.strengths[k] == pytest.approx(intervention.strength, rel=1e-7)
+        assert scale_aligned_error(est, process, part="all") < 1e-8
+
+
+def test_recovery_with_noise_interventions():
+    process, support, components, _ = _system(4)
+    iv = [None] + [Intervention(comp[-1], "noise", 1.0) for comp in components]
+    regimes = _regimes(process, iv)
+    for est in (fit_recursive(regimes, iv, support), fit_lsq(regimes, iv)):
+        assert _common_scale(est, process)[1] < 1e-8
+
+
+def test_knockouts_identify_jointly_but_not_component_by_component():
+    """A knockout removes its node's equations from the component's own marginal system, so
+    the recursive estimator must refuse; the joint least squares still uses the downstream
+    cross-covariance equations and recovers the process exactly."""
+    process, support, components, _ = _system(4)
+    iv = [None] + [Intervention(comp[-1], "knockout") for comp in components]
+    regimes = _regimes(process, iv)
+    assert identifiability_nullity(regimes, iv, support) == 1
+    assert _common_scale(fit_lsq(regimes, iv), process)[1] < 1e-8
+    with pytest.raises(ValueError, match="not identified from the marginal"):
+        fit_recursive(regimes, iv, support)
+
+
+def test_residuals_are_scale_invariant_at_the_truth():
+    """Multiplying θ by α keeps every residual at zero (residuals are linear in θ)."""
+    process, support, _, iv = _system(5)
+    for alpha in (0.1, 3.0):
+        scaled = OUProcess(alpha * process.drift, alpha * process.const, alpha * process.diffusion)
+        for a, b in zip(_regimes(process, iv), _regimes(scaled, [None if v is None else Intervention(v.target, v.kind, alpha * v.strength) for v in iv])):
+            assert np.allclose(a.mean, b.mean, atol=1e-10) and np.allclose(a.cov, b.cov, atol=1e-10)
+
+
+def test_permutation_equivariance():
+    process, support, components, iv = _system(6)
+    perm = np.random.default_rng(0).permutation(process.n)
+    inv = np.argsort(perm)
+    permuted = OUProcess(process.drift[np.ix_(perm, perm)], process.const[perm], process.diffusion[perm])
+    iv_p = [None if v is None else Intervention(int(inv[v.target]), v.kind, v.strength) for v in iv]
+    sup_p = support[np.ix_(perm, perm)]
+    for fit in (lambda r, i, s: fit_recursive(r, i, s), lambda r, i, s: fit_lsq(r, i)):
+        a = fit(_regimes(process, iv), iv, support)
+        b = fit(_regimes(permuted, iv_p), iv_p, sup_p)
+        assert np.allclose(a.drift[np.ix_(perm, perm)], b.drift, atol=1e-8)
+        assert np.allclose(a.diffusion[perm], b.diffusion, atol=1e-8)
+
+
+def test_error_shrinks_like_root_n():
+    """1-D process, where the estimator is well conditioned: slope of log error vs log N ≈ −1/2."""
+    proc = OUProcess(np.array([[-1.0]]), np.array([0.5]), np.array([2.0]))
+    iv = [None, Intervention(0, "soft_drift", 1.0)]
+    sizes = [1_000, 10_000, 100_000]
+    med = []
+    for n in sizes:
+        errs = [scale_aligned_error(fit_lsq(_regimes(proc, iv, n, np.random.default_rng(s)), iv), proc, part="all")
+                for s in range(40)]
+        med.append(np.median(errs))
+    slope = np.polyfit(np.log(sizes), np.log(med), 1)[0]
+    assert med[-1] < med[0] / 5
+    assert -0.7 <= slope <= -0.3
+
+
+# --------------------------------------------------------------------------- oracle
+def test_oracle_on_one_dense_component_matches_the_brief():
+    """The brief's pilot (n = 4, one dense SCC): 10, 7, 2, 1, 1."""
+    rng = np.random.default_rng(1)
+    proc, _, _ = random_scc_system(rng, (4,))
+
+    def nullity(kinds):
+        iv = [None] + [Intervention(0, k, 1.0) for k in kinds]
+        return identifiability_nullity(_regimes(proc, iv), iv)
+
+    assert nullity([]) == 10
+    assert nullity(["shift"]) == 7
+    assert nullity(["knockout"]) == 2
+    assert nullity(["soft_drift"]) == 1
+    assert nullity(["noise"]) == 1
+
+
+def test_oracle_cases_on_components():
+    process, support, components, iv = _system(7)
+    regimes = _regimes(process, iv)
+    assert identifiability_nullity(regimes, iv) == 1  # one soft intervention per SCC
+    assert identifiability_nullity(regimes[:1], iv[:1]) > 1  # observational only
+    shifts = [None] + [Intervention(c[0], "shift", 1.0) for c in components]
+    assert identifiability_nullity(_regimes(process, shifts), shifts) > 1  # shift only
+    # a 2-SCC chain with a knockout in the root only: the downstream SCC is not pinned down
+    proc2, sup2, comps2 = random_scc_system(np.random.default_rng(8), (2, 2))
+    ko_root = [None, Intervention(comps2[0][0], "knockout")]
+    ko_both = ko_root + [Intervention(comps2[1][0], "knockout")]
+    assert identifiability_nullity(_regimes(proc2, ko_root), ko_root) > 1
+    assert identifiability_nullity(_regimes(proc2, ko_both), ko_both) == 1
+
+
+def test_two_roots_give_one_scale_each():
+    rng = np.random.default_rng(9)
+    a, _, _ = random_scc_system(rng, (2,))
+    b, _, _ = random_scc_system(rng, (3,))
+    drift = np.zeros((5, 5))
+    drift[:2, :2], drift[2:, 2:] = a.drift, b.drift
+    proc = OUProcess(drift, np.r_[a.const, b.const], np.r_[a.diffusion, b.diffusion])
+    support = drift != 0
+    iv = [None, Intervention(0), Intervention(3)]
+    regimes = _regimes(proc, iv)
+    assert identifiability_nullity(regimes, iv, support) == 2
+    with pytest.raises(ValueError, match="2 roots"):
+        fit_recursive(regimes, iv, support)
+
+
+# --------------------------------------------------------------------------- structure and errors
+def test_condensation_order_and_wrong_order():
+    process, support, components, iv = _system(10)
+    assert condensation_order(support) == components
+    regimes = _regimes(process, iv)
+    with pytest.raises(ValueError, match="not topological"):
+        fit_recursive(regimes, iv, support, order=components[::-1])
+    with pytest.raises(ValueError, match="does not list"):
+        fit_recursive(regimes, iv, support, order=[[0, 1], [2, 3, 4, 5], [6, 7]])
+
+
+def test_missing_or_shift_only_intervention_is_refused():
+    process, support, components, iv = _system(11)
+    regimes = _regimes(process, iv)
+    with pytest.raises(ValueError, match="no intervention"):
+        fit_recursive(regimes[:3], iv[:3], support)
+    shift = iv[:3] + [Intervention(components[2][0], "shift", 1.0)]
+    with pytest.raises(ValueError, match="only shift"):
+        fit_recursive(_regimes(process, shift), shift, support)
+
+
+def test_bad_inputs_raise_clear_errors():
+    with pytest.raises(ValueError, match="not Hurwitz"):
+        OUProcess(np.array([[0.1]]), np.zeros(1), np.ones(1))
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        Regime(np.zeros(2), np.array([[1.0, 2.0], [2.0, 1.0]]))
+    with pytest.raises(ValueError, match="not symmetric"):
+        Regime(np.zeros(2), np.array([[1.0, 0.5], [0.0, 1.0]]))
+    process, support, _, iv = _system(12)
+    regimes = _regimes(process, iv)
+    with pytest.raises(ValueError, match="out of range"):
+        process.intervene(Intervention(8))
+    with pytest.raises(ValueError, match="out of range"):
+        fit_lsq(regimes, iv[:-1] + [Intervention(99)])
+    with pytest.raises(ValueError, match="one intervention per regime"):
+        fit_lsq(regimes, iv[:-1])
+    with pytest.raises(ValueError, match="at least one interventional"):
+        fit_lsq(regimes[:1], iv[:1])
+    with pytest.raises(ValueError, match="kind"):
+        Intervention(0, "hard")
+
+
+# --------------------------------------------------------------------------- baseline and prediction
+def test_baseline_is_exact_when_its_assumption_holds_and_biased_otherwise():
+    process, support, _, _ = _system(13)
+    unit = OUProcess(process.drift, process.const, np.ones(process.n))
+    # with a known sparse support, observational moments identify B when D is known
+    assert scale_aligned_error(fit_observational_lyapunov(unit.regime(), support=support), unit) < 1e-8
+    assert scale_aligned_error(fit_observational_lyapunov(process.regime(), support=support), process) > 0.05
+
+
+def test_prediction_of_an_unseen_intervention_from_exact_moments():
+    process, support, _, iv = _system(14)
+    est = fit_lsq(_regimes(process, iv), iv)
+    held = Intervention(5, "soft_drift", 1.7)
+    truth = process.intervene(held).regime()
+    strength = fit_strength(est, Intervention(5), truth)
+    s, _ = _common_scale(est, process)
+    assert s * strength == pytest.approx(1.7, rel=1e-7)
+    mean, cov = predict(est, Intervention(5, "soft_drift", strength))
+    assert np.allclose(mean, truth.mean, atol=1e-8) and np.allclose(cov, truth.cov, atol=1e-8)
+
+
+def test_scale_aligned_error_ignores_global_scale():
+    process, support, _, iv = _system(15)
+    est = fit_lsq(_regimes(process, iv), iv)
+    from dataclasses import replace
+
+    doubled = replace(est, drift=2 * est.drift, const=2 * est.const, diffusion=2 * est.diffusion)
+    assert scale_aligned_error(doubled, process) == pytest.approx(scale_aligned_error(est, process), abs=1e-12)
+    wrong = replace(est, drift=est.drift + np.eye(process.n))
+    assert scale_aligned_error(wrong, process) > 0.1
+
+
+def test_readme_usage_example():
+    # the example of the paper's README, on "user data": samples from four regimes
+    rng = np.random.default_rng(0)
+    truth, support, components = random_scc_system(rng, (3, 3, 2))
+    targets = [comp[0] for comp in components]
+    x_obs = truth.sample(50_000, rng)
+    x_int = [truth.intervene(Intervention(t, "soft_drift", 1.0)).sample(50_000, rng) for t in targets]
+
+    from icml26.papers.ou_steady import Intervention as Iv, Regime as Rg, fit_lsq as fit, predict as pred
+
+    regimes = [Rg.from_samples(x_obs)] + [Rg.from_samples(x) for x in x_int]
+    interventions = [None] + [Iv(target=t) for t in targets]
+    estimate = fit(regimes, interventions)
+    mean, cov = pred(estimate, Iv(target=targets[1], strength=estimate.strengths[2]))
+    assert estimate.drift.shape == (8, 8) and np.all(estimate.diffusion >= 0)
+    assert np.linalg.norm(cov - regimes[2].cov) / np.linalg.norm(regimes[2].cov) < 0.05
