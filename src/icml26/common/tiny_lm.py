@@ -26,7 +26,7 @@ import json
 import logging
 import math
 from pathlib import Path
-from typing import Literal
+from typing import Any, Callable, Literal
 
 import numpy as np
 import torch
@@ -124,6 +124,8 @@ class PretrainLog:
     eval_steps: list[int]
     valid_loss: list[float]
     seconds: float
+    aux_loss: list[float] = dataclasses.field(default_factory=list)
+    """Per-step value of the auxiliary term, when :func:`pretrain` was given ``aux_loss``."""
 
     def to_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -265,8 +267,23 @@ def pretrain(
     *,
     context: int,
     show_progress: bool | None = None,
+    aux_loss: Callable[[Any, torch.Tensor], torch.Tensor] | None = None,
+    on_step: Callable[[int, torch.nn.Module], None] | None = None,
 ) -> PretrainLog:
-    """Train ``model`` in place with AdamW on random windows; return the loss log."""
+    """Train ``model`` in place with AdamW on random windows; return the loss log.
+
+    Args:
+        aux_loss: optional auxiliary term ``aux_loss(outputs, input_ids) -> scalar`` added
+            to the cross-entropy (``input_ids``: ``(batch, context)``). With it the forward
+            pass runs with ``output_hidden_states=True`` so the term can read
+            ``outputs.hidden_states``; its values are logged in ``PretrainLog.aux_loss``
+            (``train_loss`` stays the cross-entropy alone).
+        on_step: called as ``on_step(step, model)`` with ``step = 0`` before the first
+            update and ``step = s`` after the ``s``-th (for example to keep checkpoints).
+            It must not change the parameters; the model is put back in train mode after it.
+
+    Neither argument changes the data order or the updates of a run without them.
+    """
     import time
 
     device = next(model.parameters()).device
@@ -275,15 +292,27 @@ def pretrain(
     logs = PretrainLog(steps=[], train_loss=[], eval_steps=[], valid_loss=[], seconds=0.0)
     start = time.perf_counter()
     model.train()
+    if on_step is not None:
+        on_step(0, model)
+        model.train()
     bar = progress(range(cfg.steps), enabled=show_progress, desc="pretrain tiny LM")
     for step in bar:
         for group in optimizer.param_groups:
             group["lr"] = lr_at(step, cfg)
         batch = random_windows(train_ids, cfg.batch_size, context + 1, generator).to(device)
-        logits = model(input_ids=batch[:, :-1]).logits
+        if aux_loss is None:
+            logits = model(input_ids=batch[:, :-1]).logits
+        else:
+            outputs = model(input_ids=batch[:, :-1], output_hidden_states=True)
+            logits = outputs.logits
         loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+        objective = loss
+        if aux_loss is not None:
+            aux = aux_loss(outputs, batch[:, :-1])
+            logs.aux_loss.append(float(aux.detach()))
+            objective = loss + aux
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        objective.backward()
         if cfg.grad_clip > 0:
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
         optimizer.step()
@@ -295,6 +324,9 @@ def pretrain(
             logs.valid_loss.append(val)
             bar.set_postfix(train=f"{loss.item():.3f}", valid=f"{val:.3f}")
             log.info("step %d: train %.3f valid %.3f", step + 1, loss.item(), val)
+        if on_step is not None:
+            on_step(step + 1, model)
+            model.train()
     model.eval()
     logs.seconds = time.perf_counter() - start
     return logs
