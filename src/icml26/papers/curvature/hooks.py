@@ -1,0 +1,97 @@
+"""Finding and patching the residual-stream states of any Hugging Face causal LM.
+
+Layer convention (the ``output_hidden_states`` one): for a model with ``L`` blocks,
+``hidden_states[0]`` is the embedding output, ``hidden_states[l]`` for ``0 < l < L`` the
+output of block ``l-1`` (= the input of block ``l``), and ``hidden_states[L]`` the output
+of the final norm (the input of the LM head). :func:`patch_hidden_state` replaces
+exactly that tensor inside a forward pass: for ``l < L`` through a forward pre-hook on
+block ``l``, for ``l = L`` through a forward pre-hook on the output embedding.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Callable, Iterator
+
+from torch import Tensor, nn
+
+__all__ = ["decoder_blocks", "num_layers", "patch_hidden_state"]
+
+
+def num_layers(model: nn.Module) -> int:
+    """Number of transformer blocks ``L`` of a Hugging Face model (``hidden_states`` has ``L + 1``)."""
+    config = getattr(model, "config", None)
+    if config is None:
+        raise ValueError("model has no .config; pass a Hugging Face PreTrainedModel")
+    if hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    n = getattr(config, "num_hidden_layers", None)
+    if not isinstance(n, int) or n < 1:
+        raise ValueError("model.config has no positive num_hidden_layers; pass a Hugging Face causal LM")
+    return n
+
+
+def decoder_blocks(model: nn.Module) -> nn.ModuleList:
+    """The model's stack of transformer blocks.
+
+    The first ``nn.ModuleList`` with ``num_layers(model)`` entries in module order
+    (``transformer.h`` for GPT-2, ``model.layers`` for Llama, ``gpt_neox.layers`` for
+    Pythia …).
+    """
+    n = num_layers(model)
+    for _, module in model.named_modules():
+        if isinstance(module, nn.ModuleList) and len(module) == n:
+            return module
+    raise ValueError(f"found no nn.ModuleList of {n} blocks in {type(model).__name__}; "
+                     "this model does not follow the Hugging Face decoder layout")
+
+
+@contextlib.contextmanager
+def patch_hidden_state(
+    model: nn.Module,
+    layer: int,
+    patch: Tensor | Callable[[Tensor], Tensor],
+) -> Iterator[None]:
+    """Within the ``with`` block, forward passes use a replaced ``hidden_states[layer]``.
+
+    Args:
+        model: a Hugging Face causal LM.
+        layer: ``0 .. L`` (negative values count from ``L``), in the convention above.
+        patch: the replacement ``(batch, T, d)``, or a function of the original state
+            returning one of the same shape.
+    """
+    n = num_layers(model)
+    if not -(n + 1) <= layer <= n:
+        raise ValueError(f"layer={layer} is out of range for a model with {n} blocks (0 .. {n})")
+    layer = layer % (n + 1)
+    replace = patch if callable(patch) else (lambda _h: patch)
+
+    def apply(h: Tensor) -> Tensor:
+        new = replace(h)
+        if new.shape != h.shape:
+            raise ValueError(f"the patch for layer {layer} has shape {tuple(new.shape)}, "
+                             f"the hidden state has {tuple(h.shape)}")
+        return new.to(device=h.device, dtype=h.dtype)
+
+    if layer < n:
+        def block_hook(_module, args, kwargs):
+            if args:
+                return (apply(args[0]), *args[1:]), kwargs
+            kwargs = dict(kwargs)
+            kwargs["hidden_states"] = apply(kwargs["hidden_states"])
+            return args, kwargs
+
+        handle = decoder_blocks(model)[layer].register_forward_pre_hook(block_hook, with_kwargs=True)
+    else:
+        head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+        if head is None:
+            raise ValueError(f"{type(model).__name__} has no output embedding to patch layer {n}")
+
+        def head_hook(_module, args):
+            return (apply(args[0]), *args[1:])
+
+        handle = head.register_forward_pre_hook(head_hook)
+    try:
+        yield
+    finally:
+        handle.remove()

@@ -1,0 +1,82 @@
+"""Correlations with controls, and the paired test of the perturbation experiment.
+
+* Pearson ``r``; Spearman ``rho`` (Pearson of average ranks);
+* partial correlation of ``x`` and ``y`` given covariates ``Z``: the Pearson correlation of
+  the least-squares residuals of ``x`` and ``y`` on ``[1, Z]`` (for Spearman, of ranks on
+  ranks);
+* a paired t-test of ``Delta H`` against 0.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import numpy as np
+from scipy import stats as _stats
+
+__all__ = ["paired_test", "partial_correlation", "pearson", "spearman"]
+
+Method = Literal["pearson", "spearman"]
+
+
+def _pair(x, y) -> tuple[np.ndarray, np.ndarray]:
+    x, y = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"x has {x.size} values and y has {y.size}; they must be paired")
+    return x, y
+
+
+def pearson(x, y) -> float:
+    """Pearson correlation (NaN if fewer than 3 pairs or a constant input)."""
+    x, y = _pair(x, y)
+    if x.size < 3:
+        return float("nan")
+    xc, yc = x - x.mean(), y - y.mean()
+    denom = np.sqrt((xc @ xc) * (yc @ yc))
+    # r = sum (x - x_bar)(y - y_bar) / sqrt(sum (x - x_bar)^2 sum (y - y_bar)^2)
+    return float(xc @ yc / denom) if denom > 0 else float("nan")
+
+
+def spearman(x, y) -> float:
+    """Spearman rank correlation (ties get average ranks)."""
+    x, y = _pair(x, y)
+    return pearson(_stats.rankdata(x), _stats.rankdata(y))
+
+
+def partial_correlation(x, y, covariates, method: Method = "pearson") -> float:
+    """Correlation of ``x`` and ``y`` after regressing both on ``[1, covariates]``.
+
+    Args:
+        x, y: ``(n,)`` paired values.
+        covariates: ``(n,)`` or ``(n, k)`` controls (e.g. token position, log frequency).
+        method: ``"pearson"`` or ``"spearman"`` (ranks every variable first).
+    """
+    if method not in ("pearson", "spearman"):
+        raise ValueError(f"method={method!r} must be 'pearson' or 'spearman'")
+    x, y = _pair(x, y)
+    z = np.asarray(covariates, dtype=np.float64)
+    z = z.reshape(-1, 1) if z.ndim == 1 else z
+    if z.shape[0] != x.size:
+        raise ValueError(f"covariates have {z.shape[0]} rows, x and y have {x.size}")
+    if method == "spearman":
+        x, y = _stats.rankdata(x), _stats.rankdata(y)
+        z = np.column_stack([_stats.rankdata(col) for col in z.T]) if z.shape[1] else z
+    design = np.column_stack([np.ones_like(x), z])
+    coef, *_ = np.linalg.lstsq(design, np.column_stack([x, y]), rcond=None)
+    residuals = np.column_stack([x, y]) - design @ coef
+    return pearson(residuals[:, 0], residuals[:, 1])
+
+
+def paired_test(delta) -> dict[str, float]:
+    """Paired t-test of per-position differences against 0 (two-sided).
+
+    Returns ``mean``, ``sem``, ``t``, ``p``, ``frac_negative`` and ``n``.
+    """
+    d = np.asarray(delta, dtype=np.float64).ravel()
+    d = d[np.isfinite(d)]
+    if d.size < 2:
+        raise ValueError(f"a paired test needs at least 2 finite differences, got {d.size}")
+    test = _stats.ttest_1samp(d, 0.0)
+    return {"mean": float(d.mean()), "sem": float(d.std(ddof=1) / np.sqrt(d.size)),
+            "t": float(test.statistic), "p": float(test.pvalue),
+            "frac_negative": float((d < 0).mean()), "n": float(d.size)}

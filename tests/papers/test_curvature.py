@@ -1,0 +1,473 @@
+"""Tests of icml26.papers.curvature: closed forms, invariances, hooks, regulariser, statistics."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from icml26.papers.curvature import (
+    CurvatureLoss,
+    contextual_curvature,
+    curvature_regularizer,
+    extrapolation_target,
+    layerwise_curvature_entropy,
+    mean_curvature,
+    misaligned,
+    next_token_entropy,
+    paired_test,
+    partial_correlation,
+    patch_hidden_state,
+    pearson,
+    perturb_and_measure,
+    spearman,
+    straighten,
+    turning_angles,
+    unigram_log_frequency,
+)
+
+scipy_stats = pytest.importorskip("scipy.stats")
+
+
+def _gen(seed: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
+def _random_orthogonal(d: int, seed: int) -> torch.Tensor:
+    q, r = torch.linalg.qr(torch.randn(d, d, generator=_gen(seed), dtype=torch.float64))
+    return q * torch.sign(torch.diagonal(r))
+
+
+def _loop_angles(traj: torch.Tensor) -> list[float]:
+    """Turning angles by the textbook arccos formula, one vertex at a time (float64)."""
+    x = traj.double()
+    out = []
+    for j in range(1, len(x) - 1):
+        a, b = x[j] - x[j - 1], x[j + 1] - x[j]
+        cos = float(a @ b / (a.norm() * b.norm()))
+        out.append(math.acos(max(-1.0, min(1.0, cos))))
+    return out
+
+
+# ---------------------------------------------------------------------------
+# Closed forms
+# ---------------------------------------------------------------------------
+def test_straight_line_has_zero_curvature():
+    direction = torch.randn(16, generator=_gen(1), dtype=torch.float64)
+    origin = torch.randn(16, generator=_gen(2), dtype=torch.float64)
+    line = origin + (torch.linspace(-3, 5, 30, dtype=torch.float64) ** 3)[:, None] * direction  # uneven speed
+    assert turning_angles(line).abs().max() < 1e-9
+    # float32 points carry ~1e-7 relative rounding; the angle error stays of that order.
+    assert turning_angles(line.float()).abs().max() < 1e-4
+    kappa = contextual_curvature(line, window=3)
+    assert torch.isnan(kappa[:4]).all() and kappa[4:].abs().max() < 1e-6
+
+
+@pytest.mark.parametrize("n", [3, 5, 8, 12])
+def test_points_on_a_circle_turn_by_two_pi_over_n(n):
+    theta = torch.arange(2 * n + 1, dtype=torch.float64) * 2 * math.pi / n
+    plane = torch.stack([torch.cos(theta), torch.sin(theta)], 1)
+    embed = _random_orthogonal(7, 3)[:2]  # the circle lives in a random plane of R^7
+    circle = 4.0 * plane @ embed + 1.5
+    torch.testing.assert_close(turning_angles(circle), torch.full((2 * n - 1,), 2 * math.pi / n, dtype=torch.float64),
+                               rtol=0, atol=1e-12)
+    torch.testing.assert_close(contextual_curvature(circle, window=2)[3:],
+                               torch.full((2 * n - 2,), 2 * math.pi / n, dtype=torch.float64), rtol=0, atol=1e-12)
+
+
+def test_iid_gaussian_points_turn_by_two_thirds_pi():
+    # v_{j-1}, v_j share x_j with opposite signs: cos -> -1/2, angle -> 2 pi / 3 as d grows.
+    points = torch.randn(400, 2000, generator=_gen(4), dtype=torch.float64)
+    assert abs(float(mean_curvature(points)) - 2 * math.pi / 3) < 0.01
+
+
+def test_gaussian_random_walk_turns_by_a_right_angle():
+    walk = torch.randn(400, 2000, generator=_gen(5), dtype=torch.float64).cumsum(0)
+    assert abs(float(mean_curvature(walk)) - math.pi / 2) < 0.01
+
+
+def test_angles_match_the_arccos_formula_and_batching():
+    trajs = torch.randn(3, 12, 9, generator=_gen(6), dtype=torch.float64)
+    batched = turning_angles(trajs)
+    assert batched.shape == (3, 10)
+    for row, traj in zip(batched, trajs):
+        np.testing.assert_allclose(row.numpy(), _loop_angles(traj), atol=1e-10)
+        torch.testing.assert_close(turning_angles(traj), row)
+    torch.testing.assert_close(contextual_curvature(trajs, 4)[1], contextual_curvature(trajs[1], 4), equal_nan=True)
+
+
+# ---------------------------------------------------------------------------
+# Invariances, causality, the window
+# ---------------------------------------------------------------------------
+def test_curvature_is_invariant_to_rotation_translation_and_scaling():
+    traj = torch.randn(20, 11, generator=_gen(7), dtype=torch.float64)
+    kappa = contextual_curvature(traj, 3)
+    rotation = _random_orthogonal(11, 8)
+    shift = torch.randn(11, generator=_gen(9), dtype=torch.float64)
+    for moved in (traj @ rotation.T, traj + shift, 0.01 * traj, 250.0 * traj, 3.0 * traj @ rotation.T - shift):
+        torch.testing.assert_close(contextual_curvature(moved, 3), kappa, rtol=0, atol=1e-6, equal_nan=True)
+
+
+def test_reversal_preserves_the_angles():
+    traj = torch.randn(15, 6, generator=_gen(10), dtype=torch.float64)
+    torch.testing.assert_close(turning_angles(traj.flip(0)), turning_angles(traj).flip(0), rtol=0, atol=1e-12)
+
+
+def test_contextual_curvature_is_causal():
+    traj = torch.randn(25, 8, generator=_gen(11), dtype=torch.float64)
+    kappa = contextual_curvature(traj, 3)
+    for t in (4, 10, 23):
+        changed = traj.clone()
+        changed[t + 1 :] = torch.randn_like(changed[t + 1 :]) * 10
+        after = contextual_curvature(changed, 3)
+        torch.testing.assert_close(after[: t + 1], kappa[: t + 1], rtol=0, atol=0, equal_nan=True)
+        assert not torch.allclose(after[t + 1 :], kappa[t + 1 :])
+        # Changing x_t itself does change kappa(t).
+        moved = traj.clone()
+        moved[t] += 1.0
+        assert contextual_curvature(moved, 3)[t] != kappa[t]
+
+
+@pytest.mark.parametrize("window", [1, 3, 8])
+def test_window_averages_exactly_the_last_w_angles(window):
+    traj = torch.randn(20, 5, generator=_gen(12), dtype=torch.float64)
+    angles = _loop_angles(traj)  # angles[j - 1] is the angle at vertex j
+    kappa = contextual_curvature(traj, window)
+    for t in range(20):
+        if t < window + 1:
+            assert math.isnan(kappa[t])
+        else:
+            # kappa(t; W) = mean of phi_{t-W} .. phi_{t-1}: vertices whose neighbours are <= t
+            expected = np.mean([angles[j - 1] for j in range(t - window, t)])
+            assert abs(float(kappa[t]) - expected) < 1e-10
+
+
+def test_zero_length_steps_give_nan_not_errors():
+    traj = torch.randn(10, 4, generator=_gen(13), dtype=torch.float64)
+    traj[5] = traj[4]  # a repeated state: step v_4 has length 0
+    angles = turning_angles(traj)
+    assert torch.isnan(angles[3]) and torch.isnan(angles[4])  # vertices 4 and 5 touch v_4
+    assert torch.isfinite(angles[[0, 1, 2, 5, 6, 7]]).all()
+    kappa = contextual_curvature(traj, 1)
+    assert torch.isnan(kappa[5]) and torch.isnan(kappa[6]) and torch.isfinite(kappa[7])
+    assert torch.isfinite(mean_curvature(traj))
+    still = torch.zeros(6, 3)
+    assert torch.isnan(turning_angles(still)).all() and torch.isnan(mean_curvature(still))
+
+
+def test_geometry_rejects_bad_input():
+    with pytest.raises(ValueError, match="at least 3"):
+        turning_angles(torch.zeros(2, 4))
+    with pytest.raises(ValueError, match="window"):
+        contextual_curvature(torch.zeros(5, 4), window=0)
+    with pytest.raises(ValueError, match="shape"):
+        turning_angles(torch.zeros(5))
+    assert torch.isnan(contextual_curvature(torch.randn(4, 3), window=3)).all()  # too short: all undefined
+
+
+# ---------------------------------------------------------------------------
+# Entropy
+# ---------------------------------------------------------------------------
+def test_entropy_matches_categorical_and_closed_forms():
+    logits = torch.randn(4, 7, 50, generator=_gen(14)) * 3
+    expected = torch.distributions.Categorical(logits=logits).entropy()
+    torch.testing.assert_close(next_token_entropy(logits), expected, rtol=1e-5, atol=1e-6)
+    assert torch.allclose(next_token_entropy(torch.zeros(3, 128)), torch.full((3,), math.log(128)))
+    one_hot = torch.full((1, 64), -1e4)
+    one_hot[0, 3] = 0.0
+    assert float(next_token_entropy(one_hot)) < 1e-6
+    masked = torch.tensor([[0.0, 0.0, float("-inf"), float("-inf")]])
+    assert torch.allclose(next_token_entropy(masked), torch.tensor([math.log(2)]))
+    half = next_token_entropy(logits.half())
+    assert half.dtype == torch.float32 and torch.allclose(half, expected, atol=2e-2)
+
+
+# ---------------------------------------------------------------------------
+# Perturbations
+# ---------------------------------------------------------------------------
+def test_full_straightening_zeroes_the_last_angle():
+    traj = torch.randn(2, 9, 16, generator=_gen(15), dtype=torch.float64)
+    for keep in (False, True):
+        straight = straighten(traj, 1.0, keep_step_length=keep)
+        assert turning_angles(straight)[:, -1].abs().max() < 1e-7
+        torch.testing.assert_close(straight[:, :-1], traj[:, :-1], rtol=0, atol=0)
+    # keep_step_length keeps |x_t - x_{t-1}|.
+    kept = straighten(traj, 1.0, keep_step_length=True)
+    torch.testing.assert_close((kept[:, -1] - kept[:, -2]).norm(dim=-1), (traj[:, -1] - traj[:, -2]).norm(dim=-1))
+    # alpha in (0, 1) lowers the angle, alpha = 0 changes nothing, alpha < 0 bends further.
+    before = turning_angles(traj)[:, -1]
+    assert (turning_angles(straighten(traj, 0.5))[:, -1] < before).all()
+    assert torch.equal(straighten(traj, 0.0), traj)
+    torch.testing.assert_close(extrapolation_target(traj), 2 * traj[:, -2] - traj[:, -3])
+
+
+def test_misaligned_is_orthogonal_to_the_plane_and_norm_matched():
+    traj = torch.randn(64, 7, 32, generator=_gen(16), dtype=torch.float64)
+    alpha = -0.7
+    moved = misaligned(traj, alpha, _gen(17))
+    delta = moved[:, -1] - traj[:, -1]
+    aligned = extrapolation_target(traj) - traj[:, -1]
+    previous = traj[:, -2] - traj[:, -3]
+    assert (delta * aligned).sum(-1).abs().max() < 1e-6
+    assert (delta * previous).sum(-1).abs().max() < 1e-6
+    assert (delta * (traj[:, -1] - traj[:, -2])).sum(-1).abs().max() < 1e-6  # v_{t-1} lies in the plane too
+    torch.testing.assert_close(delta.norm(dim=-1), abs(alpha) * aligned.norm(dim=-1))
+    torch.testing.assert_close(delta.norm(dim=-1), (straighten(traj, alpha)[:, -1] - traj[:, -1]).norm(dim=-1))
+    torch.testing.assert_close(moved[:, :-1], traj[:, :-1], rtol=0, atol=0)
+    assert torch.equal(misaligned(traj, alpha, _gen(17)), moved)  # seeded
+    assert not torch.equal(misaligned(traj, alpha, _gen(18)), moved)
+    with pytest.raises(ValueError, match="d >= 3"):
+        misaligned(torch.randn(5, 2), 0.5, _gen(0))
+
+
+# ---------------------------------------------------------------------------
+# Hooks on real Hugging Face models
+# ---------------------------------------------------------------------------
+pytest.importorskip("transformers")
+from icml26.common.tiny_lm import PretrainConfig, TinyLMConfig, build_model, pretrain  # noqa: E402
+
+SMALL = TinyLMConfig(vocab_size=300, d_model=32, n_layers=3, n_heads=2, context=32)
+
+
+@pytest.fixture(scope="module", params=["gpt2", "llama"])
+def small_model(request):
+    return build_model(dataclasses.replace(SMALL, arch=request.param), seed=3).eval()
+
+
+def test_patching_a_layer_with_its_own_state_reproduces_the_logits_exactly(small_model):
+    ids = torch.randint(0, SMALL.vocab_size, (3, 17), generator=_gen(19))
+    clean = small_model(input_ids=ids, output_hidden_states=True)
+    assert len(clean.hidden_states) == SMALL.n_layers + 1
+    for layer in range(SMALL.n_layers + 1):
+        with patch_hidden_state(small_model, layer, clean.hidden_states[layer]):
+            patched = small_model(input_ids=ids).logits
+        assert torch.equal(patched, clean.logits), f"layer {layer}"
+        # The patch really acts at that layer: another state there changes the logits …
+        with patch_hidden_state(small_model, layer, lambda h: h * 1.5 + 0.1):
+            assert not torch.allclose(small_model(input_ids=ids).logits, clean.logits)
+        # … and the hook is gone afterwards.
+        assert torch.equal(small_model(input_ids=ids).logits, clean.logits)
+    # A state copied from another layer is not the same as this one's (the indexing matters).
+    with patch_hidden_state(small_model, 2, clean.hidden_states[1]):
+        assert not torch.allclose(small_model(input_ids=ids).logits, clean.logits)
+    with pytest.raises(ValueError, match="out of range"):
+        with patch_hidden_state(small_model, SMALL.n_layers + 1, clean.hidden_states[0]):
+            pass
+
+
+def test_perturb_and_measure_alpha_zero_is_exact_and_aligned_straightens(small_model):
+    ids = torch.randint(0, SMALL.vocab_size, (4, 12), generator=_gen(20))
+    for kind in ("aligned", "misaligned"):
+        zero = perturb_and_measure(small_model, ids, 2, 0.0, kind, generator=_gen(0))
+        assert torch.equal(zero.entropy_perturbed, zero.entropy_clean)
+        assert torch.equal(zero.shift_norm, torch.zeros(4))
+    full = perturb_and_measure(small_model, ids, 2, 1.0, "aligned")
+    assert full.angle_perturbed.abs().max() < 1e-3 < full.angle_clean.min()
+    entropy = next_token_entropy(small_model(input_ids=ids).logits[:, -1])
+    torch.testing.assert_close(full.entropy_clean, entropy)
+    # Hand-made patch: the same as the library's aligned perturbation.
+    hidden = small_model(input_ids=ids, output_hidden_states=True).hidden_states[2]
+    with patch_hidden_state(small_model, 2, straighten(hidden, 1.0)):
+        by_hand = next_token_entropy(small_model(input_ids=ids).logits[:, -1])
+    torch.testing.assert_close(full.entropy_perturbed, by_hand)
+    mis = perturb_and_measure(small_model, ids, 2, 1.0, "misaligned", generator=_gen(1))
+    torch.testing.assert_close(mis.shift_norm, full.shift_norm, rtol=1e-4, atol=1e-6)
+    with pytest.raises(ValueError, match="kind"):
+        perturb_and_measure(small_model, ids, 2, 1.0, "sideways")
+
+
+# ---------------------------------------------------------------------------
+# Regulariser
+# ---------------------------------------------------------------------------
+def test_regularizer_is_zero_with_zero_gradient_on_a_straight_line():
+    line = (torch.randn(1, 16, dtype=torch.float64) + torch.linspace(0, 4, 10, dtype=torch.float64)[:, None]
+            * torch.randn(16, dtype=torch.float64))[None].requires_grad_(True)
+    loss = curvature_regularizer(line)
+    loss.backward()
+    assert abs(float(loss.detach())) < 1e-12 and line.grad.abs().max() < 1e-8
+
+
+def test_regularizer_matches_its_definition_and_finite_differences():
+    hidden = torch.randn(2, 8, 5, generator=_gen(21), dtype=torch.float64)
+    v = hidden[:, 1:] - hidden[:, :-1]
+    expected = (1 - torch.nn.functional.cosine_similarity(v[:, 1:], v[:, :-1], dim=-1)).mean()
+    torch.testing.assert_close(curvature_regularizer(hidden), expected)
+    # 1 - cos = 1 - cos(phi): its mean relates to the turning angles.
+    torch.testing.assert_close(curvature_regularizer(hidden), (1 - torch.cos(turning_angles(hidden))).mean())
+    mask = torch.ones(2, 8, dtype=torch.bool)
+    mask[1, 5:] = False
+    assert torch.autograd.gradcheck(lambda h: curvature_regularizer(h, mask), (hidden.clone().requires_grad_(True),))
+
+
+def test_regularizer_respects_the_mask():
+    hidden = torch.randn(2, 9, 6, generator=_gen(22), dtype=torch.float64)
+    mask = torch.ones(2, 9, dtype=torch.bool)
+    mask[0, 6:] = False
+    value = curvature_regularizer(hidden, mask)
+    # Only rows' real tokens count: row 0 has 6 real tokens (4 terms), row 1 has 9 (7 terms).
+    expected = torch.cat([(1 - torch.cos(turning_angles(hidden[0, :6]))), (1 - torch.cos(turning_angles(hidden[1])))])
+    torch.testing.assert_close(value, expected.mean())
+    changed = hidden.clone()
+    changed[0, 6:] = 1e3 * torch.randn(3, 6, dtype=torch.float64)
+    changed[0, 7] = changed[0, 6]  # even zero-length padded steps
+    torch.testing.assert_close(curvature_regularizer(changed, mask), value)
+    h = changed.clone().requires_grad_(True)
+    curvature_regularizer(h, mask).backward()
+    assert torch.isfinite(h.grad).all() and h.grad[0, 6:].abs().max() == 0
+    assert h.grad[0, :6].abs().max() > 0
+
+
+def test_curvature_loss_reads_the_named_layers():
+    class Out:
+        hidden_states = tuple(torch.randn(2, 7, 4, generator=_gen(s), dtype=torch.float64) for s in range(3))
+
+    loss = CurvatureLoss(layers=(0, 2), weight=0.3)(Out())
+    expected = 0.3 * (curvature_regularizer(Out.hidden_states[0]) + curvature_regularizer(Out.hidden_states[2])) / 2
+    torch.testing.assert_close(loss, expected)
+    with pytest.raises(ValueError, match="out of range"):
+        CurvatureLoss(layers=(5,))(Out())
+    with pytest.raises(ValueError, match="empty"):
+        CurvatureLoss(layers=())
+
+
+# ---------------------------------------------------------------------------
+# The shared pretrain hooks (icml26.common.tiny_lm.pretrain: on_step, aux_loss)
+# ---------------------------------------------------------------------------
+def _stream(n: int, seed: int) -> torch.Tensor:
+    return torch.randint(0, SMALL.vocab_size, (n,), generator=_gen(seed))
+
+
+def test_pretrain_hooks_leave_plain_training_unchanged_and_regularise():
+    cfg = PretrainConfig(steps=6, batch_size=4, warmup=2, eval_every=3, eval_batches=1)
+    train, valid = _stream(3000, 23), _stream(500, 24)
+    plain = build_model(SMALL, seed=0)
+    pretrain(plain, train, valid, cfg, context=16, show_progress=False)
+    seen, snapshots = [], {}
+
+    def keep(step, model):
+        seen.append(step)
+        snapshots[step] = {k: v.clone() for k, v in model.state_dict().items()}
+
+    hooked = build_model(SMALL, seed=0)
+    logs = pretrain(hooked, train, valid, cfg, context=16, show_progress=False, on_step=keep,
+                    aux_loss=CurvatureLoss(layers=(1, 2), weight=0.0))
+    assert seen == list(range(7)) and len(logs.aux_loss) == 6 and min(logs.aux_loss) == 0.0
+    for name, p in plain.state_dict().items():
+        assert torch.equal(p, snapshots[6][name]), name  # lambda = 0 and hooks change nothing
+    fresh = build_model(SMALL, seed=0).state_dict()
+    assert all(torch.equal(fresh[k], snapshots[0][k]) for k in fresh)  # step 0 = initialisation
+    reg = build_model(SMALL, seed=0)
+    reg_logs = pretrain(reg, train, valid, cfg, context=16, show_progress=False,
+                        aux_loss=CurvatureLoss(layers=(1, 2), weight=1.0))
+    assert reg_logs.aux_loss[0] > 0 and reg_logs.aux_loss[-1] < reg_logs.aux_loss[0]
+    assert not torch.equal(reg.state_dict()["lm_head.weight"], plain.state_dict()["lm_head.weight"])
+
+
+# ---------------------------------------------------------------------------
+# Statistics and the layer-wise analysis
+# ---------------------------------------------------------------------------
+def test_correlations_match_scipy_and_the_partial_closed_form():
+    rng = np.random.default_rng(25)
+    z = rng.normal(size=500)
+    x = z + rng.normal(size=500)
+    y = 0.5 * z + 0.3 * x + rng.normal(size=500)
+    assert abs(pearson(x, y) - scipy_stats.pearsonr(x, y)[0]) < 1e-12
+    ties = np.round(x, 1)
+    assert abs(spearman(ties, y) - scipy_stats.spearmanr(ties, y)[0]) < 1e-12
+    # r_xy.z = (r_xy - r_xz r_yz) / sqrt((1 - r_xz^2)(1 - r_yz^2))
+    rxy, rxz, ryz = pearson(x, y), pearson(x, z), pearson(y, z)
+    closed = (rxy - rxz * ryz) / math.sqrt((1 - rxz**2) * (1 - ryz**2))
+    assert abs(partial_correlation(x, y, z) - closed) < 1e-10
+    sx, sy, sz = (scipy_stats.rankdata(v) for v in (x, y, z))
+    rxy, rxz, ryz = pearson(sx, sy), pearson(sx, sz), pearson(sy, sz)
+    closed = (rxy - rxz * ryz) / math.sqrt((1 - rxz**2) * (1 - ryz**2))
+    assert abs(partial_correlation(x, y, z, "spearman") - closed) < 1e-10
+    # A correlation that is all confound vanishes under the control.
+    assert abs(partial_correlation(z + 0.01 * rng.normal(size=500), z + 0.01 * rng.normal(size=500), z)) < 0.2
+    assert math.isnan(pearson([1, 1, 1, 1], [1, 2, 3, 4]))
+
+
+def test_paired_test_matches_scipy():
+    rng = np.random.default_rng(26)
+    before, after = rng.normal(size=300), rng.normal(size=300) - 0.1
+    result = paired_test(after - before)
+    expected = scipy_stats.ttest_rel(after, before)
+    assert abs(result["t"] - expected.statistic) < 1e-10 and abs(result["p"] - expected.pvalue) < 1e-12
+    assert result["n"] == 300 and 0 <= result["frac_negative"] <= 1
+
+
+def test_layerwise_analysis_matches_a_direct_computation(small_model):
+    ids = torch.randint(0, SMALL.vocab_size, (5, 20), generator=_gen(27))
+    window = 3
+    res = layerwise_curvature_entropy(small_model, ids, window, batch_size=2)
+    with torch.no_grad():
+        out = small_model(input_ids=ids, output_hidden_states=True)
+    entropy = next_token_entropy(out.logits)[:, window + 1 :].reshape(-1).double().numpy()
+    np.testing.assert_allclose(res.entropy, entropy, rtol=1e-6)
+    np.testing.assert_array_equal(res.position, np.tile(np.arange(window + 1, 20), 5))
+    for layer, hidden in enumerate(out.hidden_states):
+        kappa = contextual_curvature(hidden, window)[:, window + 1 :].reshape(-1).double().numpy()
+        np.testing.assert_allclose(res.curvature[layer], kappa, rtol=1e-6)
+        assert abs(res.spearman[layer] - scipy_stats.spearmanr(kappa, entropy)[0]) < 1e-6
+        assert abs(res.mean_curvature[layer] - float(turning_angles(hidden).double().mean())) < 1e-6
+    freq = unigram_log_frequency(ids, SMALL.vocab_size)
+    cov = np.column_stack([res.position, freq[ids[:, window + 1 :].reshape(-1)].numpy()])
+    assert abs(res.partial_pearson[1] - partial_correlation(res.curvature[1], entropy, cov)) < 1e-9
+    assert res.best_layer() == int(np.nanargmax(res.spearman))
+
+
+def test_layerwise_analysis_skips_right_padding(small_model):
+    ids = torch.randint(0, SMALL.vocab_size, (3, 16), generator=_gen(28))
+    mask = torch.ones_like(ids)
+    mask[1, 10:] = 0
+    freq = unigram_log_frequency(ids, SMALL.vocab_size)
+    padded = layerwise_curvature_entropy(small_model, ids, 2, attention_mask=mask, token_log_frequency=freq)
+    assert padded.entropy.size == 3 * 13 - 6
+    short = layerwise_curvature_entropy(small_model, ids[1:2, :10], 2, token_log_frequency=freq)
+    # Row 1's tokens in the padded batch equal the unpadded short row's.
+    np.testing.assert_allclose(padded.entropy[13:20], short.entropy, rtol=1e-5)
+    np.testing.assert_allclose(padded.curvature[:, 13:20], short.curvature, rtol=1e-4, atol=1e-6)
+    left = mask.flip(1)
+    with pytest.raises(ValueError, match="right-padded"):
+        layerwise_curvature_entropy(small_model, ids, 2, attention_mask=left)
+
+
+# ---------------------------------------------------------------------------
+# The README example and the config
+# ---------------------------------------------------------------------------
+def test_readme_example_runs():
+    from icml26.common.tiny_lm import TinyLMConfig, build_model
+    from icml26.papers.curvature import CurvatureLoss, layerwise_curvature_entropy, perturb_and_measure
+
+    model = build_model(TinyLMConfig(vocab_size=512, d_model=32, n_layers=2, n_heads=2, context=64)).eval()
+    input_ids = torch.randint(0, 512, (8, 64))               # (batch, T) held-out text
+
+    analysis = layerwise_curvature_entropy(model, input_ids, window=3)
+    print(analysis.spearman, analysis.mean_curvature)        # one value per hidden_states index
+    layer = analysis.best_layer()
+
+    aligned = perturb_and_measure(model, input_ids, layer, alpha=0.5, kind="aligned")
+    control = perturb_and_measure(model, input_ids, layer, alpha=0.5, kind="misaligned",
+                                  generator=torch.Generator().manual_seed(0))
+    print(aligned.delta_entropy.mean(), control.delta_entropy.mean())
+
+    aux = CurvatureLoss(layers=(1,), weight=0.1)             # add to the LM loss in training
+    out = model(input_ids=input_ids, output_hidden_states=True)
+    loss = torch.nn.functional.cross_entropy(out.logits[:, :-1].flatten(0, 1), input_ids[:, 1:].flatten()) + aux(out)
+    loss.backward()
+
+    assert analysis.curvature.shape == (3, 8 * 60) and 0 <= layer <= 2
+    assert torch.isfinite(aligned.delta_entropy).all() and torch.isfinite(loss)
+
+
+def test_config_validation():
+    from icml26.papers.curvature.experiment import Config
+
+    assert Config.tiny().checkpoints[-1] == Config.tiny().steps
+    for bad in ({"checkpoints": (10, 1000)}, {"checkpoints": (0, 500)}, {"alpha": 0.0}, {"reg_layers": (9,)},
+                {"window": 0}, {"perturb_layer": 7}, {"perturb_length": 2}, {"reg_weight": 0.0}):
+        with pytest.raises(ValueError):
+            Config(**bad)
