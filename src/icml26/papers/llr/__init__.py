@@ -1,0 +1,39 @@
+"""LLR: heavy-tail guided layerwise learning rates (ICML 2026, arXiv 2605.22297).
+
+Each layer's weight spectrum is fitted with a power law; layers with a larger exponent
+alpha (a lighter tail: less trained) get a larger learning rate.
+
+>>> from icml26.papers.llr import LayerwiseLR, layerwise_param_groups, esd_alpha
+>>> optimizer = torch.optim.AdamW(layerwise_param_groups(model, weight_decay=0.1), lr=1e-3)
+>>> llr = LayerwiseLR(model, optimizer, total_steps=10_000)
+>>> # each step: loss.backward(); optimizer.step(); scheduler.step(); llr.step()
+"""
+
+from icml26.papers.llr.baselines import ShuffledMultipliers, shuffled_layerwise_lr
+from icml26.papers.llr.esd import AlphaFit, esd, esd_alpha, fit_power_law
+from icml26.papers.llr.layerwise import (
+    LayerwiseLR,
+    LLRHistory,
+    find_layers,
+    layer_alphas,
+    layerwise_param_groups,
+    map_alphas,
+)
+from icml26.papers.llr.muon import Muon, newton_schulz
+
+__all__ = [
+    "AlphaFit",
+    "LLRHistory",
+    "LayerwiseLR",
+    "Muon",
+    "ShuffledMultipliers",
+    "esd",
+    "esd_alpha",
+    "find_layers",
+    "fit_power_law",
+    "layer_alphas",
+    "layerwise_param_groups",
+    "map_alphas",
+    "newton_schulz",
+    "shuffled_layerwise_lr",
+]

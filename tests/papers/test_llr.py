@@ -1,0 +1,410 @@
+"""LLR: the power-law fit, the alpha -> rate map, the schedule, the optimizer hooks, Muon."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from icml26.papers.llr import (
+    LayerwiseLR,
+    Muon,
+    ShuffledMultipliers,
+    esd,
+    esd_alpha,
+    find_layers,
+    fit_power_law,
+    layer_alphas,
+    layerwise_param_groups,
+    map_alphas,
+    newton_schulz,
+    shuffled_layerwise_lr,
+)
+
+
+# -- power-law fit -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("alpha", [2.0, 3.0, 4.5])
+def test_median_fit_recovers_pareto_exponent(alpha):
+    # density ~ x^-alpha on [1, inf): inverse CDF x = (1 - u)^(-1 / (alpha - 1))
+    n = 200_000
+    u = np.random.default_rng(0).random(n)
+    iid = (1.0 - u) ** (-1.0 / (alpha - 1.0))
+    assert fit_power_law(iid).alpha == pytest.approx(alpha, rel=0.01)
+    # exact mid-quantiles: the estimator's bias is O(1/n)
+    quantiles = (1.0 - (np.arange(n) + 0.5) / n) ** (-1.0 / (alpha - 1.0))
+    assert fit_power_law(quantiles).alpha == pytest.approx(alpha, rel=1e-4)
+
+
+def test_median_fit_hand_calculation():
+    # lambda = 2^0..2^5: tail from index 6 // 2 = 3, xmin = 8, n = 3,
+    # alpha = 1 + 3 / (ln 8 + ln 16 + ln 32 - 3 ln 8) = 1 + 1 / ln 2
+    fit = fit_power_law(torch.tensor([32.0, 1.0, 4.0, 2.0, 16.0, 8.0]))
+    alpha = 1.0 + 1.0 / math.log(2.0)
+    assert fit.alpha == pytest.approx(alpha, rel=1e-12)
+    assert (fit.xmin, fit.n_tail) == (8.0, 3)
+    # D = max_k |1 - (lambda_k / xmin)^(1 - alpha) - k / n| over the tail 8, 16, 32
+    d = max(abs(1 - 2.0 ** (k * (1 - alpha)) - k / 3) for k in range(3))
+    assert fit.ks_distance == pytest.approx(d, rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["median", "ks", "fix_finger"])
+def test_alpha_is_scale_and_transpose_invariant(method):
+    g = torch.Generator().manual_seed(0)
+    weight = torch.randn(200, 80, generator=g) @ torch.diag(torch.logspace(0, 1, 80))
+    base = esd_alpha(weight, method)
+    assert esd_alpha(7.5 * weight, method).alpha == pytest.approx(base.alpha, rel=1e-5)
+    assert esd_alpha(weight.T, method).alpha == pytest.approx(base.alpha, rel=1e-5)
+    assert base.n_tail >= 2 and base.alpha > 1
+
+
+def test_ks_mode_equals_powerlaw_package():
+    powerlaw = pytest.importorskip("powerlaw")
+    for seed in range(4):
+        g = torch.Generator().manual_seed(seed)
+        weight = torch.randn(256, 96, generator=g)
+        if seed % 2:
+            weight = weight @ torch.diag(torch.logspace(0, 1, 96))
+        eigenvalues = esd(weight).numpy()
+        ours = fit_power_law(eigenvalues, "ks")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            # the same candidates: every distinct value but the largest, valid when alpha > 1
+            # (powerlaw 2.0 defaults to alpha in (0, 3), which would drop light tails)
+            theirs = powerlaw.Fit(eigenvalues, verbose=0, parameter_ranges={"alpha": [1, None]})
+        assert ours.alpha == pytest.approx(theirs.alpha, abs=1e-6)
+        assert ours.xmin == theirs.xmin
+        assert ours.ks_distance == pytest.approx(theirs.D, abs=1e-9)
+
+
+def test_fix_finger_scans_only_the_window_near_the_histogram_peak():
+    g = torch.Generator().manual_seed(3)
+    eigenvalues = np.sort(esd(torch.randn(400, 120, generator=g) @ torch.diag(torch.logspace(0, 1.5, 120))).numpy())
+    counts, edges = np.histogram(np.log10(eigenvalues), bins=100)
+    peak = 10.0 ** edges[np.argmax(counts)]
+    finger = fit_power_law(eigenvalues, "fix_finger")
+    assert 0.95 * peak <= finger.xmin <= 1.5 * peak
+    # brute force over the window: the same winner
+    window = [i for i in range(eigenvalues.size - 1) if 0.95 * peak <= eigenvalues[i] <= 1.5 * peak]
+    brute = min((fit_power_law(eigenvalues[i:], "median", xmin_pos=eigenvalues.size - i + 1) for i in window),
+                key=lambda f: f.ks_distance)
+    assert finger.alpha == pytest.approx(brute.alpha, rel=1e-12)
+    # the global scan can only do better on D
+    assert fit_power_law(eigenvalues, "ks").ks_distance <= finger.ks_distance
+
+
+def test_conv_kernel_esd_pools_the_kernel_slices():
+    g = torch.Generator().manual_seed(0)
+    kernel = torch.randn(16, 8, 3, 3, generator=g)
+    by_hand = torch.cat([torch.linalg.svdvals(kernel[:, :, i, j] * math.sqrt(0.5)) ** 2
+                         for i in range(3) for j in range(3)])
+    assert torch.allclose(esd(kernel), torch.sort(by_hand.double()).values, rtol=1e-5)
+    assert esd(kernel).numel() == 8 * 9
+
+
+def test_fit_rejects_bad_input():
+    with pytest.raises(ValueError, match="method"):
+        fit_power_law(np.arange(1.0, 10.0), "hill")
+    with pytest.raises(ValueError, match="too few"):
+        fit_power_law(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="rank"):
+        fit_power_law(np.zeros(10))
+    with pytest.raises(ValueError, match="matrix"):
+        esd(torch.ones(5))
+
+
+# -- alpha -> multiplier map -------------------------------------------------------------------
+
+def test_linear_map_endpoints_monotone_reversed_and_ties():
+    alphas = np.array([3.1, 2.2, 5.0, 4.0, 2.9])
+    m = map_alphas(alphas, r_min=1.0, r_max=3.0)
+    assert m[np.argmin(alphas)] == 1.0 and m[np.argmax(alphas)] == 3.0
+    order = np.argsort(alphas)
+    assert np.all(np.diff(m[order]) > 0)
+    # interior point by hand: 1 + 2 * (4.0 - 2.2) / (5.0 - 2.2)
+    assert m[3] == pytest.approx(1 + 2 * 1.8 / 2.8)
+    reversed_ = map_alphas(alphas, r_min=1.0, r_max=3.0, alpha_positive=False)
+    assert np.allclose(reversed_, 4.0 - m)
+    assert np.all(map_alphas(np.full(4, 2.5), r_min=0.5, r_max=3.0) == 0.5)  # ties: r_min
+    rank = map_alphas(alphas, r_min=1.0, r_max=3.0, mapping="rank")
+    assert np.allclose(rank[order], np.linspace(1.0, 3.0, 5))
+    with pytest.raises(ValueError, match="finite"):
+        map_alphas(np.array([1.0, np.nan]), r_min=1, r_max=2)
+
+
+# -- LayerwiseLR on a tiny LLaMA ------------------------------------------------------------------
+
+def _tiny_llama(seed: int = 0):
+    from icml26.common.tiny_lm import TinyLMConfig, build_model
+
+    pytest.importorskip("transformers")
+    return build_model(TinyLMConfig(arch="llama", vocab_size=64, d_model=64, n_layers=2, n_heads=2, context=16),
+                       seed=seed)
+
+
+def _batches(n: int, seed: int = 0):
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randint(0, 64, (4, 17), generator=g) for _ in range(n)]
+
+
+def _train(model, optimizer, batches, *, llr=None, scheduler=None):
+    for batch in batches:
+        logits = model(input_ids=batch[:, :-1]).logits
+        loss = nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
+        if llr is not None:
+            llr.step()
+
+
+def test_layer_discovery_and_groups_on_llama():
+    model = _tiny_llama()
+    layers = find_layers(model)
+    excluded = sorted(n for n, (_, e) in layers.items() if e)
+    assert excluded == ["lm_head", "model.embed_tokens"]
+    assert len(layers) - len(excluded) == 2 * 7  # q k v o gate up down per block
+    groups = layerwise_param_groups(model, weight_decay=0.1)
+    ids = [id(p) for g in groups for p in g["params"]]
+    assert len(ids) == len(set(ids)) == len({id(p) for p in model.parameters()})  # tied weights once
+    assert groups[-1]["name"] == "others" and groups[-1]["weight_decay"] == 0.0  # the RMSNorms
+
+
+def test_initial_map_sends_extremes_to_r_min_and_r_max_and_embeddings_to_r_max():
+    model = _tiny_llama()
+    optimizer = torch.optim.SGD(layerwise_param_groups(model), lr=0.1)
+    llr = LayerwiseLR(model, optimizer, total_steps=100, r_min=1.0, r_max=3.0, ramp_steps=0)
+    fits = layer_alphas(model)
+    low, high = min(fits, key=lambda n: fits[n].alpha), max(fits, key=lambda n: fits[n].alpha)
+    m = llr.multipliers
+    assert m[low] == 1.0 and m[high] == 3.0
+    assert m["model.embed_tokens"] == 3.0
+    names = sorted(fits, key=lambda n: fits[n].alpha)
+    assert all(m[a] <= m[b] for a, b in zip(names, names[1:]))
+    # the base rate of a group without a layer (norms) is untouched
+    assert llr.group_multipliers()[-1] == 1.0
+
+
+def test_multiplier_applies_inside_step_only():
+    model = _tiny_llama()
+    optimizer = torch.optim.SGD(layerwise_param_groups(model), lr=0.05)
+    llr = LayerwiseLR(model, optimizer, total_steps=100, ramp_steps=0)
+    batch = _batches(1)[0]
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    logits = model(input_ids=batch[:, :-1]).logits
+    nn.functional.cross_entropy(logits.reshape(-1, 64), batch[:, 1:].reshape(-1)).backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    optimizer.step()
+    # SGD: W <- W - m_l * eta * grad, and param_group["lr"] is the base rate again afterwards
+    name = max(llr.multipliers, key=llr.multipliers.get)
+    for pname, p in model.named_parameters():
+        layer = pname.rsplit(".", 1)[0]
+        m = llr.multipliers.get(layer, 1.0)
+        assert torch.allclose(p.detach(), before[pname] - m * 0.05 * grads[pname], atol=1e-7), pname
+    assert all(g["lr"] == 0.05 for g in optimizer.param_groups)
+    assert max(llr.effective_lrs()) == pytest.approx(0.05 * llr.multipliers[name])
+
+
+def test_ramp_is_linear_from_the_current_multiplier():
+    model = _tiny_llama()
+    optimizer = torch.optim.SGD(layerwise_param_groups(model), lr=0.0)  # weights never move
+    llr = LayerwiseLR(model, optimizer, total_steps=1000, every=1000, ramp_steps=4)
+    target = {n: llr.history.target[n][0] for n in llr.layers}
+    for k in range(7):
+        for name in llr.layers:
+            # m(t0 + k) = 1 + (target - 1) * min(k, n) / n
+            assert llr.multipliers[name] == pytest.approx(1 + (target[name] - 1) * min(k, 4) / 4, rel=1e-12)
+        llr.step()
+
+
+def test_multipliers_frozen_after_the_active_window():
+    model = _tiny_llama()
+    optimizer = torch.optim.AdamW(layerwise_param_groups(model), lr=3e-2)
+    llr = LayerwiseLR(model, optimizer, total_steps=40, active_fraction=0.25, every=3, ramp_steps=2)
+    seen = []
+    for batch in _batches(40):
+        _train(model, optimizer, [batch], llr=llr)
+        seen.append(llr.multipliers)
+    assert llr.history.steps == [0, 3, 6, 9]  # fits only at t < 0.25 * 40
+    assert len({tuple(np.round(list(m.values()), 12)) for m in seen[:12]}) > 1  # it did move
+    # seen[i] is the multiplier at step t = i + 1; last fit at t = 9, ramp of 2: frozen from t = 11 on
+    assert all(m == seen[10] for m in seen[10:]) and seen[9] != seen[10]
+
+
+def test_r_min_equal_r_max_equal_one_is_bit_identical_to_uniform():
+    batches = _batches(6)
+
+    def run(with_llr: bool, grouped: bool):
+        model = _tiny_llama()
+        params = layerwise_param_groups(model, weight_decay=0.1) if grouped else [
+            {"params": [p for p in model.parameters() if p.ndim >= 2], "weight_decay": 0.1},
+            {"params": [p for p in model.parameters() if p.ndim < 2], "weight_decay": 0.0}]
+        optimizer = torch.optim.AdamW(params, lr=1e-2, betas=(0.9, 0.95))
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0 / (1 + s))
+        llr = LayerwiseLR(model, optimizer, total_steps=6, r_min=1.0, r_max=1.0, embed_policy="max",
+                          every=1, ramp_steps=2, active_fraction=1.0) if with_llr else None
+        _train(model, optimizer, batches, llr=llr, scheduler=scheduler)
+        return [p.detach() for p in model.parameters()]
+
+    uniform = run(False, grouped=False)
+    for a, b in zip(uniform, run(True, grouped=True)):
+        assert torch.equal(a, b)
+
+
+def test_chainable_scheduler_sees_its_own_rates():
+    def rates(with_llr: bool):
+        model = _tiny_llama()
+        optimizer = torch.optim.SGD(layerwise_param_groups(model), lr=0.1)
+        scheduler = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.9)  # reads group["lr"] back
+        llr = LayerwiseLR(model, optimizer, total_steps=10, ramp_steps=0) if with_llr else None
+        _train(model, optimizer, _batches(5), llr=llr, scheduler=scheduler)
+        return [g["lr"] for g in optimizer.param_groups]
+
+    assert rates(True) == rates(False) == pytest.approx([0.1 * 0.9**5] * len(rates(False)))
+
+
+def test_mean_preserving_and_shuffled_variants():
+    model = _tiny_llama()
+    optimizer = torch.optim.SGD(layerwise_param_groups(model), lr=0.1)
+    llr = LayerwiseLR(model, optimizer, total_steps=100, ramp_steps=0)
+    model_b = _tiny_llama()
+    mean = LayerwiseLR(model_b, torch.optim.SGD(layerwise_param_groups(model_b), lr=0.1), total_steps=100,
+                       ramp_steps=0, normalize="mean")
+    assert np.mean(list(mean.multipliers.values())) == pytest.approx(1.0)
+    ratio = {n: mean.multipliers[n] / llr.multipliers[n] for n in llr.layers}
+    assert max(ratio.values()) == pytest.approx(min(ratio.values()))  # one common factor
+
+    model_c = _tiny_llama()
+    shuffled = shuffled_layerwise_lr(model_c, torch.optim.SGD(layerwise_param_groups(model_c), lr=0.1),
+                                     seed=1, total_steps=100, ramp_steps=0)
+    hidden = [n for n in llr.layers if "embed" not in n and "head" not in n]
+    assert sorted(shuffled.multipliers[n] for n in hidden) == pytest.approx(sorted(llr.multipliers[n] for n in hidden))
+    assert [shuffled.multipliers[n] for n in hidden] != [llr.multipliers[n] for n in hidden]
+    assert shuffled.multipliers["model.embed_tokens"] == 3.0
+    permute = ShuffledMultipliers(seed=5)
+    first = permute({"a": 1.0, "b": 2.0, "c": 3.0})
+    assert permute({"a": 10.0, "b": 20.0, "c": 30.0}) == {k: 10 * v for k, v in first.items()}  # fixed
+
+
+def test_layerwise_lr_rejects_mixed_groups_and_bad_arguments():
+    model = _tiny_llama()
+    with pytest.raises(ValueError, match="layerwise_param_groups"):
+        LayerwiseLR(model, torch.optim.AdamW(model.parameters()), total_steps=10)
+    optimizer = torch.optim.SGD(layerwise_param_groups(model), lr=0.1)
+    with pytest.raises(ValueError, match="r_min"):
+        LayerwiseLR(model, optimizer, total_steps=10, r_min=2.0, r_max=1.0)
+    with pytest.raises(ValueError, match="embed_policy"):
+        LayerwiseLR(model, optimizer, total_steps=10, embed_policy="min")
+
+
+def test_state_dict_round_trip():
+    model = _tiny_llama()
+    optimizer = torch.optim.AdamW(layerwise_param_groups(model), lr=1e-2)
+    llr = LayerwiseLR(model, optimizer, total_steps=20, every=2, ramp_steps=3, active_fraction=0.5)
+    _train(model, optimizer, _batches(5), llr=llr)
+    other = LayerwiseLR(model, torch.optim.AdamW(layerwise_param_groups(model), lr=1e-2), total_steps=20,
+                        every=2, ramp_steps=3, active_fraction=0.5)
+    other.load_state_dict(llr.state_dict())
+    assert other.multipliers == llr.multipliers and other.step_count == 5
+    assert other.history.steps == llr.history.steps
+
+
+def test_works_on_a_conv_net():
+    net = nn.Sequential(nn.Conv2d(3, 64, 3), nn.ReLU(), nn.Conv2d(64, 64, 3), nn.ReLU(), nn.Flatten(),
+                        nn.Linear(64 * 4 * 4, 64), nn.ReLU(), nn.Linear(64, 10))
+    optimizer = torch.optim.SGD(layerwise_param_groups(net, exclude=("7",)), lr=0.1)
+    llr = LayerwiseLR(net, optimizer, total_steps=10, ramp_steps=0, exclude=("7",), min_eigs=10)
+    # conv 0 has only 3 x 9 = 27 eigenvalues: fitted (min_eigs=10); the head "7" is excluded -> r_max
+    assert set(llr.history.alpha) == {"0", "2", "5", "7"}
+    assert math.isnan(llr.history.alpha["7"][0]) and llr.multipliers["7"] == 3.0
+    assert sorted(llr.multipliers[n] for n in ("0", "2", "5"))[::2] == [1.0, 3.0]
+
+
+# -- Muon ---------------------------------------------------------------------------------------
+
+def test_newton_schulz_singular_values_band():
+    g = torch.Generator().manual_seed(0)
+    s = torch.linalg.svdvals(newton_schulz(torch.randn(512, 128, generator=g)))
+    assert s.min() >= 0.68 and s.max() <= 1.14
+    for shape in [(64, 64), (300, 50), (50, 300), (8, 2, 40, 20)]:
+        x = newton_schulz(torch.randn(*shape, generator=g) * 100.0)
+        assert x.shape == shape and torch.linalg.svdvals(x).max() <= 1.25
+
+
+def test_muon_step_by_hand_and_adamw_path_equals_torch():
+    g = torch.Generator().manual_seed(0)
+    w, b = torch.randn(32, 16, generator=g), torch.randn(16, generator=g)
+    gw, gb = torch.randn(32, 16, generator=g), torch.randn(16, generator=g)
+    pw, pb = nn.Parameter(w.clone()), nn.Parameter(b.clone())
+    muon = Muon([{"params": [pw], "use_muon": True, "lr": 0.02},
+                 {"params": [pb], "use_muon": False, "lr": 1e-3}], weight_decay=0.1, betas=(0.9, 0.95))
+    ref = nn.Parameter(b.clone())
+    adamw = torch.optim.AdamW([ref], lr=1e-3, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1)
+    buf = torch.zeros_like(w)
+    expected = w.clone()
+    for step in range(3):
+        pw.grad, pb.grad, ref.grad = gw * (step + 1), gb * (step + 1), gb * (step + 1)
+        muon.step()
+        adamw.step()
+        # B <- 0.95 B + 0.05 G; U = 0.05 G + 0.95 B; W <- (1 - lr wd) W - lr sqrt(32/16) NS5(U)
+        buf = 0.95 * buf + 0.05 * pw.grad
+        update = 0.05 * pw.grad + 0.95 * buf
+        expected = (1 - 0.02 * 0.1) * expected - 0.02 * math.sqrt(2.0) * newton_schulz(update)
+    assert torch.allclose(pw.detach(), expected, atol=1e-6)
+    assert torch.allclose(pb.detach(), ref.detach(), atol=1e-7)
+
+
+def test_llr_scales_muon_groups():
+    model = _tiny_llama()
+    groups = layerwise_param_groups(model, weight_decay=0.0, muon_lr=0.02)
+    assert {g["name"] for g in groups if g["use_muon"]} == {
+        n for n, (_, excluded) in find_layers(model).items() if not excluded}
+    muon = Muon(groups, lr=3e-3)
+    llr = LayerwiseLR(model, muon, total_steps=20, every=5, ramp_steps=0, embed_policy="base")
+    lrs = dict(zip([g["name"] for g in muon.param_groups], llr.effective_lrs()))
+    assert lrs["model.embed_tokens"] == 3e-3 and max(lrs.values()) == pytest.approx(0.06)
+    _train(model, muon, _batches(3), llr=llr)
+    assert all(torch.isfinite(p).all() for p in model.parameters())
+    with pytest.raises(ValueError, match="use_muon"):
+        Muon(model.parameters())
+
+
+# -- the README example --------------------------------------------------------------------------
+
+def test_readme_example():
+    model = _tiny_llama()
+    data = _batches(30)
+    # --- as in README.md ---
+    from icml26.papers.llr import LayerwiseLR, layerwise_param_groups
+
+    total_steps = 30
+    optimizer = torch.optim.AdamW(layerwise_param_groups(model, weight_decay=0.1), lr=3e-3, betas=(0.9, 0.95))
+    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
+    llr = LayerwiseLR(model, optimizer, total_steps=total_steps, r_min=1.0, r_max=3.0, every=5, ramp_steps=2)
+    for batch in data:
+        loss = model(input_ids=batch, labels=batch).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        scheduler.step()
+        llr.step()
+    # --- end ---
+    assert llr.history.steps == [0, 5]  # fits in the first 20 % of training only
+    assert min(llr.multipliers.values()) == 1.0 and max(llr.multipliers.values()) == 3.0
+
+
+def test_experiment_config_validation():
+    from icml26.papers.llr.experiment import Config
+
+    with pytest.raises(ValueError, match="increasing"):
+        Config(base_lrs=(3e-3, 1e-3))
+    with pytest.raises(ValueError, match="eval_every"):
+        dataclasses.replace(Config.tiny(), eval_every=1000)
+    assert Config.quick().steps < Config().steps
