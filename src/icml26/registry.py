@@ -346,10 +346,11 @@ for _spec in (
         area="rl",
         extras=("rl",),
         claim=(
-            "An SPR auxiliary loss with orthogonal gradient projections trains stably inside "
-            "Stream Q(lambda) with no replay buffer, keeps the return of the plain agent and "
-            "raises the representation's effective rank."
+            "An SPR auxiliary loss with orthogonal gradient projections (orth, orth2) trains "
+            "stably inside Stream Q(lambda) with no replay buffer and keeps the return of the "
+            "plain agent; the effective rank of both is reported."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="robuq",

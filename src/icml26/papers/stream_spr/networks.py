@@ -1,0 +1,172 @@
+"""Networks of the streaming agents: sparse initialization, parameter-free LayerNorm,
+and Q / value / policy networks split into an *encoder* and a *head*.
+
+Elsayed et al. 2024 (arXiv 2410.14606), as used by Nilaksh et al. 2026 (arXiv 2602.09396):
+
+* sparse initialization (sparsity s = 0.9): W ~ U(−1/√fan_in, 1/√fan_in), then exactly
+  ⌈s·fan_in⌉ incoming weights of every output unit (a row of a Linear, an output channel
+  of a Conv over all C·kh·kw inputs) set to 0; biases 0;
+* LayerNorm with no affine parameters over every non-batch dimension, before every
+  LeakyReLU;
+* MinAtar Q-network: Conv(C→16, 3×3, VALID) → LN → LeakyReLU → flatten (1024) →
+  Linear(1024→128) → LN → LeakyReLU → Linear(128→|A|).
+
+The *encoder* (the conv trunk, or the first dense layer on vector observations) is the
+part SPR shapes; its output is the latent z (8×8×16 on MinAtar). Image observations come
+channels-last (H, W, C), as gymnasium and MinAtar return them.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Literal, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = [
+    "Encoder",
+    "LayerNorm",
+    "StreamNetwork",
+    "build_network",
+    "init_streaming_",
+    "sparse_init_",
+]
+
+HeadActivation = Literal["layernorm_leaky_relu", "relu"]
+
+
+@torch.no_grad()
+def sparse_init_(weight: torch.Tensor, sparsity: float = 0.9, *,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
+    """Sparse initialization in place (Elsayed et al. 2024, ``sparse_init``).
+
+    Args:
+        weight: a Linear weight (out, in) or a Conv weight (out, C, kh, kw).
+        sparsity: s; each output unit gets exactly ⌈s·fan_in⌉ zero incoming weights.
+        generator: a CPU ``torch.Generator`` for reproducible draws.
+
+    Returns:
+        ``weight``, with the rest of its entries ~ U(−1/√fan_in, 1/√fan_in).
+    """
+    if weight.dim() not in (2, 4):
+        raise ValueError(f"sparse_init_ needs a Linear (2-D) or Conv2d (4-D) weight, got shape {tuple(weight.shape)}")
+    if not 0.0 <= sparsity <= 1.0:
+        raise ValueError(f"sparsity={sparsity} must lie in [0, 1]")
+    fan_out = weight.shape[0]
+    fan_in = weight[0].numel()
+    n_zeros = int(math.ceil(sparsity * fan_in))
+    bound = 1.0 / math.sqrt(fan_in)
+    # Draw on the CPU with the caller's generator, then copy (device-agnostic and reproducible).
+    values = torch.empty(fan_out, fan_in, dtype=weight.dtype).uniform_(-bound, bound, generator=generator)
+    order = torch.argsort(torch.rand(fan_out, fan_in, generator=generator), dim=1)
+    values.scatter_(1, order[:, :n_zeros], 0.0)
+    weight.copy_(values.reshape(weight.shape))
+    return weight
+
+
+@torch.no_grad()
+def init_streaming_(module: nn.Module, sparsity: float = 0.9, *,
+                    generator: torch.Generator | None = None) -> nn.Module:
+    """Sparse-initialize every Linear and Conv2d weight of ``module`` and zero its biases."""
+    for layer in module.modules():
+        if isinstance(layer, (nn.Linear, nn.Conv2d)):
+            sparse_init_(layer.weight, sparsity, generator=generator)
+            if layer.bias is not None:
+                layer.bias.zero_()
+    return module
+
+
+class LayerNorm(nn.Module):
+    """LayerNorm with no affine parameters over all non-batch dimensions (Elsayed, issue #4)."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.layer_norm(x, x.shape[1:])
+
+
+def _norm_act() -> list[nn.Module]:
+    return [LayerNorm(), nn.LeakyReLU()]
+
+
+class Encoder(nn.Module):
+    """The trunk whose output is the latent z.
+
+    Image observations (batch, H, W, C) (or (batch, C, H, W) with ``channels_last=False``):
+    Conv(C→channels, 3×3, stride 1, VALID) → LN → LeakyReLU, latent (batch, channels, H−2, W−2).
+    Vector observations (batch, d): Linear(d→width) → LN → LeakyReLU, latent (batch, width).
+    """
+
+    def __init__(self, obs_shape: Sequence[int], *, channels: int = 16, width: int = 128,
+                 channels_last: bool = True) -> None:
+        super().__init__()
+        obs_shape = tuple(int(s) for s in obs_shape)
+        self.obs_shape = obs_shape
+        self.channels_last = channels_last
+        if len(obs_shape) == 3:
+            in_ch = obs_shape[2] if channels_last else obs_shape[0]
+            h, w = (obs_shape[0], obs_shape[1]) if channels_last else (obs_shape[1], obs_shape[2])
+            if h < 3 or w < 3:
+                raise ValueError(f"image observations need H, W >= 3 for the 3x3 conv, got {obs_shape}")
+            self.body = nn.Sequential(nn.Conv2d(in_ch, channels, 3, 1), *_norm_act())
+            self.latent_shape: tuple[int, ...] = (channels, h - 2, w - 2)
+        elif len(obs_shape) == 1:
+            self.body = nn.Sequential(nn.Linear(obs_shape[0], width), *_norm_act())
+            self.latent_shape = (width,)
+        else:
+            raise ValueError(f"observations must be vectors (d,) or images (H, W, C); got shape {obs_shape}")
+
+    @property
+    def image(self) -> bool:
+        return len(self.obs_shape) == 3
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs: (batch, *obs_shape) → latent (batch, *latent_shape)."""
+        if self.image and self.channels_last:
+            obs = obs.permute(0, 3, 1, 2)
+        return self.body(obs)
+
+
+class StreamNetwork(nn.Module):
+    """Encoder → flatten → Linear(hidden) → activation → Linear(outputs).
+
+    ``head_activation="layernorm_leaky_relu"`` is Elsayed's MinAtar network, used for both
+    arms here; ``"relu"`` is the stream-rep-rl SPR network's head (no LN, plain ReLU),
+    which differs from that code's own baseline (a defect we reproduce only on request).
+    """
+
+    def __init__(self, encoder: Encoder, outputs: int, *, hidden: int = 128,
+                 head_activation: HeadActivation = "layernorm_leaky_relu") -> None:
+        super().__init__()
+        if outputs < 1:
+            raise ValueError(f"outputs={outputs} must be at least 1")
+        self.encoder = encoder
+        if head_activation == "layernorm_leaky_relu":
+            act: list[nn.Module] = _norm_act()
+        elif head_activation == "relu":
+            act = [nn.ReLU()]
+        else:
+            raise ValueError(f"head_activation={head_activation!r} must be 'layernorm_leaky_relu' or 'relu'")
+        latent = math.prod(encoder.latent_shape)
+        self.hidden = nn.Sequential(nn.Flatten(), nn.Linear(latent, hidden), *act)
+        self.out = nn.Linear(hidden, outputs)
+
+    def forward(self, obs: torch.Tensor) -> torch.Tensor:
+        """obs: (batch, *obs_shape) → (batch, outputs)."""
+        return self.out(self.hidden(self.encoder(obs)))
+
+    def features(self, obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(latent z flattened (batch, latent_dim), hidden layer (batch, hidden))."""
+        z = self.encoder(obs)
+        return z.flatten(1), self.hidden(z)
+
+
+def build_network(obs_shape: Sequence[int], outputs: int, *, hidden: int = 128, channels: int = 16,
+                  head_activation: HeadActivation = "layernorm_leaky_relu", sparsity: float = 0.9,
+                  channels_last: bool = True, generator: torch.Generator | None = None,
+                  device: torch.device | str | None = None) -> StreamNetwork:
+    """Elsayed's streaming network for ``obs_shape``, sparse-initialized, on ``device``."""
+    encoder = Encoder(obs_shape, channels=channels, width=hidden, channels_last=channels_last)
+    net = StreamNetwork(encoder, outputs, hidden=hidden, head_activation=head_activation)
+    init_streaming_(net, sparsity, generator=generator)
+    return net.to(device) if device is not None else net

@@ -1,0 +1,156 @@
+"""Orthogonal gradient transforms of Nilaksh et al. 2026 (arXiv 2602.09396), usable on any model.
+
+**orth** (:class:`OrthogonalMomentum`; Han et al., CVPR 2025, arXiv 2504.01961): for one
+parameter group G, flattened, with c₀ = 0,
+
+    u_t = g_t − (⟨g_t, c_{t−1}⟩ / (‖c_{t−1}‖² + ε)) · c_{t−1}
+    c_t = β·c_{t−1} + (1−β)·u_t          (``momentum_source="projected"``, stream-rep-rl's StreamQ)
+    c_t = β·c_{t−1} + (1−β)·g_t          (``momentum_source="raw"``, its Stream AC and Han et al.)
+
+Streaming samples are strongly correlated, so consecutive auxiliary gradients are nearly
+collinear; removing their component along the running direction stops the auxiliary loss
+from pushing the weights along one direction step after step. Fed the same g forever, the
+projected variant gives u₁ = g and u_t = 0 afterwards: the parameters move by one step.
+
+**orth²** (:func:`project_out`): the auxiliary (SPR) encoder update s is made orthogonal
+to the RL optimizer's actual encoder update Δ of the same step, whatever the sign of
+⟨s, Δ⟩ (unlike PCGrad, which acts only on conflicts):
+
+    s ← s − (⟨s, Δ⟩ / (‖Δ‖² + ε)) · Δ.
+
+Both treat a list of tensors as one flat vector.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Sequence, TypeVar
+
+import torch
+
+__all__ = ["OrthogonalMomentum", "cosine", "project_out"]
+
+T = TypeVar("T", torch.Tensor, Sequence[torch.Tensor])
+MomentumSource = Literal["projected", "raw"]
+
+
+def _as_list(x) -> tuple[list[torch.Tensor], bool]:
+    if isinstance(x, torch.Tensor):
+        return [x], True
+    return list(x), False
+
+
+def _dot(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> torch.Tensor:
+    return sum((torch.vdot(x.reshape(-1), y.reshape(-1)) for x, y in zip(a, b)),
+               start=torch.zeros((), dtype=a[0].dtype, device=a[0].device))
+
+
+def _safe_ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
+    """num/den, and 0 where den is 0 (then num is 0 too: the reference vector is zero)."""
+    return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
+
+
+def cosine(a: T, b: T) -> float:
+    """cos(a, b) of two tensors (or two lists of tensors taken as flat vectors); 0 if either is 0."""
+    la, _ = _as_list(a)
+    lb, _ = _as_list(b)
+    if len(la) != len(lb):
+        raise ValueError(f"cosine: {len(la)} tensors against {len(lb)}")
+    na, nb = float(_dot(la, la)), float(_dot(lb, lb))
+    if na == 0.0 or nb == 0.0:
+        return 0.0
+    return float(_dot(la, lb)) / (na ** 0.5 * nb ** 0.5)
+
+
+def project_out(update: T, reference: T, eps: float = 0.0) -> T:
+    """orth²: ``update − (⟨update, reference⟩ / (‖reference‖² + eps))·reference``.
+
+    Args:
+        update: a tensor, or a list of tensors taken as one flat vector (e.g. the SPR
+            encoder update, one tensor per encoder parameter).
+        reference: same structure and shapes (e.g. the ObGD encoder update α̂·δ·z_enc).
+        eps: added to ‖reference‖². The default 0 projects exactly (a zero reference leaves
+            ``update`` unchanged); stream-rep-rl uses 1e-8, which leaks a parallel
+            component once ‖reference‖² is comparable to 1e-8.
+
+    Returns:
+        The projected update, with the structure of ``update``.
+    """
+    lu, single = _as_list(update)
+    lr, _ = _as_list(reference)
+    if len(lu) != len(lr) or any(u.shape != r.shape for u, r in zip(lu, lr)):
+        raise ValueError("project_out: update and reference must have the same tensors and shapes")
+    coef = _safe_ratio(_dot(lu, lr), _dot(lr, lr) + eps)
+    out = [u - coef * r for u, r in zip(lu, lr)]
+    return out[0] if single else out
+
+
+class OrthogonalMomentum:
+    """orth: project each gradient away from a running average of past ones.
+
+    Args:
+        beta: β, the momentum's decay (stream-rep-rl ``orth_beta`` = 0.99).
+        eps: ε added to ‖c‖² (stream-rep-rl: 1e-8; with c₀ = 0 it makes the first u equal g).
+        momentum_source: ``"projected"`` updates c with u (stream-rep-rl's StreamQ and
+            QRC files, the default) or ``"raw"`` with g (its Stream AC file, Han et al.).
+
+    Call it on one group's gradients (a tensor or a list of tensors, one flat vector)::
+
+        orth = OrthogonalMomentum(0.99)
+        loss.backward()
+        orth.project_grads_(model.parameters())   # p.grad ← u, in place
+        sgd.step()
+
+    A step on which the auxiliary loss is off is ``orth(zeros)``, i.e. :meth:`decay`.
+    """
+
+    def __init__(self, beta: float = 0.99, *, eps: float = 1e-8,
+                 momentum_source: MomentumSource = "projected") -> None:
+        if not 0.0 <= beta < 1.0:
+            raise ValueError(f"beta={beta} must lie in [0, 1)")
+        if eps < 0.0:
+            raise ValueError(f"eps={eps} must be non-negative")
+        if momentum_source not in ("projected", "raw"):
+            raise ValueError(f"momentum_source={momentum_source!r} must be 'projected' or 'raw'")
+        self.beta = beta
+        self.eps = eps
+        self.momentum_source = momentum_source
+        self.momentum: list[torch.Tensor] | None = None
+        """c, one tensor per gradient tensor (``None`` until the first call)."""
+
+    def _init(self, grads: list[torch.Tensor]) -> list[torch.Tensor]:
+        if self.momentum is None:
+            self.momentum = [torch.zeros_like(g) for g in grads]
+        elif len(self.momentum) != len(grads) or any(c.shape != g.shape for c, g in zip(self.momentum, grads)):
+            raise ValueError("OrthogonalMomentum was called with gradients of different shapes than before; "
+                             "use one instance per parameter group")
+        return self.momentum
+
+    @torch.no_grad()
+    def __call__(self, grads: T) -> T:
+        """u for the gradients ``grads``; updates the momentum c."""
+        lg, single = _as_list(grads)
+        c = self._init(lg)
+        # u = g − (⟨g, c⟩ / (‖c‖² + ε)) c
+        coef = _safe_ratio(_dot(lg, c), _dot(c, c) + self.eps)
+        u = [g - coef * m for g, m in zip(lg, c)]
+        source = u if self.momentum_source == "projected" else lg
+        # c ← β c + (1 − β)·(u or g)
+        torch._foreach_mul_(c, self.beta)
+        torch._foreach_add_(c, source, alpha=1.0 - self.beta)
+        return u[0] if single else u
+
+    @torch.no_grad()
+    def decay(self) -> None:
+        """The step of a zero gradient: u = 0 and c ← β·c (when the auxiliary loss is gated off)."""
+        if self.momentum is not None:
+            torch._foreach_mul_(self.momentum, self.beta)
+
+    @torch.no_grad()
+    def project_grads_(self, params) -> None:
+        """Replace every ``p.grad`` of ``params`` (one group) by its orthogonalized u."""
+        params = [p for p in params if p.grad is not None]
+        if not params:
+            raise ValueError("project_grads_: no parameter has a gradient; call backward() first")
+        u = self([p.grad for p in params])
+        for p, new in zip(params, u):
+            p.grad.copy_(new)
