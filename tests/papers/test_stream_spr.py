@@ -428,6 +428,7 @@ def test_orth_decay_equals_a_zero_gradient():
     assert all(float(u.abs().max()) == 0.0 for u in b([torch.zeros(3, 2), torch.zeros(4)]))
     for x, y in zip(a.momentum, b.momentum):
         torch.testing.assert_close(x, y)
+    assert OrthogonalMomentum(0.9)([]) == [] and project_out([], []) == []  # a group with no parameters
 
 
 def test_orth2_is_orthogonal_and_ignores_the_sign():

@@ -55,6 +55,8 @@ def cosine(a: T, b: T) -> float:
     lb, _ = _as_list(b)
     if len(la) != len(lb):
         raise ValueError(f"cosine: {len(la)} tensors against {len(lb)}")
+    if not la:
+        return 0.0
     na, nb = float(_dot(la, la)), float(_dot(lb, lb))
     if na == 0.0 or nb == 0.0:
         return 0.0
@@ -79,6 +81,8 @@ def project_out(update: T, reference: T, eps: float = 0.0) -> T:
     lr, _ = _as_list(reference)
     if len(lu) != len(lr) or any(u.shape != r.shape for u, r in zip(lu, lr)):
         raise ValueError("project_out: update and reference must have the same tensors and shapes")
+    if not lu:
+        return []
     coef = _safe_ratio(_dot(lu, lr), _dot(lr, lr) + eps)
     out = [u - coef * r for u, r in zip(lu, lr)]
     return out[0] if single else out
@@ -129,6 +133,8 @@ class OrthogonalMomentum:
     def __call__(self, grads: T) -> T:
         """u for the gradients ``grads``; updates the momentum c."""
         lg, single = _as_list(grads)
+        if not lg:
+            return []
         c = self._init(lg)
         # u = g − (⟨g, c⟩ / (‖c‖² + ε)) c
         coef = _safe_ratio(_dot(lg, c), _dot(c, c) + self.eps)
