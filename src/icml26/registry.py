@@ -387,9 +387,10 @@ for _spec in (
         extras=("lm",),
         claim=(
             "Mapping each layer's power-law exponent of its weight spectrum to a learning-rate "
-            "multiplier lowers a tiny GPT's validation loss relative to a shuffled control and "
+            "multiplier lowers a tiny LLaMA's validation loss relative to a shuffled control and "
             "to uniform AdamW at a small base learning rate."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="robust_ntp",

@@ -378,10 +378,8 @@ class LayerwiseLR:
         return targets
 
     def _update(self) -> None:
-        was_training = self.model.training
         fits = layer_alphas(self.model, exclude=self.exclude, method=self.method, xmin_pos=self.xmin_pos,
                             min_eigs=self.min_eigs)
-        self.model.train(was_training)
         targets = self._targets(fits)
         self._start = self._multipliers_at(self._t)
         self._target = targets

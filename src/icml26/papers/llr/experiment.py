@@ -1,0 +1,366 @@
+"""LLR reproduction: a tiny LLaMA on the offline corpus, uniform AdamW vs heavy-tail layerwise rates.
+
+Every arm starts from the same initialisation and sees the same batches in the same
+order (one seeded generator per run, reset for each arm). Arms, at each base learning
+rate of a small grid:
+
+* ``uniform``: AdamW, warm-up then cosine decay, one rate for every layer;
+* ``LLR``: the same plus :class:`~icml26.papers.llr.layerwise.LayerwiseLR` (``r`` in ``[1, 3]``);
+* ``shuffled``: LLR's multipliers permuted across layers (the control for "more rate");
+* ``LLR-mean``: LLR with the multipliers divided by their mean (ours, not the paper's).
+
+Reported: final validation loss, steps-to-target (the first evaluation at which a run's
+validation loss reaches the uniform run's final loss at the same base rate; speedup =
+steps / that step, 0 when never reached), the best-of-grid comparison, the alpha and
+multiplier trajectories per layer, and the wall time (LLR's overhead).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from icml26.results import Outcome, check
+from icml26.runner import RunContext
+
+ARM_KINDS = ("LLR", "uniform", "shuffled", "LLR-mean")
+
+
+@dataclasses.dataclass
+class Config:
+    """Uniform AdamW vs LLR on a tiny LLaMA (full scale: the brief's CPU plan, §4.3)."""
+
+    base_lrs: tuple[float, ...] = (7.5e-4, 1.5e-3, 3e-3, 6e-3, 1.2e-2)
+    """Base learning-rate grid for every arm: the brief's {7.5e-4, 1.5e-3, 3e-3} (§4.4) extended upwards
+    so that it brackets uniform AdamW's best rate (our pilot: 3e-3 to 6e-3)."""
+    steps: int = 800
+    """Training steps per run (brief §4.4: at least 800)."""
+    batch_size: int = 32
+    """Sequences per step (brief §4.3: 32)."""
+    context: int = 128
+    """Tokens per sequence."""
+    d_model: int = 128
+    """Width of the tiny LLaMA (brief §4.2: 128)."""
+    n_layers: int = 4
+    """Transformer blocks (brief §4.2: 4)."""
+    n_heads: int = 4
+    """Attention heads."""
+    vocab_size: int = 2048
+    """BPE vocabulary of the shared tokenizer."""
+    warmup_fraction: float = 0.1
+    """Linear warm-up as a fraction of the steps (authors' configs: 10 %)."""
+    min_lr_ratio: float = 0.1
+    """Cosine decay ends at this fraction of the peak (authors' ``alpha_f``: 0.1)."""
+    weight_decay: float = 0.1
+    """AdamW weight decay on matrices (authors' configs: 0.1)."""
+    grad_clip: float = 1.0
+    """Global gradient-norm clip (authors' configs: 1.0)."""
+    r_min: float = 1.0
+    """Multiplier of the most heavy-tailed layer (shipped yaml configs: 1)."""
+    r_max: float = 3.0
+    """Multiplier of the least heavy-tailed layer and of embeddings/head (shipped yaml configs: 3)."""
+    every: int = 10
+    """Steps between alpha fits (brief §4.3 at CPU scale; authors: 40 at 3200+ steps)."""
+    ramp_steps: int = 5
+    """Steps over which a new multiplier is ramped in (brief §4.3; authors: 20)."""
+    active_fraction: float = 0.2
+    """Alphas are refit only during this first fraction of training (authors' ``LLR_ratio``)."""
+    min_eigs: int = 50
+    """Layers with fewer ESD eigenvalues are not fitted (authors' ``eigs_thresh``)."""
+    arms: tuple[str, ...] = ("LLR", "uniform", "shuffled", "LLR-mean")
+    """Arms run at every base rate (``LLR`` and ``uniform`` are required)."""
+    shuffle_seed: int = 1
+    """Seed of the shuffled control's permutation."""
+    eval_every: int = 25
+    """Validation loss every this many steps (brief §4.3: 25)."""
+    eval_batches: int = 4
+    """Validation batches of 32 windows per evaluation (brief §4.3: 4 fixed batches)."""
+    shuffle_gap_target: float = 0.05
+    """Issue bar: LLR beats shuffled by at least this (nats) at every base rate of the grid."""
+    uniform_gap_target: float = 0.02
+    """Issue bar: at the smallest base rate LLR beats uniform by at least this (nats)."""
+
+    def __post_init__(self) -> None:
+        self.base_lrs = tuple(float(x) for x in self.base_lrs)
+        if not self.base_lrs or any(not x > 0 for x in self.base_lrs):
+            raise ValueError(f"base_lrs={self.base_lrs} must be a non-empty tuple of positive rates")
+        if list(self.base_lrs) != sorted(set(self.base_lrs)):
+            raise ValueError(f"base_lrs={self.base_lrs} must be strictly increasing (smallest first)")
+        for name in ("steps", "batch_size", "context", "d_model", "n_layers", "n_heads", "every",
+                     "eval_every", "eval_batches"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        if self.eval_every > self.steps:
+            raise ValueError(f"eval_every={self.eval_every} exceeds steps={self.steps}; lower eval_every")
+        if not 0 <= self.warmup_fraction < 1 or not 0 < self.min_lr_ratio <= 1:
+            raise ValueError("warmup_fraction must lie in [0, 1) and min_lr_ratio in (0, 1]")
+        if not 0 < self.r_min <= self.r_max:
+            raise ValueError(f"need 0 < r_min <= r_max, got {self.r_min}, {self.r_max}")
+        self.arms = tuple(self.arms)
+        if not {"LLR", "uniform"} <= set(self.arms) or not set(self.arms) <= set(ARM_KINDS):
+            raise ValueError(f"arms={self.arms} must include 'LLR' and 'uniform' and come from {ARM_KINDS}")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+
+    @classmethod
+    def quick(cls) -> "Config":
+        """The CPU reproduction: 3 blocks of width 96, 400 steps of 16x64 tokens, rates 7.5e-4 to 1.2e-2
+        in factors of 4 (about 5 min on 2 cores)."""
+        return cls(base_lrs=(7.5e-4, 3e-3, 1.2e-2), steps=400, batch_size=16, context=64, d_model=96,
+                   n_layers=3, eval_every=25)
+
+    @classmethod
+    def tiny(cls) -> "Config":
+        """Seconds: one base rate, 30 steps of a 1-block width-64 model with a 512-token vocabulary."""
+        return cls(base_lrs=(3e-3,), steps=30, batch_size=8, context=32, d_model=64, n_layers=1, n_heads=2,
+                   vocab_size=512, every=5, ramp_steps=2, active_fraction=0.5, eval_every=10, eval_batches=1)
+
+
+def _lr_factor(step: int, cfg: Config) -> float:
+    """Base schedule: linear warm-up, then cosine decay to ``min_lr_ratio``."""
+    warmup = max(1, round(cfg.warmup_fraction * cfg.steps))
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, cfg.steps - warmup))
+    return cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+
+
+def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext) -> dict[str, Any]:
+    """One run from the shared initialisation and data order; returns its curve and LLR history."""
+    from icml26.common.tiny_lm import build_model, evaluate_loss, random_windows
+    from icml26.papers.llr.baselines import shuffled_layerwise_lr
+    from icml26.papers.llr.layerwise import LayerwiseLR, layerwise_param_groups
+
+    model = build_model(data["model_config"], seed=ctx.seed).to(ctx.device)
+    optimizer = torch.optim.AdamW(layerwise_param_groups(model, weight_decay=cfg.weight_decay), lr=base_lr,
+                                  betas=(0.9, 0.95))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _lr_factor(s, cfg))
+    llr_kwargs = dict(total_steps=cfg.steps, r_min=cfg.r_min, r_max=cfg.r_max, every=cfg.every,
+                      ramp_steps=cfg.ramp_steps, active_fraction=cfg.active_fraction, min_eigs=cfg.min_eigs)
+    llr = None
+    if kind == "LLR":
+        llr = LayerwiseLR(model, optimizer, **llr_kwargs)
+    elif kind == "LLR-mean":
+        llr = LayerwiseLR(model, optimizer, normalize="mean", **llr_kwargs)
+    elif kind == "shuffled":
+        llr = shuffled_layerwise_lr(model, optimizer, seed=cfg.shuffle_seed, **llr_kwargs)
+    elif kind != "uniform":
+        raise ValueError(f"unknown arm {kind!r}; expected one of {ARM_KINDS}")
+
+    generator = ctx.torch_generator(0)  # the same data order for every arm
+    eval_steps, valid = [0], [evaluate_loss(model, data["valid"], context=cfg.context, max_batches=cfg.eval_batches)]
+    start = time.perf_counter()
+    model.train()
+    for step in ctx.progress(range(cfg.steps), desc=f"{kind} lr={base_lr:g}"):
+        batch = random_windows(data["train"], cfg.batch_size, cfg.context + 1, generator).to(ctx.device)
+        logits = model(input_ids=batch[:, :-1]).logits
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), batch[:, 1:].reshape(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        if llr is not None:
+            llr.step()
+        if (step + 1) % cfg.eval_every == 0 or step + 1 == cfg.steps:
+            eval_steps.append(step + 1)
+            valid.append(evaluate_loss(model, data["valid"], context=cfg.context, max_batches=cfg.eval_batches))
+    seconds = time.perf_counter() - start
+    return {"eval_steps": eval_steps, "valid": valid, "seconds": seconds,
+            "history": llr.history.to_dict() if llr is not None else None}
+
+
+def _steps_to(valid: list[float], eval_steps: list[int], target: float) -> int | None:
+    """The first evaluation step at which ``valid <= target`` (``None`` if never)."""
+    return next((s for s, v in zip(eval_steps, valid) if s > 0 and v <= target), None)
+
+
+def run(config: Config, ctx: RunContext) -> Outcome:
+    from icml26.common.corpus import stdlib_corpus
+    from icml26.common.tiny_lm import TinyLMConfig, encode_corpus
+    from icml26.common.tokenizer import train_tokenizer
+
+    corpus = stdlib_corpus()
+    tokenizer = train_tokenizer(corpus, config.vocab_size)
+    train_ids, valid_ids = encode_corpus(tokenizer, corpus)
+    model_config = TinyLMConfig(arch="llama", vocab_size=config.vocab_size, d_model=config.d_model,
+                                n_layers=config.n_layers, n_heads=config.n_heads, context=config.context)
+    data = {"train": train_ids, "valid": valid_ids, "model_config": model_config}
+    ctx.provenance["corpus_sha256"] = corpus.sha256
+    ctx.provenance["train_tokens"] = int(train_ids.numel())
+
+    runs: dict[tuple[str, float], dict] = {}
+    for lr in config.base_lrs:
+        for kind in config.arms:
+            runs[(kind, lr)] = _train(kind, lr, config, data, ctx)
+
+    def label(kind: str, lr: float) -> str:
+        return f"{kind} lr={lr:g}"
+
+    # -- metrics per arm -------------------------------------------------------------------
+    metrics: dict[str, dict[str, float]] = {}
+    smallest = config.base_lrs[0]
+    order = [("LLR", smallest), ("uniform", smallest)] + [
+        (k, lr) for lr in config.base_lrs for k in config.arms if (k, lr) not in (("LLR", smallest), ("uniform", smallest))]
+    for kind, lr in order:
+        r = runs[(kind, lr)]
+        uniform = runs[("uniform", lr)]
+        reached = _steps_to(r["valid"], r["eval_steps"], uniform["valid"][-1])
+        metrics[label(kind, lr)] = {
+            "final_val_loss": r["valid"][-1],
+            "gain_vs_uniform": uniform["valid"][-1] - r["valid"][-1],
+            "steps_to_uniform_final": float(reached or 0),
+            "speedup_vs_uniform": config.steps / reached if reached else 0.0,
+        }
+    best = {k: min(config.base_lrs, key=lambda lr: runs[(k, lr)]["valid"][-1]) for k in ("LLR", "uniform")}
+    best_uniform = runs[("uniform", best["uniform"])]
+    best_llr = runs[("LLR", best["LLR"])]
+    reached = _steps_to(best_llr["valid"], best_llr["eval_steps"], best_uniform["valid"][-1])
+    metrics["best of grid"] = {
+        "llr_final_val_loss": best_llr["valid"][-1],
+        "uniform_final_val_loss": best_uniform["valid"][-1],
+        "llr_best_lr": best["LLR"],
+        "uniform_best_lr": best["uniform"],
+        "gain_vs_uniform": best_uniform["valid"][-1] - best_llr["valid"][-1],
+        "speedup_vs_uniform": config.steps / reached if reached else 0.0,
+    }
+
+    # -- checks: the issue's figures -----------------------------------------------------
+    small_gap = runs[("uniform", smallest)]["valid"][-1] - runs[("LLR", smallest)]["valid"][-1]
+    checks = [check(f"LLR beats uniform at the smallest base rate {smallest:g} (nats)", small_gap, ">=",
+                    config.uniform_gap_target)]
+    if "shuffled" in config.arms:
+        gaps = {lr: runs[("shuffled", lr)]["valid"][-1] - runs[("LLR", lr)]["valid"][-1] for lr in config.base_lrs}
+        checks.insert(0, check("LLR beats shuffled at every base rate: min gap (nats)", min(gaps.values()), ">=",
+                               config.shuffle_gap_target,
+                               note="gaps by rate: " + ", ".join(f"{lr:g}: {g:+.3f}" for lr, g in gaps.items())))
+
+    # -- curves ----------------------------------------------------------------------------
+    curves: dict[str, Any] = {
+        "final_loss_vs_lr": {
+            "x": list(config.base_lrs),
+            "series": {k: [runs[(k, lr)]["valid"][-1] for lr in config.base_lrs] for k in config.arms},
+            "xlabel": "base learning rate", "ylabel": "final validation loss (nats)",
+            "title": "llr: final validation loss over the base-rate grid", "logx": True,
+        }
+    }
+    for lr in config.base_lrs:
+        curves[f"valid_lr{lr:g}"] = {
+            "x": runs[("uniform", lr)]["eval_steps"],
+            "series": {k: runs[(k, lr)]["valid"] for k in config.arms},
+            "xlabel": "step", "ylabel": "validation loss (nats)", "title": f"llr: validation loss, base rate {lr:g}",
+        }
+    history = runs[("LLR", smallest)]["history"]
+    curves["alpha_per_layer"] = {
+        "x": history["steps"], "series": {n: v for n, v in history["alpha"].items() if not all(map(math.isnan, v))},
+        "xlabel": "step", "ylabel": "ESD power-law alpha", "title": f"llr: alpha per layer (LLR, lr={smallest:g})",
+    }
+    curves["multiplier_per_layer"] = {
+        "x": history["steps"], "series": history["target"],
+        "xlabel": "step", "ylabel": "learning-rate multiplier (target)",
+        "title": f"llr: multiplier per layer (LLR, lr={smallest:g})",
+    }
+
+    # -- notes (wall times live here and in provenance: metrics must repeat exactly per seed) -
+    ctx.provenance["train_seconds"] = {label(k, lr): round(r["seconds"], 2) for (k, lr), r in runs.items()}
+    llr_wall = np.mean([runs[("LLR", lr)]["seconds"] for lr in config.base_lrs])
+    uni_wall = np.mean([runs[("uniform", lr)]["seconds"] for lr in config.base_lrs])
+    notes = [
+        f"Wall time per run: LLR {llr_wall:.1f} s vs uniform {uni_wall:.1f} s (ratio {llr_wall / uni_wall:.2f}: "
+        f"the cost of the ESD fits).",
+        "Gain vs uniform by base rate (nats, positive = LLR better): " + ", ".join(
+            f"{lr:g}: {metrics[label('LLR', lr)]['gain_vs_uniform']:+.3f}" for lr in config.base_lrs) + ".",
+        f"Best of grid: LLR {best_llr['valid'][-1]:.3f} (lr={best['LLR']:g}) vs uniform "
+        f"{best_uniform['valid'][-1]:.3f} (lr={best['uniform']:g}); the paper's speedup is 1.5x, here "
+        f"{metrics['best of grid']['speedup_vs_uniform']:.2f}x (0 = never reached uniform's final loss).",
+    ]
+    losing = [lr for lr in config.base_lrs if metrics[label("LLR", lr)]["gain_vs_uniform"] < 0]
+    if losing:
+        notes.append("LLR is worse than uniform at base rate(s) " + ", ".join(f"{lr:g}" for lr in losing)
+                     + ": multiplying an already aggressive rate by up to r_max overshoots.")
+
+    def mean_alpha(kinds: tuple[str, ...], index: int) -> float:
+        values = [v[index] for n, v in history["alpha"].items() if n.endswith(kinds) and math.isfinite(v[index])]
+        return float(np.mean(values)) if values else math.nan
+
+    attention, mlp = ("q_proj", "k_proj", "v_proj", "o_proj"), ("gate_proj", "up_proj", "down_proj")
+    notes.append(
+        f"Mean alpha (LLR, lr={smallest:g}): attention {mean_alpha(attention, 0):.2f} -> {mean_alpha(attention, -1):.2f}, "
+        f"MLP {mean_alpha(mlp, 0):.2f} -> {mean_alpha(mlp, -1):.2f} from the first to the last fit (step "
+        f"{history['steps'][-1]}). At initialisation alpha is set by each matrix's aspect ratio (square attention "
+        f"matrices vs rectangular MLP ones), so the multipliers largely sort matrix kinds.")
+    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
+
+
+def _layer_style(name: str) -> dict[str, Any]:
+    """Colour by matrix kind (attention blue, MLP red, embeddings grey), line style by block."""
+    kinds = {"q_proj": "#08306b", "k_proj": "#2171b5", "v_proj": "#6baed6", "o_proj": "#9ecae1",
+             "gate_proj": "#a50f15", "up_proj": "#ef3b2c", "down_proj": "#fc9272"}
+    colour = next((c for k, c in kinds.items() if name.endswith(k)), "#737373")
+    block = next((int(p) for p in name.split(".") if p.isdigit()), 0)
+    return {"color": colour, "linestyle": ("-", "--", ":", "-.")[block % 4], "linewidth": 1.2}
+
+
+def plot(data: dict) -> dict:
+    """Three figures from the result JSON: loss over the rate grid, validation curves, alpha and multipliers."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    curves = data["curves"]
+    colours = {"LLR": "#d62728", "uniform": "#1f77b4", "shuffled": "#7f7f7f", "LLR-mean": "#ff7f0e"}
+    figures = {}
+
+    grid = curves["final_loss_vs_lr"]
+    fig, ax = plt.subplots(figsize=(6.0, 4.2), layout="constrained")
+    for arm, ys in grid["series"].items():
+        ax.plot(grid["x"], ys, marker="o", label=arm, color=colours.get(arm))
+    ax.set_xscale("log")
+    ax.set_xlabel("base learning rate")
+    ax.set_ylabel("final validation loss (nats)")
+    ax.set_title("LLR vs uniform AdamW over the base-rate grid")
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    figures["loss_vs_lr.png"] = fig
+
+    panels = [k for k in curves if k.startswith("valid_lr")]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), layout="constrained",
+                             sharey=True, squeeze=False)
+    for ax, key in zip(axes[0], panels):
+        curve = curves[key]
+        x = curve["x"]
+        for arm, ys in curve["series"].items():
+            ax.plot(x[1:], ys[1:], label=arm, color=colours.get(arm))
+        finals = [ys[-1] for ys in curve["series"].values()]
+        ax.set_ylim(min(finals) - 0.1, max(finals) + 1.0)
+        ax.set_title(key.replace("valid_lr", "base rate "))
+        ax.set_xlabel("step")
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("validation loss (nats)")
+    axes[0][-1].legend()
+    figures["validation.png"] = fig
+
+    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.2), layout="constrained")
+    for ax, key, label in ((left, "alpha_per_layer", "ESD power-law alpha"),
+                           (right, "multiplier_per_layer", "learning-rate multiplier")):
+        curve = curves[key]
+        for name, ys in curve["series"].items():
+            ax.plot(curve["x"], ys, marker=".", **_layer_style(name))
+        ax.set_xlabel("step")
+        ax.set_ylabel(label)
+        ax.set_title(curve["title"].removeprefix("llr: "))
+        ax.grid(True, alpha=0.3)
+    from matplotlib.lines import Line2D
+
+    legend = [Line2D([], [], **_layer_style(n)) for n in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
+                                                          "up_proj", "down_proj", "embed_tokens")]
+    right.legend(legend, ["q", "k", "v", "o", "gate", "up", "down", "embed/head"], fontsize="small",
+                 ncol=2, title="matrix (line style: block)")
+    figures["alpha_and_multipliers.png"] = fig
+    return figures
