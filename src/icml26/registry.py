@@ -311,6 +311,7 @@ for _spec in (
             "DMANet forecasts a chaotic multiscale series better than its no-filter ablation "
             "and DLinear."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="confsleepnet",

@@ -1,0 +1,524 @@
+"""DMANet: anti-aliasing exactness, interpolation identities, parity with the authors' code.
+
+Numbers from outside the code: hand-computed cutoff bins, alias bins and amplitudes
+(a unit cosine of length n has rFFT magnitude n/2), scipy's ``resample`` and
+``solve_ivp``, NumPy's FFT, the parameter count of the authors' model (brief: 0.68M),
+pmdarima's Taylor series and the sunspot table shipped in statsmodels.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from icml26.papers.dmanet import (
+    AntiAliasDownsample,
+    DLinear,
+    DMANet,
+    MultiScaleEncoder,
+    PatchTST,
+    RevIN,
+    aliasing_leakage,
+    aliasing_lorenz,
+    anti_alias_filter,
+    avgpool_downsample,
+    capacity_ratio,
+    channel_schedule,
+    cutoff_bin,
+    filtered_downsample,
+    fit_forecaster,
+    fourier_upsample,
+    frequency_loss,
+    fredf_loss,
+    joint_interpolation,
+    load_sunspots,
+    load_taylor,
+    lorenz63,
+    mse_loss,
+    naive_downsample,
+    sliding_windows,
+    spectral_mix,
+    standardized_splits,
+)
+
+N = 512
+
+
+def cosine(k: int, n: int = N) -> torch.Tensor:
+    return torch.cos(2 * math.pi * k * torch.arange(n, dtype=torch.float64) / n)
+
+
+def energy(x: torch.Tensor) -> float:
+    return float(x.pow(2).sum())
+
+
+# ---------------------------------------------------------------------------
+# Prevention: the anti-aliasing filter
+# ---------------------------------------------------------------------------
+def test_cutoff_bins_by_hand():
+    # n_f = 257 bins; 257 * 0.5 / 2 = 64.25 -> 64 (the authors' layer with rho = 0.5)
+    assert cutoff_bin(512, 0.5) == 64
+    # ETTh1 schedule 7 -> 3 -> 1 -> 1: rho = 3/14, 1/6, 1/2 (brief §1)
+    assert capacity_ratio(7, 3, 3, 2) == pytest.approx(3 / 14)
+    assert capacity_ratio(3, 1, 3, 2) == pytest.approx(1 / 6)
+    assert capacity_ratio(1, 1, 3, 2) == pytest.approx(0.5)
+    # channel growth is capped at the kernel size: min(8/1, 3) / 2
+    assert capacity_ratio(1, 8, 3, 2) == pytest.approx(1.5)
+    # rho = 2/s puts the cutoff at the new Nyquist bin n/(2s)
+    assert cutoff_bin(512, 2 / 2) == 128 and cutoff_bin(512, 2 / 4) == 64
+
+
+@pytest.mark.parametrize("k", [0, 20, 60, 63])
+def test_cosine_below_cutoff_keeps_all_its_energy(k):
+    x = cosine(k)
+    y = anti_alias_filter(x, 0.5)
+    assert torch.allclose(y, x, atol=1e-12)
+    assert energy(y) / energy(x) == pytest.approx(1.0, abs=1e-12)
+
+
+@pytest.mark.parametrize("k", [64, 100, 200, 256])
+def test_cosine_at_or_above_cutoff_keeps_under_1e_10(k):
+    x = cosine(k)
+    assert energy(anti_alias_filter(x, 0.5)) / energy(x) < 1e-10
+    # the same filter with the cutoff set directly
+    assert energy(anti_alias_filter(x, cutoff=64)) / energy(x) < 1e-10
+
+
+def test_filter_acts_along_dim_and_keeps_shape_dtype():
+    x = torch.randn(3, 64, 5, dtype=torch.float32)
+    y = anti_alias_filter(x, cutoff=8, dim=1)
+    assert y.shape == x.shape and y.dtype == x.dtype
+    ref = torch.fft.irfft(torch.fft.rfft(x, dim=1) * (torch.arange(33) < 8).view(1, 33, 1), n=64, dim=1)
+    assert torch.allclose(y, ref, atol=1e-6)
+    # idempotent: a projection
+    assert torch.allclose(anti_alias_filter(y, cutoff=8, dim=1), y, atol=1e-6)
+
+
+def test_filter_rejects_bad_arguments():
+    x = torch.randn(16)
+    with pytest.raises(ValueError, match="exactly one"):
+        anti_alias_filter(x, 0.5, cutoff=3)
+    with pytest.raises(ValueError, match="exactly one"):
+        anti_alias_filter(x)
+    with pytest.raises(ValueError, match="cutoff"):
+        anti_alias_filter(x, cutoff=20)
+    with pytest.raises(ValueError, match="real floating"):
+        anti_alias_filter(torch.arange(16), cutoff=2)
+
+
+def test_tone_above_new_nyquist_aliases_without_filter_and_vanishes_with_it():
+    # n = 512, stride 2: the 256-sample output has Nyquist bin 128. A tone at bin 200
+    # folds to |200 - round(200 * 2 / 512) * 256| = 56, with amplitude 256 / 2 = 128.
+    k, s = 200, 2
+    alias = abs(k - round(k * s / N) * (N // s))
+    assert alias == 56
+    x = cosine(k)
+    kernel = torch.tensor([[[0.0, 1.0, 0.0]]], dtype=torch.float64)  # stride-2 conv that keeps x[2t]
+    plain = F.conv1d(x.view(1, 1, -1), kernel, stride=s, padding=1).flatten()
+    spec = torch.fft.rfft(plain).abs()
+    assert int(spec.argmax()) == alias and float(spec[alias]) == pytest.approx(128.0, rel=1e-9)
+    assert torch.allclose(plain, naive_downsample(x, s))
+    # with the authors' layer filter (rho = 0.5, cutoff 64) or the Nyquist cutoff (128)
+    for filtered in (anti_alias_filter(x, 0.5), anti_alias_filter(x, cutoff=128)):
+        out = F.conv1d(filtered.view(1, 1, -1), kernel, stride=s, padding=1).flatten()
+        assert float(torch.fft.rfft(out).abs().max()) < 1e-10
+    assert float(torch.fft.rfft(filtered_downsample(x, s)).abs().max()) < 1e-10
+
+
+def test_anti_alias_downsample_layer_linear_part():
+    # The layer with an identity kernel and no activation: alias peak without the
+    # filter, nothing with it.
+    x = cosine(200).view(1, 1, -1)
+    peaks = {}
+    for anti_alias in (False, True):
+        layer = AntiAliasDownsample(1, 1, anti_alias=anti_alias, dropout=0.0).double().eval()
+        layer.act = nn.Identity()
+        with torch.no_grad():
+            layer.depthwise.weight.copy_(torch.tensor([[[0.0, 1.0, 0.0]]]))
+            layer.pointwise.weight.fill_(1.0)
+        with torch.no_grad():
+            peaks[anti_alias] = torch.fft.rfft(layer(x).flatten()).abs()
+    assert int(peaks[False].argmax()) == 56 and float(peaks[False][56]) == pytest.approx(128.0)
+    assert float(peaks[True].max()) < 1e-10
+
+
+# ---------------------------------------------------------------------------
+# Leakage
+# ---------------------------------------------------------------------------
+def test_leakage_of_two_tones_by_hand():
+    # x = cos(bin 10) + a cos(bin 200); slicing by 2 keeps energy 128 of each tone, the
+    # second one folded to bin 56: leakage a^2 / (1 + a^2).
+    a = 0.5
+    x = cosine(10) + a * cosine(200)
+    leak = aliasing_leakage(x, lambda v: naive_downsample(v, 2))
+    assert leak == pytest.approx(a * a / (1 + a * a), rel=1e-12)
+    assert aliasing_leakage(x, lambda v: filtered_downsample(v, 2)) < 1e-20
+    # average pooling by 2 is cos(pi k / n)-weighted: k = 200 keeps cos(200 pi / 512)^2
+    damp = math.cos(math.pi * 200 / N) ** 2 * a * a
+    keep = math.cos(math.pi * 10 / N) ** 2
+    assert aliasing_leakage(x, lambda v: avgpool_downsample(v, 2)) == pytest.approx(damp / (keep + damp), rel=1e-9)
+
+
+def test_leakage_on_the_chaotic_signal_grows_with_level_for_slicing_only():
+    x = torch.as_tensor(aliasing_lorenz(2048, rng=np.random.default_rng(1)).T)
+    naive = [aliasing_leakage(x, lambda v, f=2 ** l: naive_downsample(v, f)) for l in (1, 2, 3)]
+    filt = [aliasing_leakage(x, lambda v, f=2 ** l: filtered_downsample(v, f)) for l in (1, 2, 3)]
+    assert naive[0] > 0.02 and naive[0] < naive[1] < naive[2]
+    assert max(filt) < 1e-10
+
+
+# ---------------------------------------------------------------------------
+# Post-sampling interpolation
+# ---------------------------------------------------------------------------
+@pytest.mark.parametrize("stride", [2, 4, 8])
+def test_decimate_then_fourier_upsample_recovers_a_band_limited_signal(stride):
+    gen = torch.Generator().manual_seed(stride)
+    band = N // (2 * stride)  # bins < band survive decimation by `stride`
+    spec = torch.zeros(N // 2 + 1, dtype=torch.complex128)
+    spec[1:band] = torch.complex(torch.randn(band - 1, generator=gen, dtype=torch.float64),
+                                 torch.randn(band - 1, generator=gen, dtype=torch.float64))
+    spec[0] = 3.0
+    x = torch.fft.irfft(spec, n=N)
+    rec = fourier_upsample(naive_downsample(x, stride), N)
+    assert float((rec - x).abs().max()) < 1e-10
+    # with energy above the band, filter + decimate + upsample loses exactly that energy
+    noisy = x + 0.3 * cosine(band + 5) + 0.2 * cosine(N // 2 - 3)
+    err = fourier_upsample(filtered_downsample(noisy, stride), N) - noisy
+    out_of_band = (0.3 ** 2 + 0.2 ** 2) * N / 2  # Parseval for two unit cosines
+    assert energy(err) == pytest.approx(out_of_band, rel=1e-10)
+
+
+@pytest.mark.parametrize("n,length", [(32, 128), (33, 100), (64, 64), (10, 37)])
+def test_fourier_upsample_matches_scipy_resample(n, length):
+    signal = pytest.importorskip("scipy.signal")
+    x = np.random.default_rng(n).normal(size=(2, n))
+    ours = fourier_upsample(torch.as_tensor(x), length).numpy()
+    assert np.allclose(ours, signal.resample(x, length, axis=-1), atol=1e-12)
+
+
+def test_spectral_mix_equals_circular_convolution():
+    rng = np.random.default_rng(0)
+    h = rng.normal(size=(2, 3, 16))
+    w = rng.normal(size=(4, 3, 16))
+    mixed = spectral_mix(torch.fft.rfft(torch.as_tensor(h)), torch.fft.rfft(torch.as_tensor(w)))
+    ours = torch.fft.irfft(mixed, n=16).numpy()
+    # sum_c real(ifft(fft(h_c) * fft(w_oc)))
+    ref = np.real(np.fft.ifft(np.fft.fft(h)[:, None] * np.fft.fft(w)[None], axis=-1)).sum(2)
+    assert np.allclose(ours, ref, atol=1e-12)
+    # and a direct loop over the circular convolution
+    loop = np.zeros((2, 4, 16))
+    for tau in range(16):
+        for s in range(16):
+            loop[:, :, (tau + s) % 16] += np.einsum("bc,oc->bo", h[:, :, tau], w[:, :, s])
+    assert np.allclose(ours, loop, atol=1e-12)
+
+
+def test_joint_interpolation_paths():
+    gen = torch.Generator().manual_seed(1)
+    h = torch.randn(2, 3, 16, generator=gen, dtype=torch.float64)
+    # identity filters (a unit impulse per matching channel) reduce it to fourier_upsample
+    eye = torch.zeros(3, 3, 16, dtype=torch.float64)
+    eye[range(3), range(3), 0] = 1.0
+    assert torch.allclose(joint_interpolation(h, eye, 64), fourier_upsample(h, 64), atol=1e-12)
+    # the authors' backward scaling is the exact result times sqrt(m)/D when bin m/2 is empty
+    h_band = anti_alias_filter(h, cutoff=8)
+    w = torch.randn(4, 3, 16, generator=gen, dtype=torch.float64)
+    exact = joint_interpolation(h_band, w, 64)
+    back = joint_interpolation(h_band, w, 64, norm="backward")
+    assert torch.allclose(back, exact * math.sqrt(16) / 64, atol=1e-12)
+
+
+def test_legacy_real_cast_makes_each_level_time_symmetric():
+    gen = torch.Generator().manual_seed(2)
+    h = torch.randn(2, 3, 16, generator=gen, dtype=torch.float64)
+    w = torch.randn(2, 3, 16, generator=gen, dtype=torch.float64)
+    mirror = lambda u: torch.roll(torch.flip(u, [-1]), 1, -1)  # noqa: E731  u[-t mod D]
+    legacy = joint_interpolation(h, w, 64, legacy_real_cast=True)
+    assert torch.allclose(legacy, mirror(legacy), atol=1e-12)
+    correct = joint_interpolation(h, w, 64)
+    assert not torch.allclose(correct, mirror(correct), atol=1e-3)
+
+
+# ---------------------------------------------------------------------------
+# RevIN, shapes, fusion
+# ---------------------------------------------------------------------------
+def test_revin_round_trip_is_identity():
+    revin = RevIN(4).double()
+    with torch.no_grad():
+        revin.gamma.copy_(torch.tensor([0.5, 2.0, -1.5, 1.0]))
+        revin.beta.copy_(torch.tensor([0.1, -0.3, 2.0, 0.0]))
+    x = torch.randn(3, 20, 4, dtype=torch.float64) * 5 + 2
+    x_hat, stats = revin.normalize(x)
+    assert torch.allclose(x_hat.mean(1), revin.beta.expand(3, 4), atol=1e-10)
+    assert torch.allclose(revin.denormalize(x_hat, stats), x, atol=1e-8)
+
+
+@pytest.mark.parametrize("axis", ["latent", "time"])
+def test_forecasts_are_equivariant_to_per_channel_affine_maps(axis):
+    torch.manual_seed(0)
+    model = DMANet(32, 8, 3, d_model=32, filter_axis=axis).double().eval()
+    x = torch.randn(2, 32, 3, dtype=torch.float64)
+    a = torch.tensor([3.0, 0.5, 10.0], dtype=torch.float64)
+    b = torch.tensor([-2.0, 7.0, 0.25], dtype=torch.float64)
+    with torch.no_grad():
+        assert torch.allclose(model(x * a + b), model(x) * a + b, atol=1e-4)
+
+
+@pytest.mark.parametrize("channels,schedule", [(1, [1, 1, 1, 1]), (7, [7, 3, 1, 1]),
+                                               (21, [21, 10, 5, 2]), (321, [321, 160, 80, 40])])
+def test_channel_schedule(channels, schedule):
+    assert channel_schedule(channels, 3, 0.5) == schedule
+
+
+@pytest.mark.parametrize("channels", [1, 7, 21])
+@pytest.mark.parametrize("axis", ["latent", "time"])
+def test_shapes(channels, axis):
+    model = DMANet(48, 12, channels, d_model=32, filter_axis=axis)
+    assert model(torch.randn(5, 48, channels)).shape == (5, 12, channels)
+    assert model.channel_schedule == channel_schedule(channels, 3, 0.5)
+    enc = model.encoders[0]
+    length = 32 if axis == "latent" else 48
+    assert [tuple(w.shape) for w in enc.interp_weights] == [
+        (channels, c, length // 2 ** (i + 1)) for i, c in enumerate(enc.schedule[1:])]
+
+
+def test_parameter_count_of_the_authors_configuration():
+    # C = 7, L = H = 96, D = 512, d_ff = 2, M = 3 (brief §2: 0.68M). By hand:
+    # embedding 96*512+512, position 512, encoder LayerNorm 1024, depthwise 3*(7+3+1),
+    # pointwise 7*3+3*1+1*1, interpolation 7*(3*256+1*128+1*64), fusion 3, RevIN 14,
+    # head LayerNorm 1024, decoder 512*1024+1024 + 1024*96+96.
+    expected = (49_152 + 512 + 512 + 1024 + 33 + 25 + 7 * (768 + 128 + 64) + 3 + 14 + 1024
+                + 524_288 + 1024 + 98_304 + 96)
+    assert expected == 682_731
+    assert sum(p.numel() for p in DMANet(96, 96, 7).parameters()) == expected
+
+
+def test_fusion_weights_sum_to_one_and_weight_the_levels():
+    torch.manual_seed(0)
+    enc = MultiScaleEncoder(3, 32).double()
+    with torch.no_grad():
+        enc.fusion_logits.copy_(torch.tensor([0.3, -1.0, 2.0]))
+    weights = enc.fusion_weights().detach()
+    assert float(weights.sum()) == pytest.approx(1.0, abs=1e-12)
+    assert torch.allclose(weights, torch.softmax(torch.tensor([0.3, -1.0, 2.0], dtype=torch.float64), 0))
+    enc.eval()
+    z = torch.randn(2, 3, 32, dtype=torch.float64)
+    fused, levels = enc(z, return_levels=True)
+    assert torch.allclose(fused, sum(w * u for w, u in zip(weights, levels)))
+
+
+def test_every_parameter_gets_a_gradient():
+    torch.manual_seed(0)
+    model = DMANet(32, 8, 3, d_model=32)
+    frequency_loss(model(torch.randn(4, 32, 3)), torch.randn(4, 8, 3)).backward()
+    for name, p in model.named_parameters():
+        assert p.grad is not None and torch.isfinite(p.grad).all() and p.grad.abs().sum() > 0, name
+
+
+def test_bad_model_arguments_raise():
+    with pytest.raises(ValueError, match="divisible"):
+        DMANet(96, 24, 3, d_model=100)
+    with pytest.raises(ValueError, match="filter_axis"):
+        DMANet(96, 24, 3, d_model=64, filter_axis="freq")
+    with pytest.raises(ValueError, match=r"expected input \(batch, 96, 3\)"):
+        DMANet(96, 24, 3, d_model=64)(torch.randn(2, 96, 4))
+
+
+# ---------------------------------------------------------------------------
+# Parity with the authors' pre-release code
+# ---------------------------------------------------------------------------
+def _authors_forward(model: DMANet, x: torch.Tensor) -> torch.Tensor:
+    """``models/DMANet.py`` (January 2026) written out line by line with ``model``'s weights."""
+    mean = x.mean(1, keepdim=True)
+    std = torch.sqrt(x.var(1, keepdim=True, unbiased=False) + 1e-5)
+    revin = model.revin
+    z = ((x - mean) / std * revin.gamma + revin.beta).permute(0, 2, 1)
+    z = model.embedding(z) + model.position
+    for enc in model.encoders:
+        d = z.shape[-1]
+        current = enc.norm(z)
+        pyramid = []
+        for i, layer in enumerate(enc.levels):
+            icr = min(torch.tensor(layer.out_channels / layer.in_channels), 3) / 2
+            x_freq = torch.fft.rfft(current, dim=-1, norm="ortho")
+            nyquist_idx = int(x_freq.shape[-1] * (icr / 2))
+            mask = torch.zeros_like(x_freq)
+            mask[..., :nyquist_idx] = 1.0
+            filt = torch.fft.irfft(x_freq * mask, n=current.size(-1), dim=-1, norm="ortho")
+            out = F.conv1d(filt, layer.depthwise.weight, stride=2, padding=1, groups=layer.in_channels)
+            out = F.gelu(F.conv1d(out, layer.pointwise.weight))
+            out = F.gelu(out)  # the "dropout" slot applies the activation again
+            x_fft = torch.fft.rfft(out, dim=-1)
+            w = torch.fft.rfft(enc.interp_weights[i], dim=-1, norm="ortho")
+            expanded = torch.einsum("bcf,ocf->bof", x_fft, w)
+            out_fft = torch.zeros(*expanded.shape[:2], d // 2 + 1, dtype=x.dtype)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out_fft[..., :expanded.size(2)] = expanded  # complex -> real cast
+            pyramid.append(torch.fft.irfft(out_fft, n=d))
+            current = out
+        weighted = torch.stack(pyramid, 0) * enc.fusion_logits.softmax(0).view(-1, 1, 1, 1)
+        z = weighted.sum(0) + z
+    out = model.decoder(model.head_norm(z)).permute(0, 2, 1)
+    out = (out - revin.beta) / (revin.gamma + 1e-10)
+    return out * std + mean
+
+
+def test_legacy_flags_reproduce_the_authors_forward_pass():
+    torch.manual_seed(3)
+    model = DMANet(24, 8, 7, d_model=64, interp_norm="backward", legacy_real_cast=True,
+                   legacy_double_gelu=True).double()
+    with torch.no_grad():  # move off the trivial initial affine so it is exercised
+        model.revin.gamma.uniform_(0.5, 1.5)
+        model.revin.beta.uniform_(-0.5, 0.5)
+        model.encoders[0].fusion_logits.copy_(torch.tensor([0.2, 1.0, -0.4]))
+        for weight in model.encoders[0].interp_weights:  # make the levels matter at this scale
+            weight.mul_(50.0)
+    x = torch.randn(3, 24, 7, dtype=torch.float64)
+    with torch.no_grad():
+        ours, ref = model(x), _authors_forward(model, x)
+        assert torch.allclose(ours, ref, atol=1e-10)
+        # and the correct defaults differ from it
+        model_fixed = DMANet(24, 8, 7, d_model=64).double()
+        model_fixed.load_state_dict(model.state_dict())
+        model_fixed.eval()
+        assert not torch.allclose(model_fixed(x), ref, atol=1e-2)
+
+
+# ---------------------------------------------------------------------------
+# Losses
+# ---------------------------------------------------------------------------
+def test_frequency_loss_is_zero_iff_prediction_equals_target():
+    y = torch.randn(4, 16, 3, dtype=torch.float64)
+    assert float(frequency_loss(y, y.clone())) == 0.0
+    # an error delta at one step has |FFT| = |delta| in all 16 bins: mean = |delta| / (B * C)
+    pred = y.clone()
+    pred[1, 5, 2] += 0.6
+    assert float(frequency_loss(pred, y)) == pytest.approx(0.6 / (4 * 3), rel=1e-12)
+    assert float(frequency_loss(pred, y, weight=0.5)) == pytest.approx(0.3 / 12, rel=1e-12)
+
+
+def test_frequency_loss_satisfies_parseval():
+    gen = torch.Generator().manual_seed(0)
+    pred = torch.randn(5, 24, 2, generator=gen, dtype=torch.float64)
+    y = torch.randn(5, 24, 2, generator=gen, dtype=torch.float64)
+    # mean |FFT(e)|^2 = n * mean e^2
+    assert float(frequency_loss(pred, y, power=2)) == pytest.approx(24 * float(mse_loss(pred, y)), rel=1e-12)
+    assert float(fredf_loss(pred, y, alpha=0.0)) == pytest.approx(float(mse_loss(pred, y)))
+    assert float(fredf_loss(pred, y)) == pytest.approx(float(frequency_loss(pred, y)))
+
+
+# ---------------------------------------------------------------------------
+# Data
+# ---------------------------------------------------------------------------
+def test_lorenz_integrator_matches_scipy():
+    integrate = pytest.importorskip("scipy.integrate")
+
+    def field(_, s):
+        x, y, z = s
+        return [10 * (y - x), x * (28 - z) - y, x * y - 8 / 3 * z]
+
+    ref = integrate.solve_ivp(field, (0, 1.0), [1.0, 2.0, 20.0], t_eval=np.arange(1, 51) * 0.02,
+                              rtol=1e-12, atol=1e-12, method="DOP853").y.T
+    # RK4's error falls like h^4: 1e-4 at the default step 0.01, 1e-8 at 0.001
+    fine = lorenz63(50, 0.02, initial=(1.0, 2.0, 20.0), burn_in=0, max_step=1e-3)
+    assert np.abs(fine - ref).max() < 1e-7
+    coarse = lorenz63(50, 0.02, initial=(1.0, 2.0, 20.0), burn_in=0)
+    assert np.abs(coarse - ref).max() < 1e-3
+
+
+def test_aliasing_lorenz_carries_energy_above_every_new_nyquist():
+    x = aliasing_lorenz(4000)
+    spec = np.abs(np.fft.rfft(x - x.mean(0), axis=0)) ** 2
+    n_f = spec.shape[0]
+    above = [spec[n_f // f:].sum() / spec.sum() for f in (2, 4, 8)]
+    assert 0.02 < above[0] < above[1] < above[2]
+    assert x.shape == (4000, 3)
+
+
+def test_wheel_shipped_series():
+    taylor = load_taylor()
+    assert taylor.shape == (4032, 1)
+    assert taylor[:3, 0].tolist() == [22262.0, 21756.0, 22247.0]
+    sun = load_sunspots()
+    # statsmodels' table: 1749-2008 complete, January-June 2009
+    assert sun.shape == (260 * 12 + 6, 1)
+    assert sun[:4, 0].tolist() == [58.0, 62.6, 70.0, 55.7] and sun[-1, 0] == 2.6
+
+
+def test_standardized_splits_follow_the_time_series_library():
+    series = np.arange(100, dtype=float)[:, None] * np.array([[1.0, -2.0]])
+    data = standardized_splits(series, seq_len=10)
+    # n_train = 70, n_test = 20, n_val = 10; val from 60, test from 70
+    assert data.train.shape == (70, 2) and data.val.shape == (20, 2) and data.test.shape == (30, 2)
+    assert np.allclose(data.train.mean(0), 0, atol=1e-6) and np.allclose(data.train.std(0), 1, atol=1e-6)
+    assert np.allclose(data.test[0] * data.std + data.mean, series[70])
+    x, y = sliding_windows(data.test, 10, 5)
+    assert x.shape == (30 - 15 + 1, 10, 2) and y.shape == (16, 5, 2)
+    assert np.allclose(y[0, 0], data.test[10]) and np.allclose(x[3, -1], data.test[12])
+    with pytest.raises(ValueError, match="too short"):
+        standardized_splits(series[:12], seq_len=10)
+
+
+# ---------------------------------------------------------------------------
+# Baselines and the README example
+# ---------------------------------------------------------------------------
+def test_dlinear_starts_as_the_window_mean():
+    # weights 1/L, zero... plus the default bias: compare after removing the bias
+    model = DLinear(24, 6, 2)
+    with torch.no_grad():
+        for layer in (*model.seasonal, *model.trend):
+            layer.bias.zero_()
+    x = torch.randn(3, 24, 2)
+    assert torch.allclose(model(x), x.mean(1, keepdim=True).expand(-1, 6, -1), atol=1e-5)
+
+
+@pytest.mark.parametrize("cls", [DLinear, PatchTST, DMANet])
+def test_baselines_share_the_call(cls):
+    kwargs = {"d_model": 32} if cls is DMANet else {}
+    assert cls(48, 12, 5, **kwargs)(torch.randn(2, 48, 5)).shape == (2, 12, 5)
+
+
+def test_readme_example_trains_on_a_user_series():
+    # The usage example of README.md: a (T, C) array in, a trained forecaster out.
+    rng = np.random.default_rng(0)
+    steps = np.arange(1200)
+    series = np.stack([np.sin(steps / 8), np.cos(steps / 13)], axis=1) + 0.05 * rng.normal(size=(1200, 2))
+
+    torch.manual_seed(0)
+    data = standardized_splits(series, seq_len=48)
+    model = DMANet(seq_len=48, pred_len=12, n_channels=2, d_model=64)
+    result = fit_forecaster(model, data, pred_len=12, epochs=5, batch_size=32, lr=1e-2,
+                            generator=torch.Generator().manual_seed(0))
+
+    x, y = sliding_windows(data.test, 48, 12)
+    # predicting the mean scores ~1 on the standardised scale; the noise floor is ~0.005
+    assert float(np.mean(y ** 2)) > 0.9 and result.test_mse < 0.05
+    forecast = model(torch.as_tensor(x[:1]))
+    assert forecast.shape == (1, 12, 2)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_runs_on_cuda():
+    model = DMANet(48, 12, 3, d_model=32).cuda()
+    x = torch.randn(2, 48, 3, device="cuda")
+    assert model(x).device.type == "cuda"
+    assert anti_alias_filter(x, cutoff=4, dim=1).device.type == "cuda"
+
+
+def test_experiment_config_validates():
+    from icml26.papers.dmanet.experiment import Config
+
+    assert Config.quick().d_model < Config().d_model == 512
+    with pytest.raises(ValueError, match="dmanet' first"):
+        Config(models=("dlinear", "dmanet"))
+    with pytest.raises(ValueError, match="datasets"):
+        Config(datasets=("ettm1",))
+    with pytest.raises(ValueError, match="divisible"):
+        Config(d_model=100)
