@@ -247,6 +247,19 @@ def _pad_spectrum(spec: Tensor, n_out_bins: int) -> Tensor:
     return torch.cat([spec, spec.new_zeros(*spec.shape[:-1], pad)], dim=-1)
 
 
+def _split_nyquist(spec: Tensor, n: int, length: int) -> Tensor:
+    """Halve the last rFFT bin of an even-length-``n`` signal before padding it to ``length > n``.
+
+    The real Nyquist bin ``X[n/2]`` stands for both ``e^{+i pi t}`` and ``e^{-i pi t}``; on the
+    longer grid they are distinct frequencies, each carrying half of it.
+    """
+    if n % 2 or length <= n:
+        return spec
+    half = torch.ones(spec.shape[-1], dtype=spec.real.dtype, device=spec.device)
+    half[-1] = 0.5
+    return spec * half
+
+
 def fourier_upsample(x: Tensor, length: int, dim: int = -1) -> Tensor:
     """Exact band-limited (periodic sinc) interpolation of ``x`` to ``length`` samples.
 
@@ -263,12 +276,7 @@ def fourier_upsample(x: Tensor, length: int, dim: int = -1) -> Tensor:
     n = x.shape[dim]
     if length < n:
         raise ValueError(f"length={length} is shorter than the input ({n}); fourier_upsample only lengthens")
-    spec = torch.fft.rfft(x.movedim(dim, -1))
-    if n % 2 == 0 and length > n:
-        # the real Nyquist bin X[n/2] stands for e^{+i pi t} and e^{-i pi t}: give each half
-        half = torch.ones(spec.shape[-1], dtype=x.dtype, device=x.device)
-        half[-1] = 0.5
-        spec = spec * half
+    spec = _split_nyquist(torch.fft.rfft(x.movedim(dim, -1)), n, length)
     spec = _pad_spectrum(spec, length // 2 + 1)
     # x_up = (L / n) * irfft_L(pad(rfft_n(x)))
     out = torch.fft.irfft(spec, n=length) * (length / n)
@@ -309,11 +317,7 @@ def joint_interpolation(
     if length < m:
         raise ValueError(f"length={length} must be at least the coarse length {m}")
     if norm == "exact":
-        mixed = spectral_mix(torch.fft.rfft(h), torch.fft.rfft(weight))
-        if m % 2 == 0 and length > m:
-            half = torch.ones(mixed.shape[-1], dtype=h.dtype, device=h.device)
-            half[-1] = 0.5
-            mixed = mixed * half
+        mixed = _split_nyquist(spectral_mix(torch.fft.rfft(h), torch.fft.rfft(weight)), m, length)
         gain = length / m
     elif norm == "backward":
         mixed = spectral_mix(torch.fft.rfft(h), torch.fft.rfft(weight, norm="ortho"))
