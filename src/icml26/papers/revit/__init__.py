@@ -1,0 +1,52 @@
+"""ReViT: rotation-equivariant vision transformers for neural PDE solvers.
+
+Wei, List, Thuerey, ICML 2026. Public API:
+
+* :func:`rotate_field`, :func:`apply_rotation`, :func:`octahedral_group`: the exact
+  symmetry groups (C4 in 2D, the 24 proper cube rotations in 3D) acting on
+  scalar + vector fields.
+* :class:`ReViT2d`, :class:`ReViT3d` (:class:`ReViT`): the equivariant model.
+* :func:`canonical_basis`, :func:`basis_pyramid`: per-patch canonical frames.
+* :class:`PlainViT`, :func:`random_c4_augment`: the baselines.
+* :func:`make_navier_stokes_pairs`, :func:`simulate_navier_stokes`: an exactly
+  C4-equivariant 2D Navier–Stokes generator.
+* :func:`fit`, :func:`rotated_mse`: training and per-rotation evaluation.
+"""
+
+from icml26.papers.revit.baselines import PlainViT, random_c4_augment
+from icml26.papers.revit.frames import basis_pyramid, canonical_basis
+from icml26.papers.revit.group import (
+    apply_rotation,
+    c4_matrix,
+    octahedral_group,
+    reflections_3d,
+    rotate_field,
+)
+from icml26.papers.revit.model import ReViT, ReViT2d, ReViT3d
+from icml26.papers.revit.navier_stokes import (
+    NavierStokesData,
+    make_navier_stokes_pairs,
+    simulate_navier_stokes,
+    velocity_from_vorticity,
+    vorticity_from_velocity,
+)
+
+__all__ = [
+    "NavierStokesData",
+    "PlainViT",
+    "ReViT",
+    "ReViT2d",
+    "ReViT3d",
+    "apply_rotation",
+    "basis_pyramid",
+    "c4_matrix",
+    "canonical_basis",
+    "make_navier_stokes_pairs",
+    "octahedral_group",
+    "random_c4_augment",
+    "reflections_3d",
+    "rotate_field",
+    "simulate_navier_stokes",
+    "velocity_from_vorticity",
+    "vorticity_from_velocity",
+]

@@ -1,0 +1,337 @@
+"""ReViT: the group action, the solver's symmetry, frames, windows and exact equivariance."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import pytest
+import torch
+
+from icml26.papers.revit import (
+    PlainViT,
+    ReViT2d,
+    ReViT3d,
+    apply_rotation,
+    c4_matrix,
+    canonical_basis,
+    octahedral_group,
+    reflections_3d,
+    rotate_field,
+    simulate_navier_stokes,
+    velocity_from_vorticity,
+    vorticity_from_velocity,
+)
+from icml26.papers.revit.grid import merge_groups, patchify, unpatchify, window_partition
+from icml26.papers.revit.navier_stokes import random_background_flow, random_vorticity
+
+
+def _field(b=2, ns=1, nv=1, n=16, dims=2, mean=(1.0, 0.4, -0.3), dtype=torch.float64, seed=0):
+    """Random field with a non-zero mean velocity (so the frames are well defined)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, ns + dims * nv, *([n] * dims), generator=g, dtype=dtype)
+    for a in range(dims):
+        x[:, ns + a] += mean[a]
+    return x
+
+
+# --------------------------------------------------------------------------- group action
+def test_rotate_field_is_a_group_action():
+    x = _field(ns=2, nv=2)
+    assert torch.equal(rotate_field(x, 4, 2, 2), x)
+    assert torch.equal(rotate_field(x, 0, 2, 2), x)
+    for k in range(4):
+        assert torch.equal(rotate_field(rotate_field(x, k, 2, 2), -k, 2, 2), x)
+        for j in range(4):
+            assert torch.equal(rotate_field(rotate_field(x, k, 2, 2), j, 2, 2), rotate_field(x, k + j, 2, 2))
+
+
+def test_rotate_field_matches_hand_calculation():
+    # Scalars: s'[i, j] = s[N-1-j, i] (counter-clockwise with y up) == torch.rot90(s, 1, dims=(-1, -2)).
+    s = torch.arange(9.0).reshape(1, 1, 3, 3)
+    expected = torch.tensor([[6.0, 3.0, 0.0], [7.0, 4.0, 1.0], [8.0, 5.0, 2.0]])
+    assert torch.equal(rotate_field(s, 1, 1, 0)[0, 0], expected)
+    assert torch.equal(rotate_field(s, 1, 1, 0), torch.rot90(s, 1, dims=(-1, -2)))
+    # A constant vector field (1, 0) is rotated, not just moved: it becomes (0, 1), then (-1, 0).
+    u = torch.zeros(1, 2, 4, 4)
+    u[:, 0] = 1.0
+    assert torch.equal(rotate_field(u, 1, 0, 1)[0, :, 0, 0], torch.tensor([0.0, 1.0]))
+    assert torch.equal(rotate_field(u, 2, 0, 1)[0, :, 0, 0], torch.tensor([-1.0, 0.0]))
+    assert torch.equal(c4_matrix(1), torch.tensor([[0, -1], [1, 0]]))
+
+
+def test_vorticity_is_a_scalar_and_divergence_stays_zero():
+    g = torch.Generator().manual_seed(1)
+    omega = random_vorticity(2, 32, generator=g)
+    u = velocity_from_vorticity(omega, random_background_flow(2, generator=g))
+    for k in (1, 2, 3):
+        ur = rotate_field(u, k, 0, 1)
+        w_rot = vorticity_from_velocity(ur)
+        assert torch.allclose(w_rot, rotate_field(vorticity_from_velocity(u)[:, None], k, 1, 0)[:, 0], atol=1e-12)
+        n = u.shape[-1]
+        kk = torch.fft.fftfreq(n, 1 / n).double()
+        ky, kx = torch.meshgrid(kk, kk, indexing="ij")
+        div = torch.fft.ifft2(1j * kx * torch.fft.fft2(ur[:, 0]) + 1j * ky * torch.fft.fft2(ur[:, 1])).real
+        assert div.abs().max() < 1e-11
+
+
+# --------------------------------------------------------------------------- solver
+def test_solver_commutes_with_rotation_float64():
+    g = torch.Generator().manual_seed(2)
+    w0 = random_vorticity(2, 32, generator=g)
+    u0 = random_background_flow(2, generator=g)
+    w, u = simulate_navier_stokes(w0, u0, substeps=10, snapshots=4)
+    assert w[:, -1].std() > 0.5  # a non-trivial flow
+    for k in (1, 2, 3):
+        rot = c4_matrix(k).double()
+        wr, ur = simulate_navier_stokes(rotate_field(w0[:, None], k, 1, 0)[:, 0], u0 @ rot.T,
+                                        substeps=10, snapshots=4)
+        assert (wr[:, -1] - rotate_field(w[:, -1, None], k, 1, 0)[:, 0]).abs().max() < 1e-13 * w.abs().max()
+        assert (ur[:, -1] - rotate_field(u[:, -1], k, 0, 1)).abs().max() < 1e-13 * u.abs().max()
+
+
+def test_solver_matches_closed_form_shear_mode():
+    # ω = cos(x) with U₀ = (c, 0): ψ = cos x, u = (0, sin x) + U₀ so (u·∇)ω = c ∂xω and the exact
+    # solution is ω = exp(−ν t) cos(x − c t).
+    n, nu, c, dt, steps = 32, 0.05, 0.7, 0.01, 50
+    x = torch.arange(n, dtype=torch.float64) * 2 * math.pi / n
+    w0 = torch.cos(x).expand(n, n)[None].clone()
+    w, _ = simulate_navier_stokes(w0, torch.tensor([[c, 0.0]], dtype=torch.float64), nu=nu, dt=dt,
+                                  substeps=steps, snapshots=2)
+    t = dt * steps
+    exact = math.exp(-nu * t) * torch.cos(x - c * t).expand(n, n)
+    assert (w[0, -1] - exact).abs().max() < 1e-5
+
+
+# --------------------------------------------------------------------------- frames
+def _token_perm(grid_side: int, k: int, dims: int = 2) -> torch.Tensor:
+    """π: where token i goes under rotation k (rotated id grid, flattened)."""
+    ids = torch.arange(grid_side**dims, dtype=torch.float64).reshape(1, 1, *([grid_side] * dims))
+    return rotate_field(ids, k, 1, 0, dims=dims).flatten().long()
+
+
+def _rotmat(k: int, dims: int) -> torch.Tensor:
+    return (c4_matrix(k) if dims == 2 else octahedral_group()[k]).double()
+
+
+def _permute_tokens(t: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """Tokens of the rotated input at position p equal original tokens at perm[p]."""
+    return t[:, perm]
+
+
+def test_canonical_basis_hand_calculation_2d():
+    u = torch.ones(1, 2, 4, 4, dtype=torch.float64)
+    basis = canonical_basis(u, patch=4)[0, 0]
+    r = 1 / math.sqrt(2)
+    assert torch.allclose(basis, torch.tensor([[r, -r], [r, r]], dtype=torch.float64), atol=1e-15)
+
+
+def test_canonical_basis_hand_calculation_3d():
+    # u = (1, a x, 0): mean velocity (1, 0, 0), vorticity (0, 0, a) → b₁ = x, b₃ = b₁×ω̂ = −y, b₂ = b₃×b₁ = z.
+    n, a = 4, 0.1
+    xs = torch.arange(n, dtype=torch.float64) - (n - 1) / 2
+    u = torch.zeros(1, 3, n, n, n, dtype=torch.float64)
+    u[:, 0] = 1.0
+    u[:, 1] = a * xs.view(1, 1, n)
+    basis = canonical_basis(u, patch=n)[0, 0]
+    expected = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]], dtype=torch.float64)
+    assert torch.allclose(basis, expected, atol=1e-15)
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_basis_is_equivariant_per_patch(dims):
+    n, patch = (16, 4) if dims == 2 else (8, 2)
+    u = _field(ns=0, nv=1, n=n, dims=dims)
+    basis = canonical_basis(u, patch)
+    assert torch.allclose(torch.linalg.det(basis), torch.ones(()).double(), atol=1e-12)
+    assert torch.allclose(basis.transpose(-1, -2) @ basis, torch.eye(dims).double().expand_as(basis), atol=1e-12)
+    for k in (range(1, 4) if dims == 2 else range(1, 24)):
+        rotated = canonical_basis(rotate_field(u, k, 0, 1, dims=dims), patch)
+        perm = _token_perm(n // patch, k, dims)
+        assert torch.allclose(rotated, _rotmat(k, dims) @ basis[:, perm], atol=1e-12)
+
+
+def test_degenerate_patch_falls_back_equivariantly():
+    # Patch 0 of sample 0 gets zero mean velocity (a vortex-like antisymmetric pattern), so the
+    # energy-moment fallback must define its frame.
+    u = _field(b=1, ns=0, nv=1, n=8, seed=3)
+    patch = u[:, :, :4, :4]
+    patch -= patch.mean(dim=(-1, -2), keepdim=True)
+    assert patch.mean(dim=(-1, -2)).abs().max() < 1e-15
+    model = ReViT2d(0, 1, 0, 1, patch=4, dim=16, heads=2, depths=(1,), window=2).double()
+    with torch.no_grad():
+        y = model(u)
+        for k in (1, 2, 3):
+            assert (model(rotate_field(u, k, 0, 1)) - rotate_field(y, k, 0, 1)).abs().max() < 1e-10
+
+
+# --------------------------------------------------------------------------- windows
+def _groups_as_sets(index: torch.Tensor, ids: torch.Tensor) -> set[frozenset[int]]:
+    return {frozenset(ids[row].tolist()) for row in index}
+
+
+@pytest.mark.parametrize("dims,side,window", [(2, 8, 4), (2, 16, 4), (2, 8, 2), (3, 4, 2)])
+def test_swin_windows_group_the_same_tokens_under_rotation(dims, side, window):
+    ks = range(1, 4) if dims == 2 else range(1, 24)
+    for k in ks:
+        perm = _token_perm(side, k, dims)  # token at position p after rotation is original perm[p]
+        grid = (side,) * dims
+        for shifted in (False, True):
+            part = window_partition(grid, window, shifted)
+            assert sorted(part.index.flatten().tolist()) == list(range(side**dims))
+            assert _groups_as_sets(part.index, perm) == _groups_as_sets(part.index, torch.arange(side**dims))
+        # merge groups (children of each parent) and, read backwards, expansion
+        groups = merge_groups(grid)
+        assert _groups_as_sets(groups.index, perm) == _groups_as_sets(groups.index, torch.arange(side**dims))
+        # after merging, the coarse grid's windows too
+        coarse = tuple(g // 2 for g in grid)
+        cperm = _token_perm(side // 2, k, dims)
+        for shifted in (False, True):
+            part = window_partition(coarse, window, shifted)
+            assert _groups_as_sets(part.index, cperm) == _groups_as_sets(part.index, torch.arange((side // 2)**dims))
+
+
+def test_window_partition_requires_divisible_grid():
+    with pytest.raises(ValueError, match="divisible"):
+        window_partition((6, 6), 4, False)
+
+
+def test_patchify_roundtrip_and_order():
+    x = torch.arange(2 * 3 * 8 * 8, dtype=torch.float64).reshape(2, 3, 8, 8)
+    p = patchify(x, 4)
+    assert p.shape == (2, 4, 16, 3)
+    assert torch.equal(p[0, 1, 0], x[0, :, 0, 4])  # token 1 = top-right patch, pixel 0 = its corner
+    assert torch.equal(unpatchify(p, 4, (8, 8)), x)
+
+
+# --------------------------------------------------------------------------- equivariance
+def _equivariance_error(model, x, ns_in, nv_in, ns_out, nv_out, dims=2, ks=(1, 2, 3)):
+    with torch.no_grad():
+        y = model(x)
+        errs = [float((model(rotate_field(x, k, ns_in, nv_in, dims=dims))
+                       - rotate_field(y, k, ns_out, nv_out, dims=dims)).abs().max()) for k in ks]
+    return max(errs), float(y.abs().max())
+
+
+def _small_revit(**kw):
+    torch.manual_seed(0)
+    # The reproduction's geometry: 32x32 grid, 4x4 patches, 8x8 tokens in 4x4 windows, one merge.
+    return ReViT2d(1, 2, 2, 1, patch=4, dim=32, heads=4, depths=(2, 2), decoder_depth=1, window=4, **kw)
+
+
+@pytest.mark.parametrize("variant", [{}, {"patch_pooling": "pma"}, {"periodic": False}, {"vector_fraction": 0.0}])
+def test_revit_is_exactly_equivariant_float64(variant):
+    model = _small_revit(**variant).double()
+    x = _field(ns=1, nv=2, n=32)
+    err, scale = _equivariance_error(model, x, 1, 2, 2, 1)
+    assert scale > 1e-2
+    assert err <= 1e-10
+
+
+def test_revit_is_equivariant_float32_and_plain_vit_is_not():
+    x = _field(ns=1, nv=2, n=32, dtype=torch.float32)
+    err, scale = _equivariance_error(_small_revit(), x, 1, 2, 2, 1)
+    assert err <= 1e-5 * scale
+    torch.manual_seed(0)
+    vit = PlainViT(1, 2, 2, 1, grid_size=32, patch=4, dim=32, heads=4, depths=(2, 2), window=4)
+    err_vit, scale_vit = _equivariance_error(vit, x, 1, 2, 2, 1)
+    assert err_vit > 1e-2 * scale_vit
+
+
+def test_tokens_are_invariant_up_to_patch_permutation():
+    """Forward hooks on the embedding, every block, every merge and expand: tokens of the rotated
+    input are the original tokens permuted by π."""
+    model = _small_revit().double()
+    captured: list[list[torch.Tensor]] = [[], []]
+    hooked = [model.embed, *model.backbone.merges, *model.backbone.expands]
+    for stage in (*model.backbone.encoder, *model.backbone.decoder):
+        hooked.extend(stage)
+    run = [0]
+    handles = [m.register_forward_hook(lambda mod, inp, out: captured[run[0]].append(out)) for m in hooked]
+    x = _field(ns=1, nv=2, n=32)
+    k = 1
+    with torch.no_grad():
+        model(x)
+        run[0] = 1
+        model(rotate_field(x, k, 1, 2))
+    for h in handles:
+        h.remove()
+    assert len(captured[0]) == len(captured[1]) == 2 + 2 + 2 + 1 + 1  # embed, 2+2 encoder, merge, expand, decoder
+    checked_levels = set()
+    for orig, rot in zip(*captured):
+        side = int(round(orig.shape[1] ** 0.5))
+        checked_levels.add(side)
+        perm = _token_perm(side, k)
+        assert torch.allclose(rot, _permute_tokens(orig, perm), atol=1e-10)
+        assert not torch.allclose(rot, orig, atol=1e-3)  # the test has power: tokens did move
+    assert checked_levels == {8, 4}
+
+
+def test_residual_model_and_channel_validation():
+    with pytest.raises(ValueError, match="vector input"):
+        ReViT2d(1, 0, 1, 0)
+    with pytest.raises(ValueError, match="residual"):
+        ReViT2d(0, 1, 1, 1, residual=True)
+    model = ReViT2d(1, 1, 1, 1, patch=4, dim=16, heads=2, depths=(1, 1), window=2)
+    with pytest.raises(ValueError, match="channels|expected"):
+        model(torch.randn(1, 2, 16, 16))
+    with pytest.raises(ValueError, match="divisible|multiple"):
+        model(torch.randn(1, 3, 12, 12))
+    with pytest.raises(ValueError, match="channels"):
+        rotate_field(torch.randn(1, 3, 4, 4), 1, 0, 1)
+
+
+# --------------------------------------------------------------------------- 3D
+def test_octahedral_group_has_24_proper_rotations_and_is_closed():
+    group = octahedral_group()
+    keys = {tuple(m.flatten().tolist()) for m in group}
+    assert len(keys) == 24
+    assert torch.equal(group[0], torch.eye(3, dtype=torch.int64))
+    for a, b in itertools.product(group, group):
+        assert tuple((a @ b).flatten().tolist()) in keys
+    for m in group:
+        assert int(torch.linalg.det(m.double()).round()) == 1
+        assert tuple(m.T.flatten().tolist()) in keys  # inverses
+    # the field action is a homomorphism: L_a L_b = L_{ab}
+    x = _field(b=1, ns=1, nv=1, n=4, dims=3)
+    a, b = group[5], group[17]
+    assert torch.equal(apply_rotation(apply_rotation(x, b, 1, 1), a, 1, 1), apply_rotation(x, a @ b, 1, 1))
+
+
+def test_revit3d_is_equivariant_under_all_24_rotations_but_not_reflections():
+    torch.manual_seed(0)
+    model = ReViT3d(1, 1, 1, 1, patch=2, dim=24, heads=2, depths=(1, 1), decoder_depth=1, window=2).double()
+    x = _field(b=1, ns=1, nv=1, n=8, dims=3)
+    err, scale = _equivariance_error(model, x, 1, 1, 1, 1, dims=3, ks=range(24))
+    assert err <= 1e-10 * max(scale, 1.0)
+    frames = model.frames(x)
+    for level in frames:
+        assert torch.allclose(torch.linalg.det(level), torch.ones(()).double(), atol=1e-12)
+    # Chirality: reflections are not in the group ReViT-3D is built for, and it fails on them.
+    with torch.no_grad():
+        y = model(x)
+        reflection_errors = [float((model(apply_rotation(x, r, 1, 1)) - apply_rotation(y, r, 1, 1)).abs().max())
+                             for r in reflections_3d()]
+    assert min(reflection_errors) > 1e-2 * scale
+
+
+# --------------------------------------------------------------------------- README example
+def test_readme_example_trains_on_user_data():
+    import torch
+
+    from icml26.papers.revit import ReViT2d, rotate_field
+    from icml26.papers.revit.training import fit, rotated_mse
+
+    # Your data: 1 scalar + 1 vector field in, 1 vector field out, (B, C, H, W).
+    g = torch.Generator().manual_seed(0)
+    inputs = torch.randn(64, 3, 16, 16, generator=g)
+    inputs[:, 1] += 1.0  # a mean flow, so every patch has a well-defined frame
+    targets = inputs[:, 1:].roll(1, dims=-1)  # e.g. advect the velocity by one cell
+
+    model = ReViT2d(n_scalar_in=1, n_vector_in=1, n_scalar_out=0, n_vector_out=1,
+                    patch=4, dim=32, heads=4, depths=(2, 2), window=2)
+    result = fit(model, inputs, targets, steps=30, batch_size=16, lr=3e-3, generator=g)
+    mse = rotated_mse(model, inputs, targets, n_scalar_in=1, n_vector_in=1, n_scalar_out=0, n_vector_out=1)
+
+    assert sum(result.losses[-5:]) < sum(result.losses[:5])
+    assert max(mse) - min(mse) <= 1e-5 * max(mse)  # the same error at every rotation
