@@ -418,6 +418,7 @@ for _spec in (
             "forget increase) gives a better retain/forget trade-off than GradDiff at matched "
             "forget accuracy, and flags when harm to retain data is unavoidable."
         ),
+        status="implemented",
     ),
 ):
     register(_spec)

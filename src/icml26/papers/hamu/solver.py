@@ -1,0 +1,262 @@
+"""The per-step problem of HAMU (hardness-aware multi-objective unlearning), solved in closed form.
+
+Paper: "HAMU: hardness-aware multi-objective machine unlearning" (ICML 2026, arXiv 2606.02119;
+code github.com/aoi3142/HAMU). With g_r = ∇L_retain and g_f = ∇L_forget and a step
+θ ← θ + δ, HAMU-Q solves, at every step,
+
+    minimise  g_r·δ   subject to   g_f·δ ≥ B   and   ‖δ‖ ≤ R,
+
+i.e. it guarantees a first-order forget-loss increase of B while harming the retain loss as
+little as possible. Steps of :func:`hamu_update`:
+
+1. hardness κ = g_r·g_f; infeasible when B > R‖g_f‖ (no step of norm ≤ R reaches B);
+2. direct branch when κ ≤ κ₁ = −B‖g_r‖/R: pure retain descent δ = −R·g_r/‖g_r‖ already meets
+   the forget constraint;
+3. otherwise the rectified branch: δ = (B/‖g_f‖²)·g_f − √(R² − B²/‖g_f‖²)·ĝ_⊥, with
+   g_⊥ = g_r − (κ/‖g_f‖²)·g_f the part of g_r orthogonal to g_f (both constraints active);
+   colinear gradients (g_⊥ = 0) take δ = (B/‖g_f‖²)·g_f;
+4. stop flag: retain degradation is unavoidable (the optimum has g_r·δ ≥ 0) exactly when
+   κ ≥ κ₂ = ‖g_r‖·√(‖g_f‖² − B²/R²).
+
+HAMU-U is the same solver applied to (g_r, g_f) → (−g_f, −g_r): a guaranteed retain-loss
+decrease of B with the largest forget-loss increase.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Literal
+
+import torch
+from torch import Tensor
+
+__all__ = [
+    "BRANCHES",
+    "Branch",
+    "HamuStep",
+    "SegmentSolution",
+    "Variant",
+    "hamu_update",
+    "hamu_update_segments",
+    "stopping_threshold",
+]
+
+Branch = Literal["direct", "rectified", "infeasible"]
+BRANCHES: tuple[Branch, ...] = ("direct", "rectified", "infeasible")
+"""Branch names by the codes :func:`hamu_update_segments` returns (0, 1, 2)."""
+Variant = Literal["Q", "U"]
+
+# Norms below this count as zero (colinear or vanishing gradients).
+_EPS = 1e-12
+
+
+@dataclasses.dataclass(frozen=True)
+class HamuStep:
+    """The solution of one HAMU problem.
+
+    Attributes:
+        delta: the step δ, same shape as the gradients (apply as θ ← θ + δ).
+        branch: ``"direct"`` (retain descent meets the bound), ``"rectified"`` (both
+            constraints active; includes colinear gradients) or ``"infeasible"``
+            (B > R‖g_f‖; ``delta`` is then the minimum-norm step (B/‖g_f‖²)·g_f, or zero when
+            g_f = 0).
+        stop: the optimum has g_r·δ ≥ 0, i.e. κ ≥ κ₂: no step meeting the bound lowers the
+            (effective) retain loss. ``False`` when infeasible (the branch says so).
+        hardness: κ = g_r·g_f of the effective gradients (for ``"U"``: (−g_f)·(−g_r), the same
+            number).
+        kappa_direct: κ₁ = −B‖g_r‖/R, the branch threshold (``-inf`` if R = 0).
+        kappa_stop: κ₂ = ‖g_r‖·√(‖g_f‖² − B²/R²) (``nan`` when infeasible).
+    """
+
+    delta: Tensor
+    branch: Branch
+    stop: bool
+    hardness: float
+    kappa_direct: float
+    kappa_stop: float
+
+
+def stopping_threshold(retain_norm: float, forget_norm: float, *, bound: float, radius: float) -> float:
+    """κ₂ = ‖g_r‖·√(‖g_f‖² − B²/R²); ``nan`` when the problem is infeasible (B > R‖g_f‖).
+
+    With R = 0 and B = 0 only δ = 0 is feasible, so retain cannot improve: κ₂ = −∞.
+    """
+    if radius <= 0.0:
+        return -math.inf if bound <= 0.0 else math.nan
+    # κ₂ = ‖g_r‖ √(‖g_f‖² − B²/R²)
+    inside = forget_norm**2 - (bound / radius) ** 2
+    return retain_norm * math.sqrt(inside) if inside >= 0.0 else math.nan
+
+
+def _check_scalars(bound: float, radius: float) -> None:
+    if not (math.isfinite(bound) and bound >= 0.0):
+        raise ValueError(f"bound={bound} must be a finite number >= 0 (the guaranteed first-order "
+                         "forget-loss increase B)")
+    if not (math.isfinite(radius) and radius >= 0.0):
+        raise ValueError(f"radius={radius} must be a finite number >= 0 (the step-norm limit R)")
+
+
+def hamu_update(
+    g_retain: Tensor,
+    g_forget: Tensor,
+    *,
+    bound: float,
+    radius: float,
+    variant: Variant = "Q",
+) -> HamuStep:
+    """Solve min g_r·δ s.t. g_f·δ ≥ B, ‖δ‖ ≤ R in closed form (HAMU-Q), or its dual (HAMU-U).
+
+    Args:
+        g_retain: g_r, gradient of the retain loss, any shape (one parameter tensor or a
+            flattened vector); computed in its own dtype and device.
+        g_forget: g_f, gradient of the forget loss, same shape as ``g_retain``.
+        bound: B ≥ 0, the guaranteed first-order forget-loss increase (for ``"U"``: the
+            guaranteed retain-loss decrease).
+        radius: R ≥ 0, the largest step norm.
+        variant: ``"Q"`` (guaranteed forgetting, least retain harm) or ``"U"`` (guaranteed
+            retain improvement, most forgetting) = ``"Q"`` on (−g_f, −g_r).
+
+    Returns:
+        :class:`HamuStep` with δ of the gradients' shape.
+    """
+    if g_retain.shape != g_forget.shape:
+        raise ValueError(f"g_retain {tuple(g_retain.shape)} and g_forget {tuple(g_forget.shape)} "
+                         "must have the same shape")
+    if variant not in ("Q", "U"):
+        raise ValueError(f"variant={variant!r} must be 'Q' or 'U'")
+    _check_scalars(float(bound), float(radius))
+    bound, radius = float(bound), float(radius)
+    if variant == "U":
+        g_retain, g_forget = -g_forget, -g_retain
+
+    gr, gf = g_retain.reshape(-1), g_forget.reshape(-1)
+    # κ = g_r·g_f
+    kappa = float(torch.dot(gr, gf))
+    gr_norm = float(torch.linalg.vector_norm(gr))
+    gf_norm = float(torch.linalg.vector_norm(gf))
+    kappa_stop = stopping_threshold(gr_norm, gf_norm, bound=bound, radius=radius)
+    # κ₁ = −B‖g_r‖/R
+    kappa_direct = -bound * gr_norm / radius if radius > 0.0 else -math.inf
+
+    def result(delta: Tensor, branch: Branch, stop: bool) -> HamuStep:
+        return HamuStep(delta.reshape(g_retain.shape), branch, stop, kappa, kappa_direct, kappa_stop)
+
+    # Infeasible: B > R‖g_f‖ (also g_f = 0 with B > 0).
+    if bound > radius * gf_norm or (gf_norm <= _EPS and bound > 0.0):
+        if gf_norm <= _EPS:
+            return result(torch.zeros_like(gr), "infeasible", False)
+        # minimum-norm step meeting the bound: δ = (B/‖g_f‖²)·g_f
+        return result((bound / gf_norm**2) * gf, "infeasible", False)
+
+    if gr_norm <= _EPS:
+        # The objective is flat: the minimum-norm feasible step; g_r·δ = 0, so retain cannot improve.
+        delta = (bound / gf_norm**2) * gf if bound > 0.0 else torch.zeros_like(gr)
+        return result(delta, "rectified", True)
+
+    if kappa <= kappa_direct:
+        # Direct: δ = −R·g_r/‖g_r‖ gives g_f·δ = −Rκ/‖g_r‖ ≥ B.
+        return result((-radius / gr_norm) * gr, "direct", False)
+
+    # Rectified. g_⊥ = g_r − (κ/‖g_f‖²)·g_f
+    ascent = (bound / gf_norm**2) * gf
+    g_perp = gr - (kappa / gf_norm**2) * gf
+    perp_norm = float(torch.linalg.vector_norm(g_perp))
+    stop = kappa >= kappa_stop
+    if perp_norm <= _EPS * max(gr_norm, 1.0):
+        # Colinear, same direction: any δ with g_f·δ = B is optimal; take the shortest.
+        # Then g_r·δ = κB/‖g_f‖² ≥ 0, so retain cannot improve.
+        return result(ascent, "rectified", True)
+    # δ = (B/‖g_f‖²)·g_f − √(R² − B²/‖g_f‖²)·ĝ_⊥
+    orthogonal_scale = math.sqrt(max(radius**2 - (bound / gf_norm) ** 2, 0.0))
+    delta = ascent - (orthogonal_scale / perp_norm) * g_perp
+    return result(delta, "rectified", stop)
+
+
+@dataclasses.dataclass(frozen=True)
+class SegmentSolution:
+    """Many independent HAMU problems solved at once (:func:`hamu_update_segments`).
+
+    Attributes:
+        delta: ``(n,)`` the concatenated steps.
+        branch: ``(n_segments,)`` int64 codes into :data:`BRANCHES`.
+        stop: ``(n_segments,)`` bool, the stop flag of each problem.
+        hardness: ``(n_segments,)`` κ of each problem.
+        retain_norm, forget_norm: ``(n_segments,)`` ‖g_r‖ and ‖g_f‖ of each problem.
+    """
+
+    delta: Tensor
+    branch: Tensor
+    stop: Tensor
+    hardness: Tensor
+    retain_norm: Tensor
+    forget_norm: Tensor
+
+
+def _segment_sum(values: Tensor, segments: Tensor, n_segments: int) -> Tensor:
+    out = torch.zeros(n_segments, dtype=torch.float64, device=values.device)
+    return out.index_add_(0, segments, values.to(torch.float64))
+
+
+def hamu_update_segments(
+    g_retain: Tensor,
+    g_forget: Tensor,
+    segments: Tensor,
+    *,
+    bounds: Tensor,
+    radii: Tensor,
+) -> SegmentSolution:
+    """HAMU-Q on many blocks at once: the same answer as :func:`hamu_update` per block.
+
+    Every branch of the closed form is a combination δ = a·g_f + b·g_r, so the per-block
+    scalars (norms, κ, ‖g_⊥‖) are segment sums and δ costs a few vector operations whatever
+    the number of blocks (the layer-wise solver of :class:`~.optimizer.HamuOptimizer`).
+
+    Args:
+        g_retain, g_forget: ``(n,)`` flat gradients (effective ones for HAMU-U).
+        segments: ``(n,)`` int64 block index of every entry, in ``0 .. n_segments - 1``.
+        bounds, radii: ``(n_segments,)`` B and R of every block (float64, same device).
+    """
+    n_segments = bounds.numel()
+    gr, gf = g_retain.reshape(-1), g_forget.reshape(-1)
+    retain_sq = _segment_sum(gr * gr, segments, n_segments)
+    forget_sq = _segment_sum(gf * gf, segments, n_segments)
+    # κ = g_r·g_f per block
+    kappa = _segment_sum(gr * gf, segments, n_segments)
+    retain_norm, forget_norm = retain_sq.sqrt(), forget_sq.sqrt()
+    safe_forget_sq = forget_sq.clamp_min(_EPS**2)
+    # g_⊥ = g_r − (κ/‖g_f‖²)·g_f, its norm computed from the vector (no cancellation)
+    projection = (kappa / safe_forget_sq).to(gr.dtype)[segments]
+    perp_norm = _segment_sum((gr - projection * gf) ** 2, segments, n_segments).sqrt()
+
+    infeasible = (bounds > radii * forget_norm) | ((forget_norm <= _EPS) & (bounds > 0))
+    flat = ~infeasible & (retain_norm <= _EPS)
+    safe_radii = radii.clamp_min(_EPS)
+    # κ₁ = −B‖g_r‖/R (−∞ when R = 0)
+    kappa_direct = torch.where(radii > 0, -bounds * retain_norm / safe_radii, torch.full_like(radii, -math.inf))
+    direct = ~infeasible & ~flat & (kappa <= kappa_direct)
+    rectified = ~infeasible & ~direct
+    colinear = rectified & ~flat & (perp_norm <= _EPS * retain_norm.clamp_min(1.0))
+    # κ₂ = ‖g_r‖ √(‖g_f‖² − B²/R²), −∞ when R = B = 0
+    inside = (forget_sq - (bounds / safe_radii) ** 2).clamp_min(0.0)
+    kappa_stop = torch.where(radii > 0, retain_norm * inside.sqrt(), torch.full_like(radii, -math.inf))
+    stop = rectified & (flat | colinear | (kappa >= kappa_stop))
+
+    ascent = torch.where(forget_norm > _EPS, bounds / safe_forget_sq, torch.zeros_like(bounds))
+    # √(R² − B²/‖g_f‖²), the length along −ĝ_⊥
+    orthogonal_scale = (radii**2 - bounds**2 / safe_forget_sq).clamp_min(0.0).sqrt()
+    perp_coef = torch.where(rectified & ~flat & ~colinear, orthogonal_scale / perp_norm.clamp_min(_EPS),
+                            torch.zeros_like(bounds))
+    # rectified: δ = (B/‖g_f‖² + c·κ/‖g_f‖²)·g_f − c·g_r with c = √(R² − B²/‖g_f‖²)/‖g_⊥‖
+    coef_forget = ascent + perp_coef * kappa / safe_forget_sq
+    coef_retain = -perp_coef
+    # direct: δ = −(R/‖g_r‖)·g_r
+    coef_forget = torch.where(direct, torch.zeros_like(bounds), coef_forget)
+    coef_retain = torch.where(direct, -radii / retain_norm.clamp_min(_EPS), coef_retain)
+    # infeasible: the minimum-norm step (B/‖g_f‖²)·g_f (zero when g_f = 0)
+    coef_forget = torch.where(infeasible, ascent, coef_forget)
+    coef_retain = torch.where(infeasible, torch.zeros_like(bounds), coef_retain)
+
+    delta = coef_forget.to(gr.dtype)[segments] * gf + coef_retain.to(gr.dtype)[segments] * gr
+    branch = torch.where(direct, 0, torch.where(infeasible, 2, 1))
+    return SegmentSolution(delta, branch, stop, kappa, retain_norm, forget_norm)

@@ -1,0 +1,460 @@
+"""HAMU: the closed form against SLSQP, KKT identities, the stop rule, the optimizer, baselines."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from icml26.papers.hamu import (
+    BASELINES,
+    HamuOptimizer,
+    distribute_bound,
+    forget_split,
+    graddiff,
+    gru,
+    hamu_update,
+    pcgrad,
+    stopping_threshold,
+    unlearn,
+)
+from icml26.papers.hamu.solver import BRANCHES, hamu_update_segments
+
+DT = torch.float64
+
+
+def _instance(rng: np.random.Generator, d: int, *, feasible: bool = True):
+    """Random (g_r, g_f, B, R) with a chosen share of positive κ (hard cases)."""
+    g_r = rng.normal(size=d)
+    g_f = rng.normal(size=d)
+    if rng.random() < 0.5:  # correlate them so that all branches occur
+        g_f = g_f + rng.choice([-1.5, 1.5]) * g_r
+    radius = rng.uniform(0.2, 2.0)
+    frac = rng.uniform(0.0, 0.98) if feasible else rng.uniform(1.02, 2.0)
+    bound = frac * radius * np.linalg.norm(g_f)
+    return torch.tensor(g_r, dtype=DT), torch.tensor(g_f, dtype=DT), bound, radius
+
+
+def _slsqp(g_r, g_f, bound, radius):
+    from scipy.optimize import minimize
+
+    gr, gf = g_r.numpy(), g_f.numpy()
+    x0 = gf * (bound / gf.dot(gf))  # feasible start
+    res = minimize(
+        lambda x: gr.dot(x), x0, jac=lambda x: gr, method="SLSQP",
+        constraints=[{"type": "ineq", "fun": lambda x: gf.dot(x) - bound, "jac": lambda x: gf},
+                     {"type": "ineq", "fun": lambda x: radius**2 - x.dot(x), "jac": lambda x: -2 * x}],
+        options={"ftol": 1e-10, "maxiter": 1000},
+    )
+    # status 8 ("positive directional derivative in the line search") is SLSQP stalling at the
+    # optimum to rounding; the feasibility and the comparisons below still decide
+    assert res.status in (0, 8), res.message
+    assert gf.dot(res.x) >= bound - 1e-6 * abs(bound) and res.x.dot(res.x) <= radius**2 * (1 + 1e-6)
+    return res.x
+
+
+# ----------------------------------------------------------------------------- closed form
+def test_closed_form_matches_slsqp_on_200_random_problems():
+    rng = np.random.default_rng(0)
+    branches = set()
+    for _ in range(200):
+        d = int(rng.integers(2, 51))
+        g_r, g_f, bound, radius = _instance(rng, d)
+        step = hamu_update(g_r, g_f, bound=bound, radius=radius)
+        branches.add(step.branch)
+        x = _slsqp(g_r, g_f, bound, radius)
+        scale = float(g_r.norm()) * radius
+        assert abs(float(g_r @ step.delta) - g_r.numpy().dot(x)) <= 1e-6 * scale
+        # the optimum is unique (linear objective on a strictly convex set)
+        np.testing.assert_allclose(step.delta.numpy(), x, atol=1e-5 * radius)
+    assert branches == {"direct", "rectified"}
+
+
+def test_kkt_identities_per_branch():
+    rng = np.random.default_rng(1)
+    seen = set()
+    for _ in range(300):
+        g_r, g_f, bound, radius = _instance(rng, int(rng.integers(2, 30)))
+        step = hamu_update(g_r, g_f, bound=bound, radius=radius)
+        seen.add(step.branch)
+        norm, ascent = float(step.delta.norm()), float(g_f @ step.delta)
+        if step.branch == "rectified":
+            assert ascent == pytest.approx(bound, rel=1e-10, abs=1e-12)
+            assert norm == pytest.approx(radius, rel=1e-10)
+        else:
+            assert step.branch == "direct"
+            assert norm == pytest.approx(radius, rel=1e-12)
+            assert ascent >= bound - 1e-12
+            # direct is exactly κ ≤ κ₁ = −B‖g_r‖/R
+            assert step.hardness <= -bound * float(g_r.norm()) / radius
+    assert seen == {"direct", "rectified"}
+
+
+def test_infeasible_exactly_when_bound_exceeds_radius_times_forget_norm():
+    rng = np.random.default_rng(2)
+    for _ in range(50):
+        g_r, g_f, _, radius = _instance(rng, 8)
+        edge = radius * float(g_f.norm())
+        above = hamu_update(g_r, g_f, bound=edge * (1 + 1e-9), radius=radius)
+        below = hamu_update(g_r, g_f, bound=edge * (1 - 1e-9), radius=radius)
+        assert above.branch == "infeasible" and below.branch != "infeasible"
+        # fallback: the minimum-norm step meeting the bound, (B/‖g_f‖²)·g_f
+        torch.testing.assert_close(above.delta, g_f * (edge * (1 + 1e-9) / float(g_f @ g_f)))
+        assert not above.stop and math.isnan(above.kappa_stop)
+
+
+def test_hand_example_two_dimensions():
+    # g_r = (1, 1), g_f = (1, 0), R = 1, B = 0.5: κ = 1, κ₁ = −0.5·√2, g_⊥ = (0, 1),
+    # δ = 0.5·(1, 0) − √(1 − 0.25)·(0, 1) = (0.5, −0.8660254), g_r·δ = −0.3660254,
+    # κ₂ = √2·√0.75 = 1.2247449 > κ: no stop.
+    step = hamu_update(torch.tensor([1.0, 1.0], dtype=DT), torch.tensor([1.0, 0.0], dtype=DT), bound=0.5, radius=1.0)
+    assert step.branch == "rectified" and not step.stop
+    np.testing.assert_allclose(step.delta.numpy(), [0.5, -0.8660254037844386], rtol=1e-12)
+    assert step.hardness == 1.0
+    assert step.kappa_direct == pytest.approx(-0.7071067811865476)
+    assert step.kappa_stop == pytest.approx(1.224744871391589)
+    assert float(torch.tensor([1.0, 1.0], dtype=DT) @ step.delta) == pytest.approx(-0.3660254037844386)
+    # g_r = (1, 0.2): κ = 1 ≥ κ₂ = √1.04·√0.75 = 0.8831761; δ is the same, g_r·δ = 0.5 − 0.1732051 > 0: stop.
+    g_r = torch.tensor([1.0, 0.2], dtype=DT)
+    step = hamu_update(g_r, torch.tensor([1.0, 0.0], dtype=DT), bound=0.5, radius=1.0)
+    assert step.stop and step.kappa_stop == pytest.approx(0.8831760866327847)
+    assert float(g_r @ step.delta) == pytest.approx(0.3267949192431123)
+    # direct: g_r = (−1, 0), g_f = (1, 0): κ = −1 ≤ κ₁ = −0.5, δ = (1, 0)
+    step = hamu_update(torch.tensor([-1.0, 0.0], dtype=DT), torch.tensor([1.0, 0.0], dtype=DT), bound=0.5, radius=1.0)
+    assert step.branch == "direct" and step.delta.tolist() == [1.0, 0.0] and not step.stop
+
+
+def test_stop_flag_iff_optimum_harms_retain_including_negative_kappa():
+    rng = np.random.default_rng(3)
+    negative_kappa_where_reference_rule_fires = 0
+    for _ in range(2000):
+        g_r, g_f, bound, radius = _instance(rng, int(rng.integers(2, 6)))
+        step = hamu_update(g_r, g_f, bound=bound, radius=radius)
+        value = float(g_r @ step.delta)
+        if abs(value) < 1e-9:
+            continue
+        assert step.stop == (value >= 0.0)
+        assert step.stop == (step.hardness >= stopping_threshold(float(g_r.norm()), float(g_f.norm()),
+                                                                   bound=bound, radius=radius))
+        # the authors' rule B > R‖g_f‖ sin θ ignores the sign of κ
+        sin = math.sqrt(max(1 - step.hardness**2 / float(g_r @ g_r) / float(g_f @ g_f), 0.0))
+        if step.hardness < 0 and bound > radius * float(g_f.norm()) * sin:
+            negative_kappa_where_reference_rule_fires += 1
+            assert not step.stop
+    assert negative_kappa_where_reference_rule_fires > 10
+    # the SLSQP optimum agrees on a few of them
+    for _ in range(30):
+        g_r, g_f, bound, radius = _instance(rng, 4)
+        value = g_r.numpy().dot(_slsqp(g_r, g_f, bound, radius))
+        if abs(value) > 1e-6:
+            assert hamu_update(g_r, g_f, bound=bound, radius=radius).stop == (value >= 0)
+
+
+def test_degenerate_cases():
+    g = torch.tensor([3.0, 4.0], dtype=DT)
+    zero = torch.zeros(2, dtype=DT)
+    # colinear, same direction: the shortest step meeting the bound, and retain cannot improve
+    step = hamu_update(2 * g, g, bound=1.0, radius=1.0)
+    torch.testing.assert_close(step.delta, g / 25.0)
+    assert step.branch == "rectified" and step.stop
+    # colinear, opposite: direct
+    step = hamu_update(-g, g, bound=1.0, radius=1.0)
+    assert step.branch == "direct"
+    torch.testing.assert_close(step.delta, g / 5.0)
+    # zero forget gradient: direct when B = 0, infeasible otherwise
+    assert hamu_update(g, zero, bound=0.0, radius=1.0).branch == "direct"
+    step = hamu_update(g, zero, bound=0.1, radius=1.0)
+    assert step.branch == "infeasible" and torch.equal(step.delta, zero)
+    # zero retain gradient: the shortest feasible step
+    torch.testing.assert_close(hamu_update(zero, g, bound=1.0, radius=1.0).delta, g / 25.0)
+
+
+def test_u_variant_is_q_on_swapped_negated_gradients():
+    rng = np.random.default_rng(4)
+    for _ in range(50):
+        g_r, g_f, bound, radius = _instance(rng, 7)
+        u = hamu_update(g_r, g_f, bound=bound * 0.3, radius=radius, variant="U")
+        q = hamu_update(-g_f, -g_r, bound=bound * 0.3, radius=radius, variant="Q")
+        assert torch.equal(u.delta, q.delta) and (u.branch, u.stop, u.hardness) == (q.branch, q.stop, q.hardness)
+        if u.branch != "infeasible":  # the guarantee is now a retain decrease
+            assert float(g_r @ u.delta) <= -bound * 0.3 + 1e-12
+
+
+def test_segments_equal_the_per_block_loop():
+    rng = np.random.default_rng(5)
+    sizes = [7, 1, 30, 4, 12]
+    for trial in range(40):
+        blocks = [_instance(rng, s, feasible=bool(rng.random() < 0.8)) for s in sizes]
+        blocks[1] = (blocks[1][0], torch.zeros(1, dtype=DT), 0.0, blocks[1][3])  # zero forget gradient
+        if trial % 5 == 0:
+            blocks[2] = (2.0 * blocks[2][1], blocks[2][1], blocks[2][2], blocks[2][3])  # colinear
+        g_r = torch.cat([b[0] for b in blocks])
+        g_f = torch.cat([b[1] for b in blocks])
+        segments = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
+        bounds = torch.tensor([b[2] for b in blocks], dtype=DT)
+        radii = torch.tensor([b[3] for b in blocks], dtype=DT)
+        fast = hamu_update_segments(g_r, g_f, segments, bounds=bounds, radii=radii)
+        loop = [hamu_update(b[0], b[1], bound=b[2], radius=b[3]) for b in blocks]
+        torch.testing.assert_close(fast.delta, torch.cat([s.delta for s in loop]), rtol=1e-10, atol=1e-12)
+        assert [BRANCHES[i] for i in fast.branch.tolist()] == [s.branch for s in loop]
+        assert fast.stop.tolist() == [s.stop for s in loop]
+
+
+def test_bad_arguments_raise_with_advice():
+    g = torch.ones(3)
+    with pytest.raises(ValueError, match="bound"):
+        hamu_update(g, g, bound=-1.0, radius=1.0)
+    with pytest.raises(ValueError, match="same shape"):
+        hamu_update(g, torch.ones(4), bound=0.0, radius=1.0)
+    with pytest.raises(ValueError, match="variant"):
+        hamu_update(g, g, bound=0.0, radius=1.0, variant="X")
+    model = nn.Linear(2, 2)
+    with pytest.raises(ValueError, match="relative"):
+        HamuOptimizer(model.parameters(), lr=0.1, bound=1.5)
+    with pytest.raises(ValueError, match="method"):
+        unlearn(model, [], [], steps=1, lr=0.1, method="nope")
+
+
+# ----------------------------------------------------------------------------- layer-wise optimizer
+def _random_grads(rng: np.random.Generator, params, correlation: float = 0.0):
+    g_r = [torch.tensor(rng.normal(size=p.shape), dtype=p.dtype) for p in params]
+    g_f = [torch.tensor(rng.normal(size=p.shape), dtype=p.dtype) + correlation * a for a, p in zip(g_r, params)]
+    return g_r, g_f
+
+
+def _mlp() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(5, 8), nn.Tanh(), nn.Linear(8, 3)).double()
+
+
+def test_layerwise_invariants():
+    rng = np.random.default_rng(6)
+    model = _mlp()
+    params = list(model.parameters())
+    lr = 0.3
+    for correlation in (3.0, 0.0, -3.0):
+        g_r, g_f = _random_grads(rng, params, correlation)
+        opt = HamuOptimizer(params, lr=lr, bound=0.5, max_grad_norm=None)
+        deltas, info = opt.transform(g_r, g_f)
+        products = torch.tensor([float(a.norm() * b.norm()) for a, b in zip(g_r, g_f)], dtype=DT)
+        assert info.bound == pytest.approx(0.5 * lr * float(products.sum()))
+        bounds = distribute_bound(info.bound, products / products, products)
+        assert float(bounds.sum()) == pytest.approx(info.bound)
+        retain_norm = math.sqrt(sum(float(g.pow(2).sum()) for g in g_r))
+        # ‖δ‖ = lr‖g_r‖: every block moves by R_l = lr‖g_r,l‖
+        assert info.step_norm == pytest.approx(lr * retain_norm, rel=1e-10)
+        forget_ascent = sum(float((g * d).sum()) for g, d in zip(g_f, deltas))
+        if info.n_direct == 0:  # every block rectified: the bound is met with equality
+            assert forget_ascent == pytest.approx(info.bound, rel=1e-9)
+        assert forget_ascent >= info.bound * (1 - 1e-9)
+    assert info.n_direct == len(params)  # strongly anti-correlated: pure retain descent everywhere
+
+
+def test_layerwise_blocks_are_feasible_together():
+    rng = np.random.default_rng(7)
+    params = list(_mlp().parameters())
+    g_r, g_f = _random_grads(rng, params, 1.0)
+    lr = 0.1
+    limit = lr * sum(float(a.norm() * b.norm()) for a, b in zip(g_r, g_f))
+    for bound, expected in ((limit * (1 - 1e-9), 0), (limit * (1 + 1e-9), len(params))):
+        opt = HamuOptimizer(params, lr=lr, bound=bound, bound_mode="absolute", max_grad_norm=None)
+        _, info = opt.transform(g_r, g_f)
+        assert info.n_infeasible == expected
+
+
+def test_global_mode_is_one_problem_on_concatenated_gradients():
+    rng = np.random.default_rng(8)
+    params = list(_mlp().parameters())
+    g_r, g_f = _random_grads(rng, params, 1.0)
+    opt = HamuOptimizer(params, lr=0.2, bound=0.4, layerwise=False, max_grad_norm=None)
+    deltas, info = opt.transform(g_r, g_f)
+    flat_r, flat_f = torch.cat([g.reshape(-1) for g in g_r]), torch.cat([g.reshape(-1) for g in g_f])
+    radius = 0.2 * float(flat_r.norm())
+    step = hamu_update(flat_r, flat_f, bound=0.4 * radius * float(flat_f.norm()), radius=radius)
+    torch.testing.assert_close(torch.cat([d.reshape(-1) for d in deltas]), step.delta)
+    assert info.stop == step.stop and info.n_rectified + info.n_direct == 1
+
+
+def test_global_stop_and_reference_rule_disagree_for_negative_kappa():
+    # θ = 150°: κ < 0, so retain can improve (direct branch), but B = 0.6·R‖g_f‖ > R‖g_f‖ sin θ.
+    param = nn.Parameter(torch.zeros(2, dtype=DT))
+    g_r = torch.tensor([math.cos(math.radians(150)), math.sin(math.radians(150))], dtype=DT)
+    g_f = torch.tensor([1.0, 0.0], dtype=DT)
+    opt = HamuOptimizer([param], lr=1.0, bound=0.6, layerwise=False, max_grad_norm=None)
+    _, info = opt.transform([g_r], [g_f])
+    assert info.stop_reference and not info.stop and info.n_direct == 1
+    assert info.predicted_retain_change == pytest.approx(-1.0)
+
+
+@pytest.mark.parametrize("lr", [0.25, 0.1])
+def test_optimizer_step_is_theta_plus_delta(lr):
+    rng = np.random.default_rng(9)
+    model = _mlp()
+    params = list(model.parameters())
+    before = [p.detach().clone() for p in params]
+    g_r, g_f = _random_grads(rng, params, 0.5)
+    opt = HamuOptimizer(params, lr=lr, bound=0.5)
+    deltas, _ = opt.transform(g_r, g_f)
+    opt.apply(g_r, g_f)
+    for p, b, d in zip(params, before, deltas):
+        if lr == 0.25:  # a power of two: −lr·(−δ/lr) is exact
+            assert torch.equal(p.detach(), b + d)
+        else:
+            torch.testing.assert_close(p.detach(), b + d, rtol=0, atol=1e-15)
+    assert len(opt.logs) == 1 and all(p.grad is None for p in params)
+
+
+def test_optimizer_step_closure_matches_autograd_and_measures():
+    model = _mlp()
+    x = torch.randn(20, 5, dtype=DT, generator=torch.Generator().manual_seed(0))
+    yr, yf = torch.arange(20) % 3, (torch.arange(20) + 1) % 3
+    params = list(model.parameters())
+    g_r = torch.autograd.grad(F.cross_entropy(model(x), yr), params)
+    g_f = torch.autograd.grad(F.cross_entropy(model(x), yf), params)
+    expected, _ = HamuOptimizer(params, lr=1e-3, bound=0.5).transform(g_r, g_f)
+    before = [p.detach().clone() for p in params]
+    opt = HamuOptimizer(params, lr=1e-3, bound=0.5)
+    info = opt.step(lambda: F.cross_entropy(model(x), yr), lambda: F.cross_entropy(model(x), yf), measure=True)
+    for p, b, d in zip(params, before, expected):
+        torch.testing.assert_close(p.detach(), b + d)
+    # small step: the realised forget increase is the first-order one, at least B
+    assert info.realised_forget_change == pytest.approx(info.predicted_forget_change, rel=1e-3)
+    assert info.realised_forget_change >= 0.9 * info.bound
+
+
+def test_infeasible_policies_and_stop_on_criterion():
+    rng = np.random.default_rng(10)
+    params = list(_mlp().parameters())
+    g_r, g_f = _random_grads(rng, params, 1.0)
+    big = 10.0 * 0.1 * sum(float(a.norm() * b.norm()) for a, b in zip(g_r, g_f))
+    for policy, applied, stopped in (("min_norm", True, False), ("skip", False, False), ("stop", False, True)):
+        opt = HamuOptimizer(params, lr=0.1, bound=big, bound_mode="absolute", infeasible=policy, max_grad_norm=None)
+        deltas, info = opt.transform(g_r, g_f)
+        assert info.n_infeasible == len(params) and info.applied == applied and opt.stopped == stopped
+        assert (sum(float(d.abs().sum()) for d in deltas) > 0) == applied
+    # aligned gradients: retain harm unavoidable → stop flag; with stop_on_criterion no step is taken
+    opt = HamuOptimizer(params, lr=0.1, bound=0.9, stop_on_criterion=True, max_grad_norm=None)
+    info = opt.apply(g_r, g_r)
+    assert info.stop and not info.applied and opt.stopped
+    with pytest.raises(RuntimeError, match="stopped"):
+        opt.apply(g_r, g_f)
+
+
+def test_u_variant_in_optimizer_guarantees_retain_decrease():
+    rng = np.random.default_rng(11)
+    params = list(_mlp().parameters())
+    g_r, g_f = _random_grads(rng, params, 1.0)
+    deltas, info = HamuOptimizer(params, lr=0.1, bound=0.5, variant="U", max_grad_norm=None).transform(g_r, g_f)
+    assert sum(float((g * d).sum()) for g, d in zip(g_r, deltas)) <= -info.bound * (1 - 1e-9)
+
+
+# ----------------------------------------------------------------------------- baselines
+def test_pcgrad_and_gru_leave_non_conflicting_gradients_untouched():
+    rng = np.random.default_rng(12)
+    for _ in range(50):
+        g_r = torch.tensor(rng.normal(size=10), dtype=DT)
+        g_f = torch.tensor(rng.normal(size=10), dtype=DT)
+        if float(g_r @ g_f) > 0:
+            g_f = g_f - 2 * (g_r @ g_f) / (g_r @ g_r) * g_r  # reflect: κ < 0, no conflict
+        assert float(g_r @ g_f) < 0
+        # (the authors' code would project here)
+        torch.testing.assert_close(pcgrad(g_r, g_f), graddiff(g_r, g_f), rtol=0, atol=0)
+        torch.testing.assert_close(gru(g_r, g_f), -g_f, rtol=0, atol=0)
+
+
+def test_pcgrad_and_gru_project_on_conflict():
+    rng = np.random.default_rng(13)
+    for _ in range(50):
+        g_r = torch.tensor(rng.normal(size=10), dtype=DT)
+        g_f = torch.tensor(rng.normal(size=10), dtype=DT) + 2 * g_r  # κ > 0: ascent conflicts with descent
+        assert float(g_r @ g_f) > 0
+        d = pcgrad(g_r, g_f)
+        assert not torch.allclose(d, graddiff(g_r, g_f))
+        # the PCGrad direction agrees with both retain descent and forget ascent
+        assert float(d @ g_r) >= -1e-12 and float(d @ -g_f) >= -1e-12
+        # GRU: forget ascent without first-order retain change
+        assert abs(float(gru(g_r, g_f) @ g_r)) < 1e-10
+        assert float(gru(g_r, g_f) @ -g_f) > 0
+
+
+def test_baseline_formulas():
+    g_r, g_f = torch.tensor([1.0, 2.0]), torch.tensor([3.0, -1.0])
+    kl_r, kl_f = torch.tensor([0.5, 0.5]), torch.tensor([-1.0, 1.0])
+    assert BASELINES["finetune"](g_r, g_f).tolist() == [1.0, 2.0]
+    assert BASELINES["gradient_ascent"](g_r, g_f).tolist() == [-3.0, 1.0]
+    assert BASELINES["graddiff"](g_r, g_f).tolist() == [-1.0, 1.5]
+    assert BASELINES["neggrad_plus"](g_r, g_f, beta=0.75).tolist() == [0.0, 1.75]
+    assert BASELINES["kl"](g_r, g_f, g_retain_kl=kl_r).tolist() == [-1.25, 0.75]
+    torch.testing.assert_close(BASELINES["scrub"](g_r, g_f, g_retain_kl=kl_r, g_forget_kl=kl_f, alpha=0.5, gamma=1.0),
+                               torch.tensor([(0.25 + 1 + 1) / 2, (0.25 + 2 - 1) / 2]))
+
+
+# ----------------------------------------------------------------------------- splits and the loop
+def test_forget_split_hardness():
+    labels = np.repeat(np.arange(10), 50)
+    for rho in (0.0, 0.5, 1.0):
+        forget, retain = forget_split(labels, 3, rho, rng=0)
+        assert len(forget) == 50 and np.array_equal(np.sort(np.concatenate([forget, retain])), np.arange(500))
+        from_class = int((labels[forget] == 3).sum())
+        if rho == 0.0:
+            assert from_class == 50
+        else:  # 1 − ρ of the forget set from the class, the rest random (class 3 included)
+            assert from_class >= 50 - int(rho * 50)
+            assert (labels[forget] != 3).sum() > 0
+    assert np.array_equal(forget_split(labels, 3, 0.5, rng=1)[0], forget_split(labels, 3, 0.5, rng=1)[0])
+    with pytest.raises(ValueError, match="hardness"):
+        forget_split(labels, 3, 1.5)
+    with pytest.raises(ValueError, match="does not occur"):
+        forget_split(labels, 11, 0.5)
+
+
+def test_readme_example():
+    # The usage example of README.md, verbatim.
+    import torch
+    from torch import nn
+    from icml26.papers.hamu import forget_split, unlearn
+
+    torch.manual_seed(0)
+    x, y = torch.randn(300, 10), torch.randint(0, 3, (300,))
+    model = nn.Sequential(nn.Linear(10, 32), nn.ReLU(), nn.Linear(32, 3))
+    forget, retain = forget_split(y.numpy(), forget_class=0, hardness=0.5, rng=0)
+    history = unlearn(model, [(x[retain], y[retain])], [(x[forget], y[forget])],
+                      steps=20, lr=1.0, method="hamu_q", bound=0.5)
+    log = history.hamu_logs[-1]
+    print(log.hardness, log.cosine, log.stop, history.forget_losses[-1])
+
+    losses = history.forget_losses
+    assert len(losses) == 20 and losses[-1] > losses[0]  # the forget loss went up, as guaranteed
+
+
+@pytest.mark.parametrize("method", ["hamu_q", "hamu_u", *BASELINES])
+def test_unlearn_runs_every_method_deterministically(method):
+    def once():
+        torch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3))
+        gen = torch.Generator().manual_seed(1)
+        x, y = torch.randn(40, 4, generator=gen), torch.randint(0, 3, (40,), generator=gen)
+        history = unlearn(model, [(x[:30], y[:30])], [(x[30:], y[30:])], steps=3, lr=0.5, method=method,
+                          eval_fn=lambda m: {"acc": float((m(x).argmax(1) == y).float().mean())}, eval_every=2)
+        return history, [p.detach().clone() for p in model.parameters()]
+
+    (h1, p1), (h2, p2) = once(), once()
+    assert h1.steps_run == 3 and [e["step"] for e in h1.evaluations] == [0, 2, 3]
+    assert all(torch.equal(a, b) for a, b in zip(p1, p2))
+    assert h1.forget_losses == h2.forget_losses
+    torch.manual_seed(0)
+    start = [p.detach() for p in nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3)).parameters()]
+    assert any(not torch.equal(a, b) for a, b in zip(start, p1))
+
+
+def test_unlearn_stops_on_criterion():
+    torch.manual_seed(0)
+    model = nn.Linear(3, 2)
+    x, y = torch.randn(10, 3), torch.randint(0, 2, (10,))
+    # identical retain and forget batches: every step would harm retain
+    history = unlearn(model, [(x, y)], [(x, y)], steps=5, lr=0.1, method="hamu_q", stop_on_criterion=True)
+    assert history.stopped and history.steps_run == 1 and history.hamu_logs[0].stop
