@@ -7,7 +7,7 @@ srank/erank of the encoder latents (and the 128-unit hidden layer) on one fixed 
 of states (a uniformly random policy's, normalized by each agent's own statistics), the
 SPR loss curve and |cos(SPR encoder update, ObGD encoder update)| before and after orth².
 
-Full (``--full``, not run here): Breakout, SpaceInvaders and Freeway × 3 seeds ×
+Full (``icml26 run stream_spr`` without ``--quick``; not run here): Breakout, SpaceInvaders and Freeway × 3 seeds ×
 {Stream Q(λ), naive SPR, SPR + orth + orth²}, 1M steps each, all runs in parallel
 processes; adds the paper's strict claim (the method beats the baseline on ≥ 2 of 3 games).
 """
@@ -332,7 +332,7 @@ def _summarize(config: Config, results: list[dict[str, Any]]) -> tuple[Outcome, 
         ratio = method["return_last10pct"] / base["return_last10pct"] if base["return_last10pct"] else float("nan")
         checks.append(check("return ratio SPR+orth² / Stream Q(λ), last 10% of steps", ratio, ">=", 0.9))
         notes.append("The strict claim (SPR+orth² beats Stream Q(λ) on at least 2 of 3 games over 3 seeds) "
-                     "belongs to the full mode (`icml26 run stream_spr --full`), which this run is not.")
+                     "belongs to the full mode (`icml26 run stream_spr`, without `--quick`), which this run is not.")
     notes.append(
         f"Effective rank on the fixed probe set (latent srank/erank): SPR+orth² "
         f"{method['srank_latent']:.0f}/{method['erank_latent']:.1f} vs Stream Q(λ) "
