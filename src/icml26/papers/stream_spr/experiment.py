@@ -7,9 +7,10 @@ srank/erank of the encoder latents (and the 128-unit hidden layer) on one fixed 
 of states (a uniformly random policy's, normalized by each agent's own statistics), the
 SPR loss curve and |cos(SPR encoder update, ObGD encoder update)| before and after orth².
 
-Full (``icml26 run stream_spr`` without ``--quick``; not run here): Breakout, SpaceInvaders and Freeway × 3 seeds ×
-{Stream Q(λ), naive SPR, SPR + orth + orth²}, 1M steps each, all runs in parallel
-processes; adds the paper's strict claim (the method beats the baseline on ≥ 2 of 3 games).
+Full (``icml26 run stream_spr`` without ``--quick``; not run here): Breakout,
+SpaceInvaders and Freeway × 3 seeds × {Stream Q(λ), naive SPR, SPR + orth + orth²}, 1M
+steps each, all runs in parallel processes; adds the paper's strict claim (the method
+beats the baseline on ≥ 2 of 3 games).
 """
 
 from __future__ import annotations
@@ -440,8 +441,9 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
                color=colors.get(LABELS.get(arm, arm)))
     ax.set_xticks(np.arange(len(keys)) + width * (len(arms) - 1) / 2, keys, fontsize="small")
     ax.set_title("effective rank on the fixed probe set", fontsize="medium")
+    ax.set_ylim(0, 1.25 * max(data["metrics"][a][k] for a in arms for k in keys))
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper center", ncols=len(arms))
     fig.suptitle(f"stream_spr ({data['setting']}, seed {data['seed']})")
     figures["overview.png"] = fig
     return figures
