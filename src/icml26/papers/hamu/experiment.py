@@ -343,10 +343,14 @@ def _outcome(config: Config, arms: list[str], per_rho: dict[float, dict[str, Any
         for rho, out in per_rho.items():
             values[f"retain@{tag(rho)}"] = float(np.mean([m["retain_acc"] for m in out["matched"][arm]]))
         for rho, out in per_rho.items():
+            values[f"forget@{tag(rho)}"] = float(np.mean([m["forget_acc"] for m in out["matched"][arm]]))
+        for rho, out in per_rho.items():
             values[f"mia_gap@{tag(rho)}"] = float(np.mean([m["mia_gap"] for m in out["matched"][arm]]))
         metrics[arm] = values
-    metrics["retrain_reference"] = {f"retain@{tag(rho)}": float(np.mean(out["reference_acc"]))
-                                    for rho, out in per_rho.items()}
+    metrics["retrain_reference"] = {
+        **{f"retain@{tag(rho)}": float(np.mean(out["reference_acc"])) for rho, out in per_rho.items()},
+        **{f"forget@{tag(rho)}": float(np.mean(out["reference_forget"])) for rho, out in per_rho.items()},
+    }
 
     checks = []
     notes = []
