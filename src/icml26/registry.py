@@ -405,6 +405,7 @@ for _spec in (
             "regret crosses a threshold) cuts adversarial regret from linear to sublinear while "
             "staying within a tiny total-variation distance of the original model."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="hamu",

@@ -1,0 +1,184 @@
+"""Opponents that choose tokens online, playing them against a model-driven learner.
+
+``play(model, adversary, T, loss, beta)`` runs the protocol: at each round the model
+predicts p_t from the history, the learner plays q_t = Γ_β(p_t), the adversary (who sees
+q_t) picks y_t, and the learner suffers ⟨q_t, L e_{y_t}⟩.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Protocol, Sequence
+
+import numpy as np
+
+from icml26.common.progress import progress
+from icml26.papers.robust_ntp.learner import check_loss, smoothed_best_response
+from icml26.papers.robust_ntp.models import NextTokenModel, conditionals, log_likelihood, sample_sequences
+
+__all__ = [
+    "Adversary",
+    "Cycling",
+    "EpsilonGreedy",
+    "Greedy",
+    "ImitateThenSwitch",
+    "PlayResult",
+    "RandomTokens",
+    "per_position_tv",
+    "play",
+    "tv_distance_mc",
+]
+
+
+class Adversary(Protocol):
+    """Chooses the next token from the history and the learner's current mixture."""
+
+    def next_token(self, history: Sequence[int], mixture: np.ndarray, loss: np.ndarray,
+                   rng: np.random.Generator) -> int: ...
+
+
+class Greedy:
+    """y_t = argmax_y ⟨q_t, L e_y⟩: the token that maximises the learner's expected loss."""
+
+    def next_token(self, history, mixture, loss, rng) -> int:
+        return int(np.argmax(mixture @ loss))
+
+
+class Cycling:
+    """A fixed cycle 0, 1, …, K−1, 0, 1, … (or any given pattern)."""
+
+    def __init__(self, pattern: Sequence[int] | None = None):
+        self.pattern = None if pattern is None else [int(t) for t in pattern]
+
+    def next_token(self, history, mixture, loss, rng) -> int:
+        pattern = self.pattern or list(range(loss.shape[1]))
+        return pattern[len(history) % len(pattern)]
+
+
+class RandomTokens:
+    """Uniformly random tokens."""
+
+    def next_token(self, history, mixture, loss, rng) -> int:
+        return int(rng.integers(loss.shape[1]))
+
+
+class EpsilonGreedy:
+    """Greedy, except that with probability ``epsilon`` it plays a uniformly random token."""
+
+    def __init__(self, epsilon: float):
+        if not 0 <= epsilon <= 1:
+            raise ValueError(f"epsilon={epsilon} must be in [0, 1]")
+        self.epsilon = float(epsilon)
+
+    def next_token(self, history, mixture, loss, rng) -> int:
+        if rng.random() < self.epsilon:
+            return int(rng.integers(loss.shape[1]))
+        return int(np.argmax(mixture @ loss))
+
+
+class ImitateThenSwitch:
+    """Plays like the model D for the first ``switch`` rounds, then greedily."""
+
+    def __init__(self, model: NextTokenModel, switch: int):
+        self.model = model
+        self.switch = int(switch)
+
+    def next_token(self, history, mixture, loss, rng) -> int:
+        if len(history) < self.switch:
+            return int(rng.choice(self.model.n_tokens, p=self.model.conditional(history)))
+        return int(np.argmax(mixture @ loss))
+
+
+@dataclasses.dataclass
+class PlayResult:
+    """One game: tokens, the learner's mixtures, its regret and (if any) the fallback time."""
+
+    tokens: np.ndarray
+    mixtures: np.ndarray
+    regret_curve: np.ndarray
+    trigger: int | None
+
+    @property
+    def regret(self) -> float:
+        return float(self.regret_curve[-1])
+
+
+class _Recompute:
+    """Generic incremental view: asks the model for D(·|history) at every round."""
+
+    def __init__(self, model: NextTokenModel):
+        self.model = model
+        self.history: list[int] = []
+        self.trigger = None
+
+    def predict(self) -> np.ndarray:
+        return np.asarray(self.model.conditional(self.history), dtype=np.float64)
+
+    def observe(self, token: int) -> None:
+        self.history.append(int(token))
+
+
+def play(
+    model: NextTokenModel,
+    adversary: Adversary,
+    horizon: int,
+    loss: np.ndarray,
+    beta: float,
+    rng: np.random.Generator | None = None,
+    *,
+    show_progress: bool | None = False,
+) -> PlayResult:
+    """Play ``horizon`` rounds of the learner Γ_β(model) against ``adversary``."""
+    loss = check_loss(loss)
+    if horizon < 1:
+        raise ValueError(f"horizon={horizon} must be positive")
+    rng = rng if rng is not None else np.random.default_rng(0)
+    stream = model.stream() if hasattr(model, "stream") else _Recompute(model)
+    tokens = np.zeros(horizon, dtype=np.int64)
+    mixtures = np.zeros((horizon, loss.shape[0]))
+    for t in progress(range(horizon), enabled=show_progress, desc="play"):
+        q = smoothed_best_response(stream.predict(), loss, beta)
+        y = adversary.next_token(tokens[:t].tolist(), q, loss, rng)
+        if not 0 <= y < loss.shape[1]:
+            raise ValueError(f"the adversary played token {y}, outside 0..{loss.shape[1] - 1}")
+        mixtures[t], tokens[t] = q, y
+        stream.observe(y)
+    learner = np.cumsum((mixtures * loss[:, tokens].T).sum(axis=1))
+    best = np.cumsum(loss[:, tokens].T, axis=0).min(axis=1)
+    return PlayResult(tokens=tokens, mixtures=mixtures, regret_curve=learner - best,
+                      trigger=getattr(stream, "trigger", None))
+
+
+def tv_distance_mc(
+    model_a: NextTokenModel,
+    model_b: NextTokenModel,
+    horizon: int,
+    n: int,
+    rng: np.random.Generator,
+) -> tuple[float, float]:
+    """Monte Carlo total variation between the length-``horizon`` sequence laws of A and B.
+
+    TV = E_{y~A}[(1 − B(y)/A(y))₊], estimated on ``n`` samples of A. Returns
+    ``(estimate, standard error)``. For B = D′ = Robustified(A) the ratio is 1 on every
+    sequence that never triggers the fallback, so the estimate is at most the trigger
+    frequency.
+    """
+    if n < 2:
+        raise ValueError(f"n={n} must be at least 2")
+    samples = sample_sequences(model_a, n, horizon, rng)
+    values = np.empty(n)
+    for i, seq in enumerate(samples):
+        log_ratio = log_likelihood(model_b, seq) - log_likelihood(model_a, seq)
+        values[i] = max(0.0, 1.0 - float(np.exp(min(log_ratio, 50.0))))
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(n))
+
+
+def per_position_tv(model_a: NextTokenModel, model_b: NextTokenModel, sequences: np.ndarray) -> float:
+    """Mean over sequences and positions of TV(A(·|h), B(·|h)) = ½‖A(·|h) − B(·|h)‖₁."""
+    total, count = 0.0, 0
+    for seq in sequences:
+        pa = conditionals(model_a, seq)[:-1]
+        pb = conditionals(model_b, seq)[:-1]
+        total += 0.5 * np.abs(pa - pb).sum()
+        count += len(seq)
+    return total / count

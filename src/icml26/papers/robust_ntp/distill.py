@@ -1,0 +1,135 @@
+"""Distilling a (robustified) next-token model into a tiny causal transformer.
+
+The fallback of the robustified model is exponentially rare on the model's own samples,
+so a student trained only on them would never see it. Training histories are therefore a
+mixture (our protocol; the paper's is not public):
+
+* samples of the original model D;
+* ε-greedy games against the teacher (ε ~ U(0, ½)): the adversary the student must
+  resist, with enough noise for the histories to differ;
+* "imitate then switch" games: D's tokens up to a random round, then the greedy
+  adversary against the teacher (these cross the regret threshold at any time);
+
+and the loss at every position is the KL divergence from the teacher's conditional,
+KL(teacher(·|h) ‖ student(·|h)), i.e. a cross-entropy with soft targets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+
+import numpy as np
+import torch
+from torch import nn
+
+from icml26.common.progress import progress
+from icml26.papers.robust_ntp.adversaries import EpsilonGreedy, ImitateThenSwitch, play
+from icml26.papers.robust_ntp.models import NextTokenModel, TorchNextTokenModel, conditionals, sample_sequences
+
+__all__ = ["DistillConfig", "TinyCausalTransformer", "distill", "training_histories"]
+
+log = logging.getLogger(__name__)
+
+
+class TinyCausalTransformer(nn.Module):
+    """A small pre-norm causal transformer over K tokens plus a BOS token (id K).
+
+    ``forward(input_ids: (batch, length)) -> logits (batch, length, K)``.
+    """
+
+    def __init__(self, n_tokens: int, max_len: int, *, d_model: int = 64, n_layers: int = 2, n_heads: int = 4):
+        super().__init__()
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
+        self.n_tokens = n_tokens
+        self.max_len = max_len
+        self.embed = nn.Embedding(n_tokens + 1, d_model)
+        self.position = nn.Embedding(max_len + 1, d_model)
+        layer = nn.TransformerEncoderLayer(d_model, n_heads, 4 * d_model, dropout=0.0, batch_first=True,
+                                           norm_first=True)
+        self.blocks = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)
+        self.norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, n_tokens)
+
+    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        length = input_ids.shape[1]
+        if length > self.max_len + 1:
+            raise ValueError(f"sequence of {length} ids exceeds max_len + 1 = {self.max_len + 1}")
+        pos = torch.arange(length, device=input_ids.device)
+        x = self.embed(input_ids) + self.position(pos)[None]
+        mask = nn.Transformer.generate_square_subsequent_mask(length, device=input_ids.device)
+        x = self.blocks(x, mask=mask, is_causal=True)
+        return self.head(self.norm(x))
+
+
+@dataclasses.dataclass(frozen=True)
+class DistillConfig:
+    """Student size and training schedule (defaults: the quick reproduction's)."""
+
+    horizon: int = 128
+    """Sequence length T the student is trained and evaluated on."""
+    n_sequences: int = 6000
+    """Training histories (a third of each kind)."""
+    d_model: int = 64
+    """Student width."""
+    n_layers: int = 2
+    """Student depth."""
+    n_heads: int = 4
+    """Attention heads."""
+    steps: int = 1500
+    """Optimiser steps."""
+    batch_size: int = 64
+    """Sequences per step."""
+    lr: float = 3e-3
+    """Peak AdamW learning rate (cosine decay)."""
+
+
+def training_histories(model: NextTokenModel, teacher: NextTokenModel, loss: np.ndarray, beta: float,
+                       cfg: DistillConfig, rng: np.random.Generator) -> np.ndarray:
+    """``(n_sequences, horizon)`` histories: D samples, ε-greedy and imitate-then-switch games."""
+    third = cfg.n_sequences // 3
+    d_samples = sample_sequences(model, cfg.n_sequences - 2 * third, cfg.horizon, rng)
+    noisy = [play(teacher, EpsilonGreedy(float(rng.uniform(0, 0.5))), cfg.horizon, loss, beta, rng).tokens
+             for _ in range(third)]
+    switch = [play(teacher, ImitateThenSwitch(model, int(rng.integers(cfg.horizon))), cfg.horizon, loss, beta,
+                   rng).tokens for _ in range(third)]
+    return np.concatenate([d_samples, np.stack(noisy), np.stack(switch)])
+
+
+def distill(
+    teacher: NextTokenModel,
+    histories: np.ndarray,
+    cfg: DistillConfig,
+    *,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    show_progress: bool | None = None,
+) -> TorchNextTokenModel:
+    """Train a :class:`TinyCausalTransformer` to match ``teacher``'s conditionals on ``histories``."""
+    k = teacher.n_tokens
+    targets = np.stack([conditionals(teacher, h)[:-1] for h in histories])  # (N, T, K)
+    ids = np.concatenate([np.full((len(histories), 1), k), histories[:, :-1]], axis=1)  # BOS-shifted inputs
+    ids_t = torch.as_tensor(ids, dtype=torch.long)
+    targets_t = torch.as_tensor(targets, dtype=torch.float32)
+    g = torch.Generator().manual_seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        student = TinyCausalTransformer(k, cfg.horizon, d_model=cfg.d_model, n_layers=cfg.n_layers,
+                                        n_heads=cfg.n_heads).to(device)
+    opt = torch.optim.AdamW(student.parameters(), lr=cfg.lr, weight_decay=0.01)
+    student.train()
+    for step in progress(range(cfg.steps), enabled=show_progress, desc="distill"):
+        lr = cfg.lr * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))
+        for group in opt.param_groups:
+            group["lr"] = lr
+        idx = torch.randint(0, len(ids_t), (cfg.batch_size,), generator=g)
+        logits = student(ids_t[idx].to(device))
+        # KL(teacher ‖ student) up to the teacher's entropy: −Σ p log q
+        loss = -(targets_t[idx].to(device) * torch.log_softmax(logits, dim=-1)).sum(-1).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+    log.info("distillation loss %.4f", loss.item())
+    return TorchNextTokenModel(student, k, device=device)
