@@ -178,6 +178,7 @@ for _spec in (
             "close to retraining (residual decays geometrically in the window) at a fraction "
             "of its compute, with utility and membership-inference AUC matching retraining."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="fox",

@@ -1,0 +1,103 @@
+"""LMCleaner: certified online unlearning via truncated influence propagation.
+
+Deleting the mini-batch used at step t_z of an SGD run means removing its update
+u[t_z] and the update's effect on later steps. LMCleaner propagates u[t_z] through
+at most K later steps with Hessian-vector products (v ← v − η_s·H[s]·v), subtracts
+the result from the current parameters, θ̂ = θ[τ] − v, and adds calibrated
+(subspace-aware) noise for an (ε, δ) certificate.
+
+Public API:
+
+* :class:`SupervisedProblem`: model + per-sample loss + data by sample id, evaluated
+  functionally at any flat θ.
+* :class:`TrajectoryRecorder`: records an SGD loop (updates or sparse checkpoints).
+* HVP backends :class:`ExactHVP`, :class:`GaussNewtonHVP`, :class:`EmpiricalFisherHVP`,
+  :class:`BatchMeanFisherHVP`, and :func:`make_hvp`.
+* :func:`truncated_correction`, :func:`correction_path`, :func:`effective_window`.
+* Noise and certificates: :func:`subspace_noise_scales`, :func:`add_subspace_noise`,
+  :func:`sample_subspace_noise`, :func:`isotropic_noise_scale`, :func:`add_isotropic_noise`, :func:`random_basis`,
+  :func:`hessian_basis`, :func:`lanczos_top_eigenvectors`, :func:`gaussian_delta`,
+  :func:`gaussian_epsilon`, :func:`mahalanobis_shift`, :func:`concentration`.
+* :class:`RDPAccountant`: the privacy ledger across requests.
+* :class:`OnlineUnlearner` and :class:`DataPool`: serving deletion requests during training.
+* Baselines with one signature: :func:`lmcleaner_unlearn` (the method),
+  :func:`retrain_from_scratch`, :func:`replay_counterfactual`, :func:`gradient_ascent`,
+  :func:`neggrad_plus`, :func:`no_op`.
+"""
+
+from .accountant import DEFAULT_ORDERS, RDPAccountant
+from .baselines import (
+    Unlearned,
+    gradient_ascent,
+    lmcleaner_unlearn,
+    neggrad_plus,
+    no_op,
+    replay_counterfactual,
+    retrain_from_scratch,
+)
+from .hvp import HVP, BatchMeanFisherHVP, EmpiricalFisherHVP, ExactHVP, GaussNewtonHVP, HVPKind, make_hvp
+from .privacy import (
+    Certificate,
+    NoisyRelease,
+    add_isotropic_noise,
+    add_subspace_noise,
+    concentration,
+    gaussian_delta,
+    gaussian_epsilon,
+    hessian_basis,
+    isotropic_noise_scale,
+    lanczos_top_eigenvectors,
+    mahalanobis_shift,
+    random_basis,
+    sample_subspace_noise,
+    subspace_noise_scales,
+)
+from .problem import PerSampleLoss, SupervisedProblem
+from .propagation import Correction, correction_path, effective_window, truncated_correction
+from .trajectory import StepRecord, TrajectoryRecorder
+from .unlearner import DataPool, NoiseSpec, OnlineUnlearner, ServedRequest
+
+__all__ = [
+    "BatchMeanFisherHVP",
+    "Certificate",
+    "Correction",
+    "DEFAULT_ORDERS",
+    "DataPool",
+    "EmpiricalFisherHVP",
+    "ExactHVP",
+    "GaussNewtonHVP",
+    "HVP",
+    "HVPKind",
+    "NoiseSpec",
+    "NoisyRelease",
+    "OnlineUnlearner",
+    "PerSampleLoss",
+    "RDPAccountant",
+    "ServedRequest",
+    "StepRecord",
+    "SupervisedProblem",
+    "TrajectoryRecorder",
+    "Unlearned",
+    "add_isotropic_noise",
+    "add_subspace_noise",
+    "concentration",
+    "correction_path",
+    "effective_window",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "gradient_ascent",
+    "hessian_basis",
+    "isotropic_noise_scale",
+    "lanczos_top_eigenvectors",
+    "lmcleaner_unlearn",
+    "mahalanobis_shift",
+    "make_hvp",
+    "neggrad_plus",
+    "no_op",
+    "random_basis",
+    "replay_counterfactual",
+    "retrain_from_scratch",
+    "sample_subspace_noise",
+    "subspace_noise_scales",
+    "truncated_correction",
+]

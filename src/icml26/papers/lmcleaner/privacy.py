@@ -1,0 +1,342 @@
+"""Calibrated noise that turns LMCleaner's correction into an (ε, δ) certificate.
+
+After the correction, the released model θ̂ + ξ must be (ε, δ)-indistinguishable
+from θ_ideal + ξ. With r = θ̂ − θ_ideal and a public bound Δ̄ ≥ ‖Π r‖:
+
+* isotropic noise (the paper's draft): ξ ~ N(0, σ²I) with
+  σ = (Δ̄/ε)·√(2·ln(1.25/δ))  (the classical Gaussian mechanism);
+* subspace-aware noise (the camera-ready, known from the authors' code): with a
+  public orthonormal basis Q ``(p, k)`` and Π = QQᵀ,
+  ξ = ξ_∥ + ξ_⊥, ξ_∥ ~ N(0, σ_∥²Π), ξ_⊥ ~ N(0, σ_⊥²(I − Π)),
+  σ_∥ = (2Δ̄/ε)·√(2·ln(2.5/δ))  (each block gets (ε/2, δ/2)), σ_⊥ = β·σ_∥.
+  This is valid under the *concentration assumption* ‖(I − Π) r‖ ≤ β·Δ̄, which
+  the library cannot verify without θ_ideal; :func:`concentration` measures the
+  empirical β̂ = ‖(I − Π) r‖/Δ̄ where θ_ideal is known.
+
+Both mechanisms are Gaussian, so their exact privacy curve is that of a Gaussian
+shift with Mahalanobis length μ = √(‖Πr‖²/σ_∥² + ‖(I−Π)r‖²/σ_⊥²) (Balle & Wang,
+2018, Theorem 8):
+
+    δ(ε) = Φ(μ/2 − ε/μ) − e^ε·Φ(−μ/2 − ε/μ).
+
+Under the assumptions the calibration gives μ ≤ ε/√(4·ln(2.5/δ)).
+
+Bases: :func:`random_basis` (public, data-independent; the authors' choice) or
+:func:`hessian_basis`, the top-k eigenvectors of a Hessian on public data by
+Lanczos iteration (:func:`lanczos_top_eigenvectors`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from .hvp import ExactHVP
+from .problem import SupervisedProblem
+
+__all__ = [
+    "Certificate",
+    "NoisyRelease",
+    "add_isotropic_noise",
+    "add_subspace_noise",
+    "concentration",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "hessian_basis",
+    "isotropic_noise_scale",
+    "lanczos_top_eigenvectors",
+    "mahalanobis_shift",
+    "random_basis",
+    "sample_subspace_noise",
+    "subspace_noise_scales",
+]
+
+
+def _check_budget(sensitivity: float | None, epsilon: float, delta: float) -> float:
+    if sensitivity is None:
+        raise ValueError(
+            "no certificate without a public sensitivity bound Δ̄ ≥ ‖θ̂ − θ_ideal‖: pass "
+            "sensitivity=... (e.g. η_max × gradient clip norm, or the largest logged ‖u[t]‖)"
+        )
+    if not (math.isfinite(sensitivity) and sensitivity > 0):
+        raise ValueError(f"sensitivity={sensitivity} must be a positive number")
+    if not epsilon > 0:
+        raise ValueError(f"epsilon={epsilon} must be positive")
+    if not 0 < delta < 1:
+        raise ValueError(f"delta={delta} must lie in (0, 1)")
+    return float(sensitivity)
+
+
+def isotropic_noise_scale(sensitivity: float, epsilon: float, delta: float) -> float:
+    """σ = (Δ̄/ε)·√(2·ln(1.25/δ)), the draft's isotropic Gaussian mechanism."""
+    sensitivity = _check_budget(sensitivity, epsilon, delta)
+    # σ = Δ̄/ε · √(2 ln(1.25/δ))
+    return sensitivity / epsilon * math.sqrt(2.0 * math.log(1.25 / delta))
+
+
+def subspace_noise_scales(sensitivity: float, epsilon: float, delta: float, beta: float) -> tuple[float, float]:
+    """(σ_∥, σ_⊥) of subspace-aware noise, the budget split (ε/2, δ/2) per block.
+
+    Args:
+        sensitivity: Δ̄, a public bound on ‖Π(θ̂ − θ_ideal)‖ (required).
+        epsilon, delta: the target (ε, δ).
+        beta: concentration factor β ∈ (0, 1], assumed ‖(I − Π)(θ̂ − θ_ideal)‖ ≤ β·Δ̄.
+    """
+    sensitivity = _check_budget(sensitivity, epsilon, delta)
+    if not 0 < beta <= 1:
+        raise ValueError(f"beta={beta} must lie in (0, 1]")
+    # σ_∥ = (2 Δ̄/ε) · √(2 ln(2.5/δ))
+    sigma_parallel = 2.0 * sensitivity / epsilon * math.sqrt(2.0 * math.log(2.5 / delta))
+    # σ_⊥ = β σ_∥
+    return sigma_parallel, beta * sigma_parallel
+
+
+# ---------------------------------------------------------------------------
+# Bases
+# ---------------------------------------------------------------------------
+def random_basis(dim: int, k: int, *, seed: int = 42, dtype: torch.dtype = torch.float32,
+                 device: str | torch.device | None = None) -> Tensor:
+    """A public random orthonormal basis Q ``(dim, k)`` (QR of a seeded Gaussian matrix).
+
+    The seed is public and the basis is data-independent, as in the authors' code
+    (seed 42). The QR costs O(dim·k²).
+    """
+    if not 1 <= k <= dim:
+        raise ValueError(f"k={k} must lie in 1..dim={dim}")
+    generator = torch.Generator().manual_seed(seed)
+    gaussian = torch.randn(dim, k, generator=generator, dtype=torch.float64)
+    q, _ = torch.linalg.qr(gaussian)
+    return q.to(dtype=dtype, device=device)
+
+
+def lanczos_top_eigenvectors(
+    matvec: Callable[[Tensor], Tensor],
+    dim: int,
+    k: int,
+    *,
+    num_iters: int | None = None,
+    seed: int = 0,
+    dtype: torch.dtype = torch.float64,
+    device: str | torch.device | None = None,
+) -> tuple[Tensor, Tensor]:
+    """Top-k eigenpairs (by value) of a symmetric operator by Lanczos with full re-orthogonalisation.
+
+    Args:
+        matvec: v ``(dim,)`` ↦ A·v ``(dim,)`` for symmetric A.
+        dim, k: size of A and number of eigenpairs.
+        num_iters: Krylov dimension m (default ``min(dim, max(2k + 20, 40))``).
+        seed: seeds the start vector.
+
+    Returns:
+        eigenvalues ``(k,)`` in decreasing order and orthonormal eigenvectors ``(dim, k)``.
+    """
+    if not 1 <= k <= dim:
+        raise ValueError(f"k={k} must lie in 1..dim={dim}")
+    m = min(dim, num_iters if num_iters is not None else max(2 * k + 20, 40))
+    if m < k:
+        raise ValueError(f"num_iters={m} must be at least k={k}")
+    generator = torch.Generator().manual_seed(seed)
+    q = torch.randn(dim, generator=generator, dtype=dtype).to(device)
+    q = q / q.norm()
+    basis = [q]
+    alphas, betas = [], []
+    for j in range(m):
+        w = matvec(basis[j]).to(dtype)
+        alpha = torch.dot(w, basis[j])
+        alphas.append(alpha)
+        # full re-orthogonalisation against every Lanczos vector (twice, for stability)
+        stacked = torch.stack(basis, dim=1)
+        for _ in range(2):
+            w = w - stacked @ (stacked.T @ w)
+        beta = w.norm()
+        if j == m - 1 or beta <= 1e-10 * max(1.0, float(abs(alpha))):
+            break
+        betas.append(beta)
+        basis.append(w / beta)
+    n = len(alphas)
+    tri = torch.diag(torch.stack(alphas))
+    if n > 1:
+        off = torch.stack(betas[: n - 1])
+        tri = tri + torch.diag(off, 1) + torch.diag(off, -1)
+    values, vectors = torch.linalg.eigh(tri)
+    order = torch.argsort(values, descending=True)[:k]
+    if order.numel() < k:
+        raise ValueError(f"the Krylov space has dimension {n} < k={k}; A has fewer than k eigenvectors to find")
+    ritz = torch.stack(basis[:n], dim=1) @ vectors[:, order]
+    return values[order], ritz
+
+
+def hessian_basis(problem: SupervisedProblem, params: Tensor, public_ids: Tensor, k: int, *,
+                  num_iters: int | None = None, seed: int = 0) -> Tensor:
+    """Top-k eigenvectors Q ``(p, k)`` of the Hessian of L on *public* samples at ``params``.
+
+    ``public_ids`` index ``problem.inputs``; they must hold data whose use is public
+    (not training data under deletion), or the basis itself leaks.
+    """
+    hvp = ExactHVP(problem)
+    theta = params.detach().reshape(-1)
+    _, vectors = lanczos_top_eigenvectors(lambda v: hvp(theta, public_ids, v.to(theta.dtype)),
+                                          theta.numel(), k, num_iters=num_iters, seed=seed,
+                                          dtype=theta.dtype, device=theta.device)
+    return vectors
+
+
+# ---------------------------------------------------------------------------
+# Noise and certificates
+# ---------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Certificate:
+    """An (ε, δ) statement and what it rests on.
+
+    ``mu`` is the worst-case Mahalanobis shift under the assumptions; the exact
+    Gaussian curve gives ``gaussian_delta(mu, epsilon) ≤ delta``.
+    """
+
+    epsilon: float
+    delta: float
+    mu: float
+    sensitivity: float
+    assumption: str
+
+
+@dataclasses.dataclass
+class NoisyRelease:
+    """Parameters after noise, the scales used, and the certificate."""
+
+    params: Tensor
+    sigma_parallel: float
+    sigma_perp: float
+    certificate: Certificate
+
+
+def _check_basis(basis: Tensor, dim: int) -> None:
+    if basis.ndim != 2 or basis.shape[0] != dim or not 1 <= basis.shape[1] <= dim:
+        raise ValueError(f"basis must be (p={dim}, k) with 1 ≤ k ≤ p, got {tuple(basis.shape)}")
+    gram = basis.T.double() @ basis.double()
+    eye = torch.eye(basis.shape[1], dtype=gram.dtype, device=gram.device)
+    if not torch.allclose(gram, eye, atol=1e-4):
+        raise ValueError("basis columns must be orthonormal (QᵀQ = I); orthonormalise with torch.linalg.qr")
+
+
+def _randn(shape: tuple[int, ...], like: Tensor, generator: torch.Generator | None) -> Tensor:
+    device = generator.device if generator is not None else like.device
+    return torch.randn(shape, generator=generator, dtype=like.dtype, device=device).to(like.device)
+
+
+def sample_subspace_noise(basis: Tensor, sigma_parallel: float, sigma_perp: float, *, num_samples: int = 1,
+                          like: Tensor | None = None, generator: torch.Generator | None = None) -> Tensor:
+    """Draws of ξ = ξ_∥ + ξ_⊥ ~ N(0, σ_∥²QQᵀ + σ_⊥²(I − QQᵀ)): shape ``(num_samples, p)``.
+
+    Args:
+        basis: Q ``(p, k)`` with orthonormal columns.
+        sigma_parallel, sigma_perp: σ_∥ and σ_⊥ (:func:`subspace_noise_scales`).
+        like: a tensor whose dtype and device the draws take (default: the basis').
+    """
+    like = basis if like is None else like
+    q = basis.to(device=like.device, dtype=like.dtype)
+    _check_basis(q, q.shape[0])
+    if num_samples < 1 or sigma_parallel < 0 or sigma_perp < 0:
+        raise ValueError("need num_samples ≥ 1 and non-negative scales")
+    z_par = _randn((num_samples, q.shape[1]), like, generator)
+    z_full = _randn((num_samples, q.shape[0]), like, generator)
+    # ξ_∥ = σ_∥ Q z_k ;  ξ_⊥ = σ_⊥ (I − QQᵀ) z_p
+    xi_par = sigma_parallel * (z_par @ q.T)
+    xi_perp = sigma_perp * (z_full - (z_full @ q) @ q.T)
+    return xi_par + xi_perp
+
+
+def add_subspace_noise(
+    params: Tensor,
+    basis: Tensor,
+    *,
+    sensitivity: float | None,
+    epsilon: float,
+    delta: float,
+    beta: float,
+    generator: torch.Generator | None = None,
+) -> NoisyRelease:
+    """θ̂ + ξ_∥ + ξ_⊥ with ξ_∥ ~ N(0, σ_∥²QQᵀ), ξ_⊥ ~ N(0, σ_⊥²(I − QQᵀ)).
+
+    Args:
+        params: θ̂ ``(p,)``.
+        basis: Q ``(p, k)`` with orthonormal columns, chosen without private data.
+        sensitivity: the public bound Δ̄ (required; ``None`` is refused).
+        epsilon, delta, beta: see :func:`subspace_noise_scales`.
+        generator: a torch generator for the noise.
+    """
+    theta = params.detach().reshape(-1)
+    sigma_par, sigma_perp = subspace_noise_scales(sensitivity, epsilon, delta, beta)
+    noise = sample_subspace_noise(basis, sigma_par, sigma_perp, like=theta, generator=generator)
+    mu = math.sqrt(sensitivity**2 / sigma_par**2 + (beta * sensitivity) ** 2 / sigma_perp**2)
+    cert = Certificate(epsilon=epsilon, delta=delta, mu=mu, sensitivity=float(sensitivity),
+                       assumption=f"‖Π r‖ ≤ Δ̄ = {sensitivity:.4g} and ‖(I−Π) r‖ ≤ β·Δ̄ with β = {beta:g}")
+    return NoisyRelease(params=theta + noise[0], sigma_parallel=sigma_par, sigma_perp=sigma_perp,
+                        certificate=cert)
+
+
+def add_isotropic_noise(
+    params: Tensor,
+    *,
+    sensitivity: float | None,
+    epsilon: float,
+    delta: float,
+    generator: torch.Generator | None = None,
+) -> NoisyRelease:
+    """θ̂ + N(0, σ²I) with the draft's σ = (Δ̄/ε)·√(2·ln(1.25/δ))."""
+    theta = params.detach().reshape(-1)
+    sigma = isotropic_noise_scale(sensitivity, epsilon, delta)
+    noise = sigma * _randn((theta.numel(),), theta, generator)
+    cert = Certificate(epsilon=epsilon, delta=delta, mu=float(sensitivity) / sigma,
+                       sensitivity=float(sensitivity), assumption=f"‖r‖ ≤ Δ̄ = {sensitivity:.4g}")
+    return NoisyRelease(params=theta + noise, sigma_parallel=sigma, sigma_perp=sigma, certificate=cert)
+
+
+def mahalanobis_shift(residual: Tensor, basis: Tensor, sigma_parallel: float, sigma_perp: float) -> float:
+    """μ = √(‖Πr‖²/σ_∥² + ‖(I−Π)r‖²/σ_⊥²) for a residual r ``(p,)``."""
+    r = residual.detach().reshape(-1)
+    q = basis.to(device=r.device, dtype=r.dtype)
+    par = q @ (q.T @ r)
+    return math.sqrt(float(par.norm()) ** 2 / sigma_parallel**2 + float((r - par).norm()) ** 2 / sigma_perp**2)
+
+
+def concentration(residual: Tensor, basis: Tensor, sensitivity: float) -> float:
+    """β̂ = ‖(I − Π) r‖ / Δ̄: the empirical concentration of a residual r ``(p,)`` in span(Q)."""
+    r = residual.detach().reshape(-1)
+    q = basis.to(device=r.device, dtype=r.dtype)
+    return float((r - q @ (q.T @ r)).norm()) / sensitivity
+
+
+def gaussian_delta(mu: float, epsilon: float | np.ndarray) -> float | np.ndarray:
+    """Balle & Wang's exact δ(ε) of the Gaussian mechanism with shift μ = Δ/σ.
+
+    δ(ε) = Φ(μ/2 − ε/μ) − e^ε·Φ(−μ/2 − ε/μ), computed in log space for large ε.
+    """
+    from scipy.special import log_ndtr
+    from scipy.stats import norm
+
+    if not mu > 0:
+        raise ValueError(f"mu={mu} must be positive")
+    eps = np.asarray(epsilon, dtype=np.float64)
+    first = norm.cdf(mu / 2.0 - eps / mu)
+    second = np.exp(eps + log_ndtr(-mu / 2.0 - eps / mu))
+    out = np.maximum(first - second, 0.0)
+    return float(out) if out.ndim == 0 else out
+
+
+def gaussian_epsilon(mu: float, delta: float) -> float:
+    """The smallest ε with :func:`gaussian_delta` (μ, ε) ≤ δ (root of the exact curve)."""
+    from scipy.optimize import brentq
+
+    if not 0 < delta < 1:
+        raise ValueError(f"delta={delta} must lie in (0, 1)")
+    if gaussian_delta(mu, 0.0) <= delta:
+        return 0.0
+    hi = 1.0
+    while gaussian_delta(mu, hi) > delta:
+        hi *= 2.0
+    return float(brentq(lambda e: gaussian_delta(mu, e) - delta, 0.0, hi, xtol=1e-12, rtol=1e-12))

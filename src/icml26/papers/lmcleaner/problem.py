@@ -1,0 +1,129 @@
+"""The functional view of a supervised model that LMCleaner works on.
+
+LMCleaner (certified online unlearning by truncated influence propagation) needs
+three things from a user's training set-up: the parameters as one flat vector θ
+(shape ``(p,)``), the mini-batch objective at any θ, and the data by sample id.
+:class:`SupervisedProblem` wraps a ``torch.nn.Module``, a per-sample loss and the
+training tensors, and evaluates everything through ``torch.func.functional_call``,
+so the model itself is never modified unless :meth:`SupervisedProblem.set_flat_params`
+is called.
+
+The objective of a mini-batch S at θ is
+
+    L_S(θ) = (1/|S|) Σ_{i∈S} ℓ(f(x_i; θ), y_i) + (λ/2)·‖θ‖²,
+
+which is what ``torch.optim.SGD(..., weight_decay=λ)`` minimises.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import torch
+from torch import Tensor, nn
+from torch.func import functional_call, grad
+
+__all__ = ["PerSampleLoss", "SupervisedProblem"]
+
+#: ``loss(outputs (B, ...), targets (B, ...)) -> per-sample losses (B,)``.
+PerSampleLoss = Callable[[Tensor, Tensor], Tensor]
+
+
+@dataclasses.dataclass(eq=False)
+class SupervisedProblem:
+    """A model, a per-sample loss and a training set indexed by sample id.
+
+    Attributes:
+        model: any ``nn.Module``; its parameters with ``requires_grad`` form θ, in
+            ``named_parameters()`` order. Buffers are read from the model as they are.
+        loss: per-sample loss, e.g.
+            ``lambda out, y: F.cross_entropy(out, y, reduction="none")``.
+        inputs: ``(N, ...)`` training inputs; sample id ``i`` is row ``i``.
+        targets: ``(N, ...)`` training targets.
+        l2: weight decay λ ≥ 0 (the objective adds λ/2·‖θ‖²); must equal the
+            optimizer's ``weight_decay``.
+    """
+
+    model: nn.Module
+    loss: PerSampleLoss
+    inputs: Tensor
+    targets: Tensor
+    l2: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.inputs.shape[0] != self.targets.shape[0]:
+            raise ValueError(
+                f"inputs has {self.inputs.shape[0]} rows but targets has {self.targets.shape[0]}; "
+                "row i of both must be sample i"
+            )
+        if self.l2 < 0:
+            raise ValueError(f"l2={self.l2} must be non-negative")
+        self._names = [n for n, p in self.model.named_parameters() if p.requires_grad]
+        if not self._names:
+            raise ValueError("the model has no parameter with requires_grad=True")
+        params = dict(self.model.named_parameters())
+        self._shapes = [params[n].shape for n in self._names]
+        self._numels = [params[n].numel() for n in self._names]
+
+    # -- parameters -------------------------------------------------------
+    @property
+    def num_params(self) -> int:
+        """p, the length of the flat parameter vector."""
+        return sum(self._numels)
+
+    def flat_params(self) -> Tensor:
+        """The model's current θ as a detached copy, shape ``(p,)``."""
+        params = dict(self.model.named_parameters())
+        return torch.cat([params[n].detach().reshape(-1) for n in self._names]).clone()
+
+    @torch.no_grad()
+    def set_flat_params(self, theta: Tensor) -> None:
+        """Write θ ``(p,)`` into the model's parameters in place."""
+        self._check(theta)
+        params = dict(self.model.named_parameters())
+        for name, piece in zip(self._names, torch.split(theta, self._numels)):
+            params[name].copy_(piece.view_as(params[name]))
+
+    def unflatten(self, theta: Tensor) -> dict[str, Tensor]:
+        """θ ``(p,)`` as ``{name: tensor}`` views with the model's shapes."""
+        self._check(theta)
+        pieces = torch.split(theta, self._numels)
+        return {n: piece.view(shape) for n, piece, shape in zip(self._names, pieces, self._shapes)}
+
+    def _check(self, theta: Tensor) -> None:
+        if theta.ndim != 1 or theta.numel() != self.num_params:
+            raise ValueError(f"θ must have shape ({self.num_params},), got {tuple(theta.shape)}")
+
+    # -- data -------------------------------------------------------------
+    def batch(self, ids: Tensor) -> tuple[Tensor, Tensor]:
+        """Inputs and targets of the samples ``ids`` (a 1-D integer tensor)."""
+        ids = torch.as_tensor(ids, dtype=torch.long).to(self.inputs.device)
+        return self.inputs[ids], self.targets[ids]
+
+    # -- evaluation -------------------------------------------------------
+    def forward(self, theta: Tensor, inputs: Tensor) -> Tensor:
+        """Model outputs f(x; θ) for a batch of inputs, without touching the model."""
+        buffers = dict(self.model.named_buffers())
+        return functional_call(self.model, {**self.unflatten(theta), **buffers}, (inputs,))
+
+    def per_sample_losses(self, theta: Tensor, ids: Tensor) -> Tensor:
+        """ℓ(f(x_i; θ), y_i) for each i in ``ids``: shape ``(B,)``."""
+        x, y = self.batch(ids)
+        return self.loss(self.forward(theta, x), y)
+
+    def objective(self, theta: Tensor, ids: Tensor) -> Tensor:
+        """The mini-batch objective L_S(θ), a scalar."""
+        # L_S(θ) = mean_i ℓ(f(x_i; θ), y_i) + λ/2 ‖θ‖²
+        value = self.per_sample_losses(theta, ids).mean()
+        if self.l2:
+            value = value + 0.5 * self.l2 * theta.pow(2).sum()
+        return value
+
+    def gradient(self, theta: Tensor, ids: Tensor) -> Tensor:
+        """∇L_S(θ), shape ``(p,)``."""
+        return grad(lambda th: self.objective(th, ids))(theta.detach())
+
+    def sgd_step(self, theta: Tensor, ids: Tensor, lr: float) -> Tensor:
+        """One plain SGD step, θ − η·∇L_S(θ) (what ``torch.optim.SGD`` does)."""
+        return theta - lr * self.gradient(theta, ids)
