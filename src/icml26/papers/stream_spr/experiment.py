@@ -320,7 +320,7 @@ def _summarize(config: Config, results: list[dict[str, Any]]) -> tuple[Outcome, 
         check("non-finite values (parameters, TD errors, SPR losses; all runs)", nonfinite, "==", 0),
         check(f"SPR+orth² loss, lowest {config.total_steps // config.curve_points}-step mean within "
               f"{window} steps (worst run)", max(r["spr_loss_early_min"] for r in method_runs), "<", -0.8),
-        check("max |cos(SPR encoder update, ObGD encoder update)| after orth²",
+        check("max abs cos(SPR encoder update, ObGD encoder update) after orth²",
               method["max_abs_cos_after_orth2"], "<", 1e-4),
     ]
     notes = []
@@ -334,6 +334,11 @@ def _summarize(config: Config, results: list[dict[str, Any]]) -> tuple[Outcome, 
         checks.append(check("return ratio SPR+orth² / Stream Q(λ), last 10% of steps", ratio, ">=", 0.9))
         notes.append("The strict claim (SPR+orth² beats Stream Q(λ) on at least 2 of 3 games over 3 seeds) "
                      "belongs to the full mode (`icml26 run stream_spr`, without `--quick`), which this run is not.")
+    loss = _avg_curves(method_runs, "spr_loss_curve")
+    crossed = next((x for x, v in zip(method_runs[0]["edges"], loss) if v is not None and v < -0.8), None)
+    last = next((v for v in reversed(loss) if v is not None), float("nan"))
+    notes.append(f"SPR+orth² loss (bin mean, runs averaged): {last:.3f} at the end; first below -0.8 "
+                 + (f"in the bin ending at step {crossed}." if crossed is not None else "nowhere in the run."))
     notes.append(
         f"Effective rank on the fixed probe set (latent srank/erank): SPR+orth² "
         f"{method['srank_latent']:.0f}/{method['erank_latent']:.1f} vs Stream Q(λ) "
