@@ -274,6 +274,7 @@ for _spec in (
             "orientation-biased Navier-Stokes data, predicts rotated test flows with at most half "
             "the error of a plain ViT."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="instemb",
