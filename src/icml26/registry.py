@@ -248,6 +248,7 @@ for _spec in (
             "equilibrium in matrix games and Kuhn poker, faster than symmetric perturbation "
             "with anchor updates, while fixed-mu symmetric perturbation plateaus."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="spard",
