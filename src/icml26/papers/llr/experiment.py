@@ -72,7 +72,7 @@ class Config:
     """Alphas are refit only during this first fraction of training (authors' ``LLR_ratio``)."""
     min_eigs: int = 50
     """Layers with fewer ESD eigenvalues are not fitted (authors' ``eigs_thresh``)."""
-    arms: tuple[str, ...] = ("LLR", "uniform", "shuffled", "LLR-mean")
+    arms: tuple[str, ...] = ARM_KINDS
     """Arms run at every base rate (``LLR`` and ``uniform`` are required)."""
     shuffle_seed: int = 1
     """Seed of the shuffled control's permutation."""
