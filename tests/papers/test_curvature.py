@@ -396,6 +396,9 @@ def test_paired_test_matches_scipy():
     result = paired_test(after - before)
     expected = scipy_stats.ttest_rel(after, before)
     assert abs(result["t"] - expected.statistic) < 1e-10 and abs(result["p"] - expected.pvalue) < 1e-12
+    assert abs(result["p_less"] - scipy_stats.ttest_rel(after, before, alternative="less").pvalue) < 1e-12
+    assert result["mean"] < 0 and abs(result["p_less"] - result["p"] / 2) < 1e-12  # t < 0: half the two-sided p
+    assert abs(paired_test(before - after)["p_less"] - (1 - result["p"] / 2)) < 1e-12
     assert result["n"] == 300 and 0 <= result["frac_negative"] <= 1
 
 

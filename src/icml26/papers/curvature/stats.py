@@ -70,13 +70,15 @@ def partial_correlation(x, y, covariates, method: Method = "pearson") -> float:
 def paired_test(delta) -> dict[str, float]:
     """Paired t-test of per-position differences against 0 (two-sided).
 
-    Returns ``mean``, ``sem``, ``t``, ``p``, ``frac_negative`` and ``n``.
+    Returns ``mean``, ``sem``, ``t``, ``p`` (two-sided), ``p_less`` (one-sided, for the
+    alternative ``mean < 0``), ``frac_negative`` and ``n``.
     """
     d = np.asarray(delta, dtype=np.float64).ravel()
     d = d[np.isfinite(d)]
     if d.size < 2:
         raise ValueError(f"a paired test needs at least 2 finite differences, got {d.size}")
     test = _stats.ttest_1samp(d, 0.0)
+    less = _stats.ttest_1samp(d, 0.0, alternative="less")
     return {"mean": float(d.mean()), "sem": float(d.std(ddof=1) / np.sqrt(d.size)),
-            "t": float(test.statistic), "p": float(test.pvalue),
+            "t": float(test.statistic), "p": float(test.pvalue), "p_less": float(less.pvalue),
             "frac_negative": float((d < 0).mean()), "n": float(d.size)}
