@@ -341,6 +341,7 @@ for _spec in (
             "trajectories correlates with next-token entropy, straightening along the trajectory "
             "lowers entropy while a matched misaligned perturbation does not."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="stream_spr",
