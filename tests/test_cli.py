@@ -108,7 +108,10 @@ def test_report_on_fixture(tmp_path, capsys):
     top = readme.read_text()
     assert "old" not in top and "[zz_fixture](results/README.md#zz_fixture)" in top and "| 1/1 | ✅ |" in top
     assert top.startswith("intro\n") and top.endswith("end\n")
-    assert top.count("| lmcleaner |") == 1
+    papers = top.split("<!-- papers:start -->")[1].split("<!-- papers:end -->")[0]
+    rows = [line for line in papers.splitlines() if line.startswith("| ") and "---" not in line][1:]
+    keys = [row.split(" | ")[0].removeprefix("| ").removeprefix("[").split("]")[0] for row in rows]
+    assert keys == registry.keys()
 
 
 def test_report_refuses_an_invalid_result(tmp_path, capsys):

@@ -289,9 +289,29 @@ def test_dynamics_reach_the_projection_and_only_x_is_exact(alternating, eta, mu,
     x_gap, y_gap = duality_gaps(A, run.x[0], run.y[0], value=value)
     assert float(x_gap) < 1e-8
     assert float(y_gap) > 1e-3  # asymmetry guard: the unperturbed player is visibly off
-    # the mirrored instance is the same story for y, and pairing the two is exact
+    # the mirrored instance reaches its own QP point y_μ; for y this game's threshold lies
+    # between 0.03 and 0.1, so at this μ the y half of the pair is biased and pairing is not exact
     mirrored = perturbed_dynamics(A_t, X, Y, eta=eta, mu_x=0.0, mu_y=mu, iterations=iterations,
                                   alternating=alternating)
+    np.testing.assert_allclose(mirrored.y[0].numpy(), _perturbed_equilibrium_x(-A.T, np.full(7, 1 / 7), mu),
+                               atol=1e-8)
+    assert float(nash_conv(A, run.x[0], mirrored.y[0])) > 1e-4
+
+
+def test_pairing_is_exact_below_both_thresholds():
+    """With μ below the y-player's threshold too, (x from the x-perturbed instance, y from the
+    y-perturbed one) is an exact equilibrium of the original game."""
+    A = _degenerate()
+    sigma = np.full(7, 1 / 7)
+    target_y = _projection_onto_equilibria(-A.T, sigma)
+    np.testing.assert_allclose(_perturbed_equilibrium_x(-A.T, sigma, 0.03), target_y, atol=1e-8)
+    assert np.abs(_perturbed_equilibrium_x(-A.T, sigma, 0.1) - target_y).max() > 1e-2
+    A_t = torch.as_tensor(A)[None]
+    X, Y = Treeplex.simplex(7), Treeplex.simplex(7)
+    run = perturbed_dynamics(A_t, X, Y, eta=0.4, mu_x=0.03, mu_y=0.0, iterations=6000, alternating=True)
+    mirrored = perturbed_dynamics(A_t, X, Y, eta=0.4, mu_x=0.0, mu_y=0.03, iterations=6000,
+                                  alternating=True)
+    np.testing.assert_allclose(mirrored.y[0].numpy(), target_y, atol=1e-8)
     assert float(nash_conv(A, run.x[0], mirrored.y[0])) < 1e-8
 
 
