@@ -73,9 +73,9 @@ def nash_conv(A: Tensor, x: Tensor, y: Tensor, X: Treeplex | None = None,
     Returns:
         (...,) NashConv, zero exactly at an equilibrium.
     """
-    A, x, y = _as_tensor(A), _as_tensor(x), _as_tensor(y)
+    x = _as_tensor(x)
+    A, y = _as_tensor(A, device=x.device), _as_tensor(y, device=x.device)
     X, Y = strategy_spaces(A, X, Y)
-    A, x, y = A.to(x.device), x, y.to(x.device)
     # max_{y'} xᵀAy' = −min_{y'} ⟨−Aᵀx, y'⟩
     best_y = -Y.min_linear(-(x.unsqueeze(-2) @ A).squeeze(-2))
     best_x = X.min_linear((A @ y.unsqueeze(-1)).squeeze(-1))
@@ -95,7 +95,8 @@ def duality_gaps(A: Tensor, x: Tensor, y: Tensor, value: float | Tensor | None =
         value: v* = min_x max_y xᵀAy; solved by :func:`solve_lp` when ``None``
             (then A must be a single (n, m) matrix).
     """
-    A, x, y = _as_tensor(A), _as_tensor(x), _as_tensor(y)
+    x = _as_tensor(x)
+    A, y = _as_tensor(A, device=x.device), _as_tensor(y, device=x.device)
     X, Y = strategy_spaces(A, X, Y)
     if value is None:
         if A.dim() != 2:
