@@ -76,3 +76,18 @@ def test_check_fails_on_nan():
     assert check("x", -0.5, "abs<=", 0.5).passed
     with pytest.raises(ValueError, match="op"):
         check("x", 1.0, "=<", 1.0)
+
+
+def test_atomic_write_gives_files_the_usual_permissions(tmp_path):
+    import os
+
+    from icml26.results import atomic_write_text
+
+    umask = os.umask(0o022)
+    try:
+        atomic_write_text(tmp_path / "r.json", "{}")
+    finally:
+        os.umask(umask)
+    assert (tmp_path / "r.json").stat().st_mode & 0o777 == 0o644
+    assert (tmp_path / "r.json").read_text() == "{}"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
