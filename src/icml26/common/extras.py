@@ -20,7 +20,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "games": ("pyspiel",),
     "rl": ("gymnasium", "minatar"),
     "ts": ("statsmodels", "pmdarima"),
-    "sleep": ("mne",),
+    "sleep": ("mne", "edfio"),
 }
 
 
