@@ -1,0 +1,113 @@
+"""ConfSleepNet: conflict-aware evidential fusion for reliable multi-view sleep staging.
+
+*ConfSleepNet: A Conflict-aware Evidential Framework for Reliable Sleep Stage
+Classification* (Tian et al., ICML 2026, arXiv 2605.17021). Each view (EEG, EOG, EMG, an
+all-channel view) gives Dirichlet evidence over its own categories (EOG and EMG: the hybrid
+W / NREM / REM structure), lifted to the five stages; the views' opinions are fused pairwise
+by the conflict-aware rule, most uncertain view first; every view is trained with the EDL loss.
+
+Quick use on your own per-view evidence ``(n_epochs, K)``::
+
+    from icml26.papers.confsleepnet import Opinion, THREE_TO_FIVE, aggregate, lift
+    eeg = Opinion.from_evidence(eeg_evidence)                     # (N, 5)
+    eog = Opinion.from_evidence(lift(eog_evidence, THREE_TO_FIVE))  # (N, 3) -> (N, 5)
+    fused = aggregate([eeg, eog], rule="conflict_aware")
+    stage, flag = fused.prediction(), fused.uncertainty             # (N,), (N,)
+
+See ``README.md`` beside this file for the method, what is the authors' and what is ours,
+and the reproduction.
+"""
+
+from icml26.papers.confsleepnet.baselines import LateFusionNet, fuse_average, fuse_dempster
+from icml26.papers.confsleepnet.data import (
+    CHANNELS,
+    CORRUPTION_MODES,
+    TRANSITIONS,
+    Corruption,
+    PSGData,
+    corrupt_eog,
+    normalize_recordings,
+    sample_hypnogram,
+    synthetic_psg,
+)
+from icml26.papers.confsleepnet.edf import (
+    AASM_STAGE_MAP,
+    SLEEP_EDF_STAGE_MAP,
+    Recording,
+    load_edf_recording,
+)
+from icml26.papers.confsleepnet.fusion import (
+    FUSION_RULES,
+    aggregate,
+    conflict,
+    fuse_conflict_aware,
+    sort_by_uncertainty,
+)
+from icml26.papers.confsleepnet.loss import edl_loss, kl_to_uniform_dirichlet
+from icml26.papers.confsleepnet.metrics import (
+    accuracy,
+    accuracy_coverage_curve,
+    cohen_kappa,
+    confusion_matrix,
+    macro_f1,
+    selective_accuracy,
+)
+from icml26.papers.confsleepnet.model import ConfSleepNet, EpochCNN, EpochEncoder, ViewSpec, default_views
+from icml26.papers.confsleepnet.opinion import (
+    FIVE_TO_THREE,
+    HYBRID_CATEGORIES,
+    STAGES,
+    THREE_TO_FIVE,
+    Opinion,
+    lift,
+    lifting_matrix,
+)
+from icml26.papers.confsleepnet.training import TrainLog, fit_confsleepnet, fit_late_fusion, predict_in_batches
+
+__all__ = [
+    "AASM_STAGE_MAP",
+    "CHANNELS",
+    "CORRUPTION_MODES",
+    "ConfSleepNet",
+    "Corruption",
+    "EpochCNN",
+    "EpochEncoder",
+    "FIVE_TO_THREE",
+    "FUSION_RULES",
+    "HYBRID_CATEGORIES",
+    "LateFusionNet",
+    "Opinion",
+    "PSGData",
+    "Recording",
+    "SLEEP_EDF_STAGE_MAP",
+    "STAGES",
+    "THREE_TO_FIVE",
+    "TRANSITIONS",
+    "TrainLog",
+    "ViewSpec",
+    "accuracy",
+    "accuracy_coverage_curve",
+    "aggregate",
+    "cohen_kappa",
+    "conflict",
+    "confusion_matrix",
+    "corrupt_eog",
+    "default_views",
+    "edl_loss",
+    "fit_confsleepnet",
+    "fit_late_fusion",
+    "fuse_average",
+    "fuse_conflict_aware",
+    "fuse_dempster",
+    "kl_to_uniform_dirichlet",
+    "lift",
+    "lifting_matrix",
+    "load_edf_recording",
+    "macro_f1",
+    "normalize_recordings",
+    "predict_in_batches",
+    "sample_hypnogram",
+    "selective_accuracy",
+    "sort_by_uncertainty",
+    "synthetic_psg",
+]

@@ -1,0 +1,366 @@
+"""Reproduction of ConfSleepNet: reliable multi-view staging when the EOG is misaligned.
+
+Per seed:
+
+1. draw synthetic nights (EEG, EOG, EMG, hypnograms) for training and held-out subjects;
+2. train, once, five evidential view networks with the EDL loss: EEG (5 stages), EOG
+   (hybrid W/NREM/REM), EMG (hybrid), fused all-channel (5 stages), and a five-class EOG
+   head for the ablation; and a late-fusion concatenation network with softmax;
+3. for each corrupted fraction pi, corrupt the held-out nights' EOG (shift by 1–3 epochs,
+   electrode pops, another stage's EOG) and fuse the same evidence with every rule:
+   conflict-aware (views sorted by uncertainty), Dempster/TMC, the RCML average, and the
+   conflict-aware rule with the five-class EOG head;
+4. score accuracy, macro-F1, Cohen's kappa, AUROC of the fused uncertainty for telling
+   corrupted epochs from clean ones, and accuracy at 80 % coverage ranked by uncertainty.
+
+Metrics are means over seeds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from typing import Any
+
+import numpy as np
+import torch
+
+from icml26.common.metrics import binary_auc
+from icml26.results import Outcome, check
+from icml26.runner import RunContext
+from icml26.papers.confsleepnet.baselines import LateFusionNet
+from icml26.papers.confsleepnet.data import (
+    CORRUPTION_MODES,
+    Corruption,
+    corrupt_eog,
+    normalize_recordings,
+    synthetic_psg,
+)
+from icml26.papers.confsleepnet.model import ConfSleepNet, EpochEncoder, ViewSpec, default_views
+from icml26.papers.confsleepnet.metrics import accuracy, accuracy_coverage_curve, cohen_kappa, macro_f1
+from icml26.papers.confsleepnet.opinion import FIVE_TO_THREE, STAGES
+from icml26.papers.confsleepnet.training import fit_confsleepnet, fit_late_fusion, predict_in_batches
+
+log = logging.getLogger(__name__)
+
+VIEWS = ("eeg", "eog", "emg", "fused")
+ABLATION_VIEWS = ("eeg", "eog5", "emg", "fused")
+#: arm -> (views, rule, order); the method first.
+FUSION_ARMS: dict[str, tuple[tuple[str, ...], str, str]] = {
+    "conflict_aware": (VIEWS, "conflict_aware", "uncertainty"),
+    "dempster_tmc": (VIEWS, "dempster", "given"),
+    "rcml_average": (VIEWS, "average", "given"),
+    "conflict_aware_unsorted": (VIEWS, "conflict_aware", "given"),
+    "conflict_aware_eog5": (ABLATION_VIEWS, "conflict_aware", "uncertainty"),
+}
+COVERAGES = tuple(round(0.1 + 0.05 * i, 2) for i in range(19))
+
+
+@dataclasses.dataclass
+class Config:
+    """ConfSleepNet reproduction settings. Defaults: the brief's synthetic-PSG plan (§4) with the
+    authors' training schedule (``train.py``); the authors' backbone is replaced by a small CNN."""
+
+    n_train_subjects: int = 32
+    """Training nights, one per subject (brief §4: 40 subjects, 8 held out)."""
+    n_test_subjects: int = 8
+    """Held-out nights the rules are scored on."""
+    epochs_per_subject: int = 300
+    """30-s epochs per night (brief §4)."""
+    sampling_rate: float = 100.0
+    """Hz (Sleep-EDF's 100 Hz)."""
+    subject_variability: float = 1.0
+    """Spread of per-subject gains, frequency scale and background (0: identical subjects)."""
+    corruption_fractions: tuple[float, ...] = (0.0, 0.2, 0.4)
+    """Fractions pi of held-out epochs whose EOG is corrupted (issue 12)."""
+    corruption_modes: tuple[str, ...] = CORRUPTION_MODES
+    """EOG corruptions, drawn with equal probability: shift (1-3 epochs), pop, swap."""
+    seeds: int = 3
+    """Independent repetitions (data, initialisation, corruption); metrics are their means."""
+    width: int = 32
+    """Channels of the per-view CNN's first layer (about 40k parameters per view at 32)."""
+    dropout: float = 0.2
+    """Dropout before each head."""
+    train_epochs: int = 40
+    """Training epochs (authors: 40)."""
+    batch_size: int = 320
+    """30-s epochs per mini-batch (authors: 16 sequences x 20 epochs)."""
+    lr: float = 1e-3
+    """AdamW learning rate (authors: 1e-3)."""
+    weight_decay: float = 1e-2
+    """AdamW weight decay (torch's default; the authors keep it)."""
+    annealing_epochs: int = 10
+    """Epochs until the EDL loss's KL weight reaches 1 (Sensoy et al.: 10)."""
+    coverage: float = 0.8
+    """Coverage of the selective-accuracy score (issue 12: 80 %)."""
+    threads: int = 0
+    """torch intra-op threads for the run (0: the runner's setting)."""
+
+    def __post_init__(self) -> None:
+        for name in ("n_train_subjects", "n_test_subjects", "epochs_per_subject", "seeds", "width",
+                     "train_epochs", "batch_size", "annealing_epochs"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
+        if self.sampling_rate < 40:
+            raise ValueError(f"sampling_rate={self.sampling_rate} must be >= 40 Hz (spindles are 12-15 Hz)")
+        if not self.corruption_fractions or any(not 0 <= f <= 1 for f in self.corruption_fractions):
+            raise ValueError(f"corruption_fractions={self.corruption_fractions!r} must be values in [0, 1]")
+        if 0.0 not in self.corruption_fractions or max(self.corruption_fractions) <= 0:
+            raise ValueError("corruption_fractions must include 0 (clean) and at least one fraction > 0")
+        if not self.corruption_modes or any(m not in CORRUPTION_MODES for m in self.corruption_modes):
+            raise ValueError(f"corruption_modes={self.corruption_modes!r}: choose from {', '.join(CORRUPTION_MODES)}")
+        if not 0 < self.coverage <= 1:
+            raise ValueError(f"coverage={self.coverage} must be in (0, 1]")
+        if self.lr <= 0 or self.weight_decay < 0 or not 0 <= self.dropout < 1 or self.threads < 0:
+            raise ValueError("need lr > 0, weight_decay >= 0, 0 <= dropout < 1 and threads >= 0")
+
+    @classmethod
+    def quick(cls) -> "Config":
+        """The CPU reproduction: 12 + 4 subjects, 50 Hz, width 16, 8 epochs (a few minutes on 2 cores)."""
+        return cls(n_train_subjects=12, n_test_subjects=4, epochs_per_subject=200, sampling_rate=50.0,
+                   width=16, train_epochs=8, batch_size=64, lr=3e-3, annealing_epochs=4)
+
+    @classmethod
+    def tiny(cls) -> "Config":
+        """The contract-suite setting (seconds)."""
+        return cls(n_train_subjects=3, n_test_subjects=2, epochs_per_subject=60, sampling_rate=50.0,
+                   corruption_fractions=(0.0, 0.4), seeds=1, width=4, train_epochs=1, batch_size=64,
+                   lr=3e-3, annealing_epochs=1)
+
+
+def _score(stages: np.ndarray, pred: np.ndarray, uncertainty: np.ndarray, corruption: Corruption | None,
+           coverage: float) -> dict[str, float]:
+    correct = pred == stages
+    out = {"acc": accuracy(stages, pred), "mf1": macro_f1(stages, pred), "kappa": cohen_kappa(stages, pred),
+           "selacc": accuracy_coverage_curve(correct, uncertainty, [coverage])[0]}
+    if corruption is not None and corruption.mask.any() and (~corruption.mask).any():
+        mask = corruption.mask.ravel()
+        conflicting = corruption.conflicting(stages.reshape(corruption.mask.shape)).ravel()
+        out["auroc"] = binary_auc(uncertainty[mask], uncertainty[~mask])
+        if conflicting.any():
+            out["auroc_conflicting"] = binary_auc(uncertainty[conflicting], uncertainty[~mask])
+    return out
+
+
+def _build_models(config: Config, seed: int) -> tuple[ConfSleepNet, LateFusionNet]:
+    torch.manual_seed(seed)
+    views = default_views() + (ViewSpec.five_class("eog5", (1,)),)
+    model = ConfSleepNet(views, sampling_rate=config.sampling_rate, width=config.width, dropout=config.dropout)
+    encoders = [EpochEncoder(1, config.sampling_rate, config.width, config.dropout) for _ in range(3)]
+    late = LateFusionNet(encoders, [(0,), (1,), (2,)], num_classes=len(STAGES))
+    return model, late
+
+
+def run(config: Config, ctx: RunContext) -> Outcome:
+    previous_threads = torch.get_num_threads()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    try:
+        return _run(config, ctx)
+    finally:
+        torch.set_num_threads(previous_threads)
+
+
+def _run(config: Config, ctx: RunContext) -> Outcome:
+    fractions = sorted(config.corruption_fractions)
+    per_seed: list[dict[str, dict[str, float]]] = []
+    curves_acc: dict[float, dict[str, list[list[float]]]] = {f: {} for f in fractions}
+    example: dict[str, Any] = {}
+    train_seconds = []
+    n_sub = config.n_train_subjects + config.n_test_subjects
+    for seed_index in ctx.progress(range(config.seeds), desc="seeds"):
+        data = synthetic_psg(n_sub, config.epochs_per_subject, rng=ctx.rng(seed_index),
+                             sampling_rate=config.sampling_rate, subject_variability=config.subject_variability)
+        train, test = data.subset(slice(0, config.n_train_subjects)), data.subset(slice(config.n_train_subjects, None))
+        x_train = normalize_recordings(train.signals).reshape(-1, *train.signals.shape[2:])
+        y_train = train.stages.reshape(-1)
+        model, late = _build_models(config, ctx.seed * 1000 + seed_index)
+        fit_kwargs = dict(epochs=config.train_epochs, batch_size=config.batch_size, lr=config.lr,
+                          weight_decay=config.weight_decay, device=ctx.device, show_progress=False)
+        views_log = fit_confsleepnet(model, x_train, y_train, annealing_epochs=config.annealing_epochs,
+                                     generator=ctx.torch_generator(1000 + seed_index), **fit_kwargs)
+        late_log = fit_late_fusion(late, x_train, y_train, generator=ctx.torch_generator(2000 + seed_index),
+                                   **fit_kwargs)
+        train_seconds.append((views_log.seconds, late_log.seconds))
+
+        scores: dict[str, dict[str, float]] = {}
+        y_test = test.stages.reshape(-1)
+        for k, fraction in enumerate(fractions):
+            if fraction > 0:
+                corrupted, corruption = corrupt_eog(test, fraction, ctx.rng(10_000 + 100 * seed_index + k),
+                                                    modes=config.corruption_modes)
+            else:
+                corrupted, corruption = test, None
+            x_test = normalize_recordings(corrupted.signals).reshape(-1, *test.signals.shape[2:])
+            with torch.no_grad():
+                evidence = predict_in_batches(model.evidence, x_test, device=ctx.device)
+                opinions = model.opinions(evidence=evidence)
+                late_pred, late_u = predict_in_batches(late.predict, x_test, device=ctx.device)
+            results: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+            for arm, (views, rule, order) in FUSION_ARMS.items():
+                fused = model.fuse(opinions, views=views, rule=rule, order=order)
+                results[arm] = (fused.prediction().cpu().numpy(), fused.uncertainty.cpu().numpy())
+            results["late_concat_softmax"] = (late_pred.cpu().numpy(), late_u.cpu().numpy())
+            tag = f"{fraction:g}"
+            for arm, (pred, u) in results.items():
+                for name, value in _score(y_test, pred, u, corruption, config.coverage).items():
+                    scores.setdefault(arm, {})[f"{name}_{tag}"] = value
+                curves_acc[fraction].setdefault(arm, []).append(
+                    accuracy_coverage_curve(pred == y_test, u, COVERAGES))
+            for name in VIEWS + ("eog5",):
+                view = next(v for v in model.views if v.name == name)
+                own = np.asarray(view.label_map)[y_test]
+                ev = evidence[name].cpu().numpy()
+                scores.setdefault(f"view_{name}", {})[f"own_acc_{tag}"] = accuracy(own, ev.argmax(1))
+                scores[f"view_{name}"][f"median_S_{tag}"] = float(np.median(ev.sum(1) + ev.shape[1]))
+            if seed_index == 0 and fraction == max(fractions):
+                night = slice(0, config.epochs_per_subject)
+                example = {"truth": y_test[night].tolist(),
+                           "corrupted": corruption.mask[0].astype(int).tolist(),
+                           **{f"{arm}_pred": results[arm][0][night].tolist() for arm in
+                              ("conflict_aware", "dempster_tmc")},
+                           **{f"{arm}_u": results[arm][1][night].tolist() for arm in
+                              ("conflict_aware", "dempster_tmc", "rcml_average")}}
+        per_seed.append(scores)
+        log.info("seed %d: CA acc %s", seed_index,
+                 {f: round(scores["conflict_aware"][f"acc_{f:g}"], 3) for f in fractions})
+
+    metrics = {arm: {m: float(np.mean([s[arm][m] for s in per_seed])) for m in per_seed[0][arm]}
+               for arm in per_seed[0]}
+    ctx.provenance["train_seconds_per_seed"] = {
+        "views": [round(a, 2) for a, _ in train_seconds], "late_fusion": [round(b, 2) for _, b in train_seconds]}
+    return Outcome(metrics=metrics, checks=_checks(metrics, fractions, config),
+                   curves=_curves(metrics, per_seed, curves_acc, example, fractions, config),
+                   notes=_notes(metrics, fractions, config))
+
+
+def _checks(metrics: dict[str, dict[str, float]], fractions: list[float], config: Config) -> list:
+    ca, ds, rcml = metrics["conflict_aware"], metrics["dempster_tmc"], metrics["rcml_average"]
+    hi = f"{max(fractions):g}"
+    mf1 = lambda arm: float(np.mean([metrics[arm][f"mf1_{f:g}"] for f in fractions]))  # noqa: E731
+    return [
+        check("clean accuracy: CA - Dempster (>= -1 point)", ca["acc_0"] - ds["acc_0"], ">=", -0.01),
+        check(f"accuracy at pi={hi}: CA - Dempster (>= -1 point)", ca[f"acc_{hi}"] - ds[f"acc_{hi}"], ">=", -0.01),
+        check(f"accuracy at pi={hi}: CA - RCML (>= +5 points)", ca[f"acc_{hi}"] - rcml[f"acc_{hi}"], ">=", 0.05),
+        check(f"AUROC(fused u -> corrupted epoch) at pi={hi}: CA", ca[f"auroc_{hi}"], ">=", 0.85),
+        check(f"AUROC at pi={hi}: CA - Dempster", ca[f"auroc_{hi}"] - ds[f"auroc_{hi}"], ">=", 0.03),
+        check(f"accuracy at {config.coverage:.0%} coverage, pi={hi}: CA - Dempster",
+              ca[f"selacc_{hi}"] - ds[f"selacc_{hi}"], ">=", 0.0),
+        check("fused macro-F1 (mean over pi): hybrid EOG - five-class EOG",
+              mf1("conflict_aware") - mf1("conflict_aware_eog5"), ">=", 0.0),
+    ]
+
+
+def _curves(metrics, per_seed, curves_acc, example, fractions, config) -> dict[str, Any]:
+    arms = list(FUSION_ARMS) + ["late_concat_softmax"]
+    curves: dict[str, Any] = {}
+    for f in fractions:
+        curves[f"coverage_pi{f:g}"] = {
+            "x": list(COVERAGES),
+            "series": {arm: np.mean(curves_acc[f][arm], axis=0).tolist() for arm in arms},
+            "xlabel": "coverage (share of epochs kept, least uncertain first)", "ylabel": "accuracy",
+            "title": f"accuracy vs coverage, {f:.0%} of epochs with corrupted EOG"}
+    for name in ("acc", "mf1", "kappa"):
+        curves[f"{name}_vs_pi"] = {
+            "x": list(fractions), "series": {arm: [metrics[arm][f"{name}_{f:g}"] for f in fractions] for arm in arms},
+            "xlabel": "corrupted fraction pi", "ylabel": name, "title": f"{name} under EOG corruption"}
+    corrupted = [f for f in fractions if f > 0]
+    curves["auroc_vs_pi"] = {
+        "x": corrupted, "series": {arm: [metrics[arm][f"auroc_{f:g}"] for f in corrupted] for arm in arms},
+        "xlabel": "corrupted fraction pi", "ylabel": "AUROC (fused uncertainty -> corrupted epoch)",
+        "title": "detecting corrupted epochs by uncertainty"}
+    hi = f"{max(fractions):g}"
+    curves["per_seed"] = {
+        "x": list(range(len(per_seed))),
+        "series": {f"{arm} {m}": [s[arm][m] for s in per_seed] for arm in arms
+                   for m in (f"acc_{hi}", f"auroc_{hi}")},
+        "xlabel": "seed", "ylabel": "value", "title": "per-seed spread"}
+    if example:
+        n = len(example["truth"])
+        curves["example_night"] = {"x": list(range(n)), "series": example, "xlabel": "30-s epoch",
+                                   "ylabel": "stage / uncertainty",
+                                   "title": f"one held-out night, {max(fractions):.0%} corrupted EOG (seed 0)"}
+    return curves
+
+
+def _notes(metrics, fractions, config) -> list[str]:
+    ca, ds, rcml = metrics["conflict_aware"], metrics["dempster_tmc"], metrics["rcml_average"]
+    notes = []
+    for f in fractions:
+        t = f"{f:g}"
+        line = (f"pi={t}: accuracy CA {ca[f'acc_{t}']:.3f} / Dempster {ds[f'acc_{t}']:.3f} / RCML "
+                f"{rcml[f'acc_{t}']:.3f} / late concat {metrics['late_concat_softmax'][f'acc_{t}']:.3f}")
+        if f > 0:
+            line += (f"; AUROC(u -> corrupted) CA {ca[f'auroc_{t}']:.3f} / Dempster {ds[f'auroc_{t}']:.3f} / "
+                     f"RCML {rcml[f'auroc_{t}']:.3f}; on conflicting corruptions only (pops, and shifts/swaps "
+                     f"that bring in another stage) CA {ca.get(f'auroc_conflicting_{t}', math.nan):.3f} / "
+                     f"Dempster {ds.get(f'auroc_conflicting_{t}', math.nan):.3f}")
+        notes.append(line + ".")
+    notes.append("Median Dirichlet strength S per view (clean): " + ", ".join(
+        f"{v} {metrics[f'view_{v}']['median_S_0']:.1f}" for v in VIEWS + ("eog5",))
+        + f" (K + evidence; peaked evidence is the regime where CA's uncertainty separates conflicts).")
+    return notes
+
+
+def plot(data: dict[str, Any]) -> dict[str, Any]:
+    """Figures from the result JSON: coverage curves, metrics vs pi, and one night."""
+    import matplotlib
+
+    matplotlib.use("Agg", force=False)
+    import matplotlib.pyplot as plt
+
+    curves = data["curves"]
+    figures: dict[str, Any] = {}
+    styles = {"conflict_aware": dict(color="tab:red", lw=2.2), "dempster_tmc": dict(color="tab:blue"),
+              "rcml_average": dict(color="tab:green"), "conflict_aware_unsorted": dict(color="tab:red", ls=":"),
+              "conflict_aware_eog5": dict(color="tab:orange", ls="--"),
+              "late_concat_softmax": dict(color="tab:gray", ls="-.")}
+
+    cov = sorted((k for k in curves if k.startswith("coverage_pi")), key=lambda k: float(k[len("coverage_pi"):]))
+    fig, axes = plt.subplots(1, len(cov), figsize=(5.2 * len(cov), 4.2), layout="constrained", squeeze=False)
+    for ax, name in zip(axes[0], cov):
+        c = curves[name]
+        for arm, ys in c["series"].items():
+            ax.plot(c["x"], ys, label=arm, **styles.get(arm, {}))
+        ax.axvline(data["config"]["coverage"], color="k", lw=0.8, ls=":")
+        ax.set_xlabel("coverage (least uncertain first)"); ax.set_title(c["title"], fontsize=9)  # noqa: E702
+        ax.grid(True, alpha=0.3)
+    axes[0][0].set_ylabel("accuracy")
+    axes[0][-1].legend(fontsize="small")
+    figures["accuracy_vs_coverage.png"] = fig
+
+    panels = [k for k in ("acc_vs_pi", "mf1_vs_pi", "kappa_vs_pi", "auroc_vs_pi") if k in curves]
+    fig, axes = plt.subplots(1, len(panels), figsize=(4.3 * len(panels), 3.8), layout="constrained", squeeze=False)
+    for ax, name in zip(axes[0], panels):
+        c = curves[name]
+        for arm, ys in c["series"].items():
+            ax.plot(c["x"], ys, marker="o", label=arm, **styles.get(arm, {}))
+        ax.set_xlabel(c["xlabel"]); ax.set_ylabel(c["ylabel"], fontsize=8)  # noqa: E702
+        ax.set_title(c["title"], fontsize=9); ax.grid(True, alpha=0.3)  # noqa: E702
+    axes[0][0].legend(fontsize="x-small")
+    figures["metrics_vs_corruption.png"] = fig
+
+    if "example_night" in curves:
+        ex = curves["example_night"]["series"]
+        x = np.asarray(curves["example_night"]["x"])
+        fig, (ax_h, ax_u) = plt.subplots(2, 1, figsize=(11, 5), sharex=True, layout="constrained",
+                                         gridspec_kw={"height_ratios": [1.2, 1]})
+        corrupted = np.asarray(ex["corrupted"], dtype=bool)
+        for ax in (ax_h, ax_u):
+            for i in np.flatnonzero(corrupted):
+                ax.axvspan(i - 0.5, i + 0.5, color="gold", alpha=0.35, lw=0)
+        order = [0, 4, 1, 2, 3]  # draw W, REM, N1, N2, N3 top to bottom
+        level = {s: -order.index(s) for s in range(5)}
+        ax_h.step(x, [level[s] for s in ex["truth"]], where="mid", color="k", lw=1.4, label="truth")
+        ax_h.step(x, [level[s] for s in ex["conflict_aware_pred"]], where="mid", color="tab:red", lw=0.9,
+                  alpha=0.8, label="conflict-aware")
+        ax_h.set_yticks([level[s] for s in range(5)], [STAGES[s] for s in range(5)])
+        ax_h.legend(fontsize="small", loc="upper right", ncol=2)
+        ax_h.set_title(curves["example_night"]["title"] + "; shaded: corrupted EOG", fontsize=10)
+        for arm in ("conflict_aware", "dempster_tmc", "rcml_average"):
+            ax_u.semilogy(x, ex[f"{arm}_u"], lw=1, label=arm, **{k: v for k, v in styles[arm].items() if k != "lw"})
+        ax_u.set_ylabel("fused uncertainty u"); ax_u.set_xlabel("30-s epoch")  # noqa: E702
+        ax_u.legend(fontsize="small", loc="upper right", ncol=3)
+        figures["example_night.png"] = fig
+    return figures

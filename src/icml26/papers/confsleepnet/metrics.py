@@ -1,0 +1,91 @@
+"""Sleep-staging metrics: accuracy, macro-F1, Cohen's kappa, and uncertainty-ranked selection.
+
+* macro-F1: the mean over classes of ``F1_c = 2 TP_c / (2 TP_c + FP_c + FN_c)``, over the
+  classes present in the truth or the predictions (scikit-learn's default);
+* Cohen's kappa: ``(p_o - p_e) / (1 - p_e)`` with observed agreement ``p_o`` and chance
+  agreement ``p_e = sum_c (row_c / n)(col_c / n)`` of the confusion matrix;
+* selective accuracy at coverage ``c``: accuracy on the ``ceil(c n)`` epochs with the
+  lowest uncertainty (ties keep the input order).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import numpy as np
+
+__all__ = ["accuracy", "accuracy_coverage_curve", "cohen_kappa", "confusion_matrix", "macro_f1",
+           "selective_accuracy"]
+
+
+def _labels(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
+    t = np.asarray(y_true).ravel().astype(np.int64)
+    p = np.asarray(y_pred).ravel().astype(np.int64)
+    if t.shape != p.shape or t.size == 0:
+        raise ValueError(f"y_true and y_pred must be non-empty and of equal length, got {t.size} and {p.size}")
+    if min(t.min(), p.min()) < 0:
+        raise ValueError("labels must be >= 0")
+    return t, p
+
+
+def confusion_matrix(y_true, y_pred, num_classes: int | None = None) -> np.ndarray:
+    """``M[i, j]`` = number of epochs of true class ``i`` predicted as ``j``, ``(K, K)``."""
+    t, p = _labels(y_true, y_pred)
+    k = int(max(t.max(), p.max()) + 1) if num_classes is None else num_classes
+    return np.bincount(t * k + p, minlength=k * k).reshape(k, k)
+
+
+def accuracy(y_true, y_pred) -> float:
+    """Share of epochs predicted right."""
+    t, p = _labels(y_true, y_pred)
+    return float((t == p).mean())
+
+
+def macro_f1(y_true, y_pred) -> float:
+    """Unweighted mean of per-class F1 over the classes present in ``y_true`` or ``y_pred``."""
+    m = confusion_matrix(y_true, y_pred)
+    tp = np.diag(m).astype(np.float64)
+    fp, fn = m.sum(0) - tp, m.sum(1) - tp
+    present = (m.sum(0) + m.sum(1)) > 0
+    # F1_c = 2 TP / (2 TP + FP + FN)
+    return float((2 * tp[present] / (2 * tp[present] + fp[present] + fn[present])).mean())
+
+
+def cohen_kappa(y_true, y_pred) -> float:
+    """Cohen's kappa of predictions against the truth."""
+    m = confusion_matrix(y_true, y_pred).astype(np.float64)
+    n = m.sum()
+    p_o = np.trace(m) / n
+    # p_e = sum_c (row_c / n)(col_c / n)
+    p_e = float((m.sum(1) / n) @ (m.sum(0) / n))
+    # kappa = (p_o - p_e) / (1 - p_e)
+    return float((p_o - p_e) / (1 - p_e)) if p_e < 1 else 1.0
+
+
+def selective_accuracy(correct, uncertainty, coverage: float) -> float:
+    """Accuracy on the ``ceil(coverage * n)`` least uncertain epochs.
+
+    Args:
+        correct: ``(n,)`` bool, whether each epoch was staged right.
+        uncertainty: ``(n,)`` the score to rank by (lower = kept first).
+        coverage: share kept, in ``(0, 1]``.
+    """
+    return accuracy_coverage_curve(correct, uncertainty, [coverage])[0]
+
+
+def accuracy_coverage_curve(correct, uncertainty, coverages: Sequence[float]) -> list[float]:
+    """:func:`selective_accuracy` at each coverage."""
+    ok = np.asarray(correct, dtype=np.float64).ravel()
+    u = np.asarray(uncertainty, dtype=np.float64).ravel()
+    if ok.shape != u.shape or ok.size == 0:
+        raise ValueError("correct and uncertainty must be non-empty and of equal length")
+    ranked = ok[np.argsort(u, kind="stable")]
+    cumulative = np.cumsum(ranked)
+    out = []
+    for c in coverages:
+        if not 0 < c <= 1:
+            raise ValueError(f"coverage={c} must be in (0, 1]")
+        keep = max(1, math.ceil(c * ok.size - 1e-9))
+        out.append(float(cumulative[keep - 1] / keep))
+    return out

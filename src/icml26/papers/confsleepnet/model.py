@@ -1,0 +1,179 @@
+"""ConfSleepNet: per-view evidential networks fused by the conflict-aware rule.
+
+1. Each view (a channel group with its own category structure: EEG over the five stages,
+   EOG and EMG over W / NREM / REM, a fused all-channel view over the five stages) has its
+   own network mapping a 30-s epoch to evidence ``e = softplus(logits) >= 0``.
+2. Coarse views' evidence is lifted to the five stages (``e_5 = e_3 @ D``).
+3. Each view's evidence becomes an :class:`~icml26.papers.confsleepnet.opinion.Opinion`;
+   the opinions are fused per epoch by
+   :func:`~icml26.papers.confsleepnet.fusion.aggregate` (conflict-aware rule, views sorted
+   by uncertainty).
+
+Every view is trained on its own labels with the EDL loss (see :mod:`.training`).
+
+The per-view network here is a small CNN (:class:`EpochCNN`) sized for CPUs. The
+authors' backbone (two CNN branches with non-local blocks, BiLSTMs over 20-epoch
+sequences, cross-attention and a 2000-d BiLSTM) is a GPU-scale choice: pass any
+``backbone(in_channels, num_classes) -> nn.Module`` that returns non-negative evidence.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Literal, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from icml26.papers.confsleepnet.fusion import FusionRule, aggregate
+from icml26.papers.confsleepnet.opinion import FIVE_TO_THREE, STAGES, Opinion, lift, lifting_matrix
+
+__all__ = ["ConfSleepNet", "EpochCNN", "EpochEncoder", "ViewSpec", "default_views"]
+
+
+@dataclasses.dataclass(frozen=True)
+class ViewSpec:
+    """One view: which channels it reads and which categories it separates.
+
+    ``label_map[s]`` is the view's category for stage ``s`` (``(0, 1, 2, 3, 4)``: all five
+    stages; :data:`~icml26.papers.confsleepnet.opinion.FIVE_TO_THREE`: the hybrid W/NREM/REM
+    structure). Coarse evidence is lifted with ``lifting_matrix(label_map)``.
+    """
+
+    name: str
+    channels: tuple[int, ...]
+    label_map: tuple[int, ...] = (0, 1, 2, 3, 4)
+
+    def __post_init__(self) -> None:
+        if not self.channels or min(self.channels) < 0:
+            raise ValueError(f"view {self.name!r}: channels={self.channels!r} must list channel indices >= 0")
+        lifting_matrix(self.label_map)  # validates
+
+    @property
+    def num_categories(self) -> int:
+        """K of this view's head."""
+        return max(self.label_map) + 1
+
+    @classmethod
+    def five_class(cls, name: str, channels: Sequence[int]) -> "ViewSpec":
+        """A view over the five stages W, N1, N2, N3, REM."""
+        return cls(name, tuple(channels), tuple(range(len(STAGES))))
+
+    @classmethod
+    def hybrid(cls, name: str, channels: Sequence[int]) -> "ViewSpec":
+        """A view over W, NREM, REM (the paper's hybrid category structure)."""
+        return cls(name, tuple(channels), FIVE_TO_THREE)
+
+
+def default_views(eeg: int = 0, eog: int = 1, emg: int = 2, *, eog_five_class: bool = False) -> tuple[ViewSpec, ...]:
+    """The four views of the reproduction: EEG (5), EOG (hybrid 3), EMG (hybrid 3), fused (5).
+
+    ``eog_five_class=True`` gives the ablation with a five-class EOG head.
+    """
+    eog_view = ViewSpec.five_class("eog", (eog,)) if eog_five_class else ViewSpec.hybrid("eog", (eog,))
+    return (ViewSpec.five_class("eeg", (eeg,)), eog_view, ViewSpec.hybrid("emg", (emg,)),
+            ViewSpec.five_class("fused", (eeg, eog, emg)))
+
+
+class EpochEncoder(nn.Module):
+    """A small 1-D CNN: ``(N, C, T)`` 30-s epochs to ``(N, out_features)`` features.
+
+    Conv(kernel 0.25 s, stride 80 ms) -> BN -> ReLU -> MaxPool 4 -> Conv 7 -> BN -> ReLU
+    -> MaxPool 4 -> Conv 5 -> BN -> ReLU -> global mean and max pooling.
+    """
+
+    def __init__(self, in_channels: int, sampling_rate: float = 100.0, width: int = 16,
+                 dropout: float = 0.2) -> None:
+        super().__init__()
+        if in_channels < 1 or width < 1:
+            raise ValueError(f"in_channels={in_channels} and width={width} must be >= 1")
+        kernel = max(3, int(round(sampling_rate / 4)))
+        stride = max(1, int(round(sampling_rate / 12.5)))
+        self.body = nn.Sequential(
+            nn.Conv1d(in_channels, width, kernel, stride=stride, bias=False),
+            nn.BatchNorm1d(width), nn.ReLU(), nn.MaxPool1d(4),
+            nn.Conv1d(width, 2 * width, 7, padding=3, bias=False),
+            nn.BatchNorm1d(2 * width), nn.ReLU(), nn.MaxPool1d(4),
+            nn.Conv1d(2 * width, 2 * width, 5, padding=2, bias=False),
+            nn.BatchNorm1d(2 * width), nn.ReLU(),
+        )
+        self.dropout = nn.Dropout(dropout)
+        self.out_features = 4 * width
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = self.body(x)
+        return self.dropout(torch.cat([h.mean(-1), h.amax(-1)], dim=-1))
+
+
+class EpochCNN(nn.Module):
+    """Evidential per-view network: :class:`EpochEncoder` -> Linear -> softplus.
+
+    ``forward(x: (N, C, T)) -> (N, num_classes)`` non-negative evidence.
+    """
+
+    def __init__(self, in_channels: int, num_classes: int, sampling_rate: float = 100.0, width: int = 16,
+                 dropout: float = 0.2) -> None:
+        super().__init__()
+        self.encoder = EpochEncoder(in_channels, sampling_rate, width, dropout)
+        self.head = nn.Linear(self.encoder.out_features, num_classes)
+
+    def forward(self, x: Tensor) -> Tensor:
+        # e = softplus(logits)
+        return F.softplus(self.head(self.encoder(x)))
+
+
+class ConfSleepNet(nn.Module):
+    """Per-view evidential networks and their conflict-aware fusion.
+
+    Args:
+        views: the views (default :func:`default_views`); names must be unique.
+        sampling_rate: Hz of the input epochs (sets the CNN's first kernel).
+        width: channels of :class:`EpochCNN`'s first layer.
+        backbone: ``backbone(in_channels, num_classes) -> nn.Module`` returning ``(N, K)``
+            non-negative evidence; overrides the small CNN.
+        rule: default pairwise rule of :meth:`forward` (see :func:`aggregate`).
+        order: default fold order of :meth:`forward`.
+    """
+
+    def __init__(self, views: Sequence[ViewSpec] | None = None, *, sampling_rate: float = 100.0, width: int = 16,
+                 dropout: float = 0.2, backbone: Callable[[int, int], nn.Module] | None = None,
+                 rule: str | FusionRule = "conflict_aware",
+                 order: Literal["uncertainty", "given"] = "uncertainty") -> None:
+        super().__init__()
+        self.views = tuple(views) if views is not None else default_views()
+        names = [v.name for v in self.views]
+        if not names or len(set(names)) != len(names):
+            raise ValueError(f"views must be non-empty with unique names, got {names}")
+        self.num_stages = len(self.views[0].label_map)
+        if any(len(v.label_map) != self.num_stages for v in self.views):
+            raise ValueError("every view's label_map must cover the same stages")
+        make = backbone or (lambda c, k: EpochCNN(c, k, sampling_rate, width, dropout))
+        self.nets = nn.ModuleDict({v.name: make(len(v.channels), v.num_categories) for v in self.views})
+        for v in self.views:
+            self.register_buffer(f"lift_{v.name}", lifting_matrix(v.label_map), persistent=False)
+        self.rule, self.order = rule, order
+
+    def evidence(self, x: Tensor) -> dict[str, Tensor]:
+        """Each view's own evidence ``(N, K_view)`` for signals ``x: (N, C, T)``."""
+        return {v.name: self.nets[v.name](x[:, list(v.channels)]) for v in self.views}
+
+    def opinions(self, x: Tensor | None = None, *, evidence: dict[str, Tensor] | None = None) -> dict[str, Opinion]:
+        """Each view's opinion over the stages (coarse views lifted), from ``x`` or given evidence."""
+        if evidence is None:
+            if x is None:
+                raise ValueError("give signals x or per-view evidence")
+            evidence = self.evidence(x)
+        return {v.name: Opinion.from_evidence(lift(evidence[v.name], getattr(self, f"lift_{v.name}")))
+                for v in self.views}
+
+    def fuse(self, opinions: dict[str, Opinion], *, views: Sequence[str] | None = None,
+             rule: str | FusionRule | None = None, order: Literal["uncertainty", "given"] | None = None) -> Opinion:
+        """Fuse the opinions of ``views`` (default all, in the model's order)."""
+        names = list(views) if views is not None else [v.name for v in self.views]
+        return aggregate([opinions[n] for n in names], rule=rule or self.rule, order=order or self.order)
+
+    def forward(self, x: Tensor, *, rule: str | FusionRule | None = None,
+                order: Literal["uncertainty", "given"] | None = None) -> Opinion:
+        """The fused opinion ``(N, 5)`` of signals ``x: (N, C, T)``."""
+        return self.fuse(self.opinions(x), rule=rule, order=order)
