@@ -328,6 +328,7 @@ for _spec in (
             "misalignment and flags corrupted epochs by their uncertainty better than "
             "Dempster's rule and the RCML average rule."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="curvature",
