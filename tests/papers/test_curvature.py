@@ -279,6 +279,47 @@ def test_perturb_and_measure_alpha_zero_is_exact_and_aligned_straightens(small_m
         perturb_and_measure(small_model, ids, 2, 1.0, "sideways")
 
 
+def _other_hf_model(arch: str):
+    """A randomly initialised Hugging Face causal LM of another family, built from its config (no download)."""
+    import transformers
+
+    common = dict(vocab_size=SMALL.vocab_size, hidden_size=32, num_hidden_layers=3, num_attention_heads=2,
+                  max_position_embeddings=64)
+    if arch == "gpt_neox":  # Pythia, one of the paper's model families
+        config, cls = transformers.GPTNeoXConfig(intermediate_size=64, **common), transformers.GPTNeoXForCausalLM
+    elif arch == "qwen2":  # grouped-query attention, untied head
+        config, cls = (transformers.Qwen2Config(intermediate_size=64, num_key_value_heads=1, **common),
+                       transformers.Qwen2ForCausalLM)
+    else:  # OPT: blocks under model.decoder.layers, learned positions with an offset
+        config, cls = (transformers.OPTConfig(ffn_dim=64, word_embed_proj_dim=32, **common), transformers.OPTForCausalLM)
+    torch.manual_seed(29)
+    return cls(config).eval()
+
+
+@pytest.mark.parametrize("arch", ["gpt_neox", "qwen2", "opt"])
+def test_hooks_and_analysis_work_on_other_hf_families(arch):
+    model = _other_hf_model(arch)
+    ids = torch.randint(3, SMALL.vocab_size, (3, 14), generator=_gen(30))
+    with torch.no_grad():
+        clean = model(input_ids=ids, output_hidden_states=True)
+    assert len(clean.hidden_states) == 4
+    for layer in range(4):
+        # hidden_states[layer] is exactly what the hook replaces: patching it with itself changes nothing.
+        with torch.no_grad(), patch_hidden_state(model, layer, clean.hidden_states[layer]):
+            assert torch.equal(model(input_ids=ids).logits, clean.logits), f"{arch} layer {layer}"
+        with torch.no_grad(), patch_hidden_state(model, layer, lambda h: h * 1.5 + 0.1):
+            assert not torch.allclose(model(input_ids=ids).logits, clean.logits)
+    full = perturb_and_measure(model, ids, 2, 1.0, "aligned")
+    assert full.angle_perturbed.abs().max() < 1e-3
+    with torch.no_grad(), patch_hidden_state(model, 2, straighten(clean.hidden_states[2], 1.0)):
+        by_hand = next_token_entropy(model(input_ids=ids).logits[:, -1])
+    torch.testing.assert_close(full.entropy_perturbed, by_hand)
+    res = layerwise_curvature_entropy(model, ids, 2)
+    assert res.num_layers == 3 and res.curvature.shape == (4, 3 * 11)
+    kappa = contextual_curvature(clean.hidden_states[3], 2)[:, 3:].reshape(-1).double().numpy()
+    np.testing.assert_allclose(res.curvature[3], kappa, rtol=1e-6)
+
+
 # ---------------------------------------------------------------------------
 # Regulariser
 # ---------------------------------------------------------------------------
