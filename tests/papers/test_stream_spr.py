@@ -156,6 +156,40 @@ def test_obgd_closed_form_bound_binding_and_not():
     assert float(opt.traces()[0].abs().sum()) == 0.0
 
 
+def test_adaptive_obgd_closed_form_and_numpy_reference():
+    # First step, n = 1: v = (1−β₂)(δz)², v̂ = v/(1−β₂) = (δz)², so z̃ = z/(|δz| + ε) ≈ sign(z)/|δ|.
+    # δ = −3, z = x = (1, −2, 3, −4): ‖z̃‖₁ ≈ 4/3, M = α·κ·3·4/3 = 4ακ.
+    x = torch.tensor([1.0, -2.0, 3.0, -4.0], dtype=torch.float64)
+    for alpha, binds in ((1.0, True), (0.01, False)):  # M = 8 (α̂ = 1/8) and M = 0.08 (α̂ = α)
+        model = _linear(4)
+        opt = AdaptiveObGD(model.parameters(), lr=alpha, gamma=0.99, lamda=0.8, kappa=2.0)
+        model(x).sum().backward()
+        info = opt.step(-3.0)
+        assert info.bound == pytest.approx(8.0 * alpha, rel=1e-7) and info.bound_binds == binds
+        step = 1 / 8 if binds else alpha
+        torch.testing.assert_close(model.weight[0], step * -3.0 * torch.sign(x) / 3.0, atol=1e-8, rtol=0)
+
+    # Three steps against an independent NumPy implementation (bias-corrected v, trace reset after step 2).
+    rng = np.random.default_rng(16)
+    xs, deltas, resets = rng.normal(size=(3, 6)), [0.4, -2.5, 1.7], [False, True, False]
+    gamma, lamda, kappa, alpha, beta2, eps = 0.9, 0.7, 2.0, 0.5, 0.999, 1e-8
+    model = _linear(6)
+    opt = AdaptiveObGD(model.parameters(), lr=alpha, gamma=gamma, lamda=lamda, kappa=kappa, beta2=beta2, eps=eps)
+    w, z, v = np.zeros(6), np.zeros(6), np.zeros(6)
+    for n, (xn, d, reset) in enumerate(zip(xs, deltas, resets), start=1):
+        opt.zero_grad()
+        model(torch.tensor(xn)).sum().backward()
+        opt.step(d, reset=reset)
+        z = gamma * lamda * z + xn
+        v = beta2 * v + (1 - beta2) * (d * z) ** 2
+        zt = z / (np.sqrt(v / (1 - beta2 ** n)) + eps)
+        m = alpha * kappa * max(abs(d), 1.0) * np.abs(zt).sum()
+        w = w + alpha / max(m, 1.0) * d * zt
+        if reset:
+            z = np.zeros(6)
+        np.testing.assert_allclose(model.weight.detach().numpy()[0], w, rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("alpha", [1.0, 1e3, 1e6])
 @pytest.mark.parametrize("optimizer", [ObGD, AdaptiveObGD])
 def test_no_overshoot_for_any_step_size(alpha, optimizer):
@@ -183,7 +217,7 @@ def test_plain_sgd_overshoots_where_obgd_does_not():
     q = model(x).sum()
     q.backward()
     opt.step(1.0 - float(q.detach()))  # target 1, prediction 0
-    after = 1.0 - float(model(x).sum())
+    after = 1.0 - float(model(x).sum().detach())
     assert after < -1.0  # crossed the target, by more than the error itself
 
 
@@ -658,3 +692,45 @@ def test_readme_example_runs_on_a_vector_environment():
     aux_update = [torch.randn_like(p) for p in model.parameters()]
     rl_update = [torch.randn_like(p) for p in model.parameters()]
     assert abs(cosine(project_out(aux_update, rl_update), rl_update)) < 1e-5
+
+
+class Frames(gym.Env):
+    """Random (H, W, C) image observations, channels last; episodes of 12 steps (terminated)."""
+
+    def __init__(self, shape=(7, 6, 2), n_actions: int = 3) -> None:
+        self.shape = shape
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=shape, dtype=np.float32)
+        self.action_space = gym.spaces.Discrete(n_actions)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t = 0
+        return self.np_random.normal(size=self.shape).astype(np.float32), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = self.np_random.normal(size=self.shape).astype(np.float32)
+        return obs, float(action == 1), self.t >= 12, False, {}
+
+
+def test_agents_run_on_image_observations():
+    from icml26.papers.stream_spr import stream_wrappers
+
+    # (7, 6, 2) channels last: a 3×3 VALID conv with 16 channels gives a (16, 5, 4) latent.
+    agent = StreamQSPR(stream_wrappers(Frames(), gamma=0.99), head_activation="relu", epsilon_start=0.0,
+                       epsilon_end=0.0, spr_depth=3, seed=17)
+    assert agent.network.encoder.body[0].in_channels == 2
+    assert agent.network.encoder.latent_shape == (16, 5, 4)
+    assert any(isinstance(m, nn.ReLU) for m in agent.network.hidden)  # stream-rep-rl's SPR head on request
+    infos = [agent.step() for _ in range(30)]
+    active = [i for i in infos if i.spr_active]
+    assert len(active) == 30 - 3 * 3 - 2  # 3 episodes lose K = 3 filling steps; 2 episode ends (steps 12, 24)
+    assert all(abs(i.cos_after) < 1e-6 and math.isfinite(i.spr_loss) for i in active)
+    latent, hidden = agent.network.features(torch.randn(5, 7, 6, 2))
+    assert latent.shape == (5, 16 * 5 * 4) and hidden.shape == (5, 128)
+    for cls in (StreamQ, StreamSarsa, StreamAC):
+        baseline = cls(Frames(), seed=18)
+        episodes = [i.episode_return for i in (baseline.step() for _ in range(25)) if i.episode_return is not None]
+        assert len(episodes) == 2
+        params = baseline.policy.parameters() if cls is StreamAC else baseline.network.parameters()
+        assert all(torch.isfinite(p).all() for p in params)
