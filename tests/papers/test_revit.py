@@ -24,6 +24,7 @@ from icml26.papers.revit import (
 )
 from icml26.papers.revit.grid import merge_groups, patchify, unpatchify, window_partition
 from icml26.papers.revit.navier_stokes import random_background_flow, random_vorticity
+from icml26.papers.revit.training import fit, rotated_mse
 
 
 def _field(b=2, ns=1, nv=1, n=16, dims=2, mean=(1.0, 0.4, -0.3), dtype=torch.float64, seed=0):
@@ -335,3 +336,82 @@ def test_readme_example_trains_on_user_data():
 
     assert sum(result.losses[-5:]) < sum(result.losses[:5])
     assert max(mse) - min(mse) <= 1e-5 * max(mse)  # the same error at every rotation
+
+
+# --------------------------------------------------------------------------- audit additions
+def test_zero_patch_uses_the_global_mean_frame_and_stays_equivariant():
+    # A patch where u ≡ 0 (an obstacle, a dead region): its mean and energy moment both vanish, so
+    # the documented fallback order gives the sample's global mean velocity as b₁.
+    u = _field(b=1, ns=0, nv=1, n=8, seed=4)
+    u[:, :, :4, :4] = 0.0
+    basis = canonical_basis(u, patch=4)
+    g = u.flatten(2).mean(-1)[0]
+    assert torch.allclose(basis[0, 0, :, 0], g / g.norm(), atol=1e-15)
+    model = ReViT2d(0, 1, 0, 1, patch=4, dim=16, heads=2, depths=(1,), window=2).double()
+    err, scale = _equivariance_error(model, u, 0, 1, 0, 1)
+    assert scale > 1e-2 and err <= 1e-10
+
+
+def test_energy_moment_fallback_matches_hand_calculation():
+    # One 2x2 patch with u = (1, 0) at the pixel right of centre (+x) and (-1, 0) at its left
+    # neighbour: zero mean, energy |u|² = 1 on the bottom row (y = -1/4, x = ∓1/4 in patch units),
+    # so the moment is mean_k o_k |u_k|² = ((-1/4 + 1/4)/4, (-1/4 - 1/4)/4) = (0, -1/8) → b₁ = -y.
+    u = torch.zeros(1, 2, 2, 2, dtype=torch.float64)
+    u[0, 0, 0, 0], u[0, 0, 0, 1] = -1.0, 1.0
+    basis = canonical_basis(u, patch=2)[0, 0]
+    assert torch.allclose(basis, torch.tensor([[0.0, 1.0], [-1.0, 0.0]], dtype=torch.float64), atol=1e-15)
+
+
+def test_revit3d_degenerate_patch_is_still_equivariant():
+    u = _field(b=1, ns=1, nv=1, n=8, dims=3, seed=5)
+    block = u[:, 1:, :2, :2, :2]
+    block -= block.mean(dim=(-1, -2, -3), keepdim=True)  # patch 0 has zero mean velocity
+    torch.manual_seed(1)
+    model = ReViT3d(1, 1, 1, 1, patch=2, dim=24, heads=2, depths=(1, 1), window=2).double()
+    err, scale = _equivariance_error(model, u, 1, 1, 1, 1, dims=3, ks=range(24))
+    assert scale > 1e-2 and err <= 1e-10 * max(scale, 1.0)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_tokens_are_invariant_at_every_rotation(k):
+    model = _small_revit().double()
+    hooked = [model.embed, *model.backbone.merges, *model.backbone.expands,
+              *[b for stage in (*model.backbone.encoder, *model.backbone.decoder) for b in stage]]
+    captured: list[list[torch.Tensor]] = [[], []]
+    run = [0]
+    handles = [m.register_forward_hook(lambda mod, inp, out: captured[run[0]].append(out)) for m in hooked]
+    x = _field(ns=1, nv=2, n=32, seed=6)
+    with torch.no_grad():
+        model(x)
+        run[0] = 1
+        model(rotate_field(x, k, 1, 2))
+    for h in handles:
+        h.remove()
+    for orig, rot in zip(*captured):
+        perm = _token_perm(int(round(orig.shape[1] ** 0.5)), k)
+        assert torch.allclose(rot, orig[:, perm], atol=1e-10)
+
+
+def test_public_api_exports_training_helpers():
+    import icml26.papers.revit as revit
+
+    assert revit.fit is fit and revit.rotated_mse is rotated_mse
+    assert {"fit", "rotated_mse", "FitResult"} <= set(revit.__all__)
+
+
+def test_rotated_mse_of_an_equivariant_oracle_is_rotation_independent_and_exact():
+    # Two code paths: rotated_mse against a hand computation for a model that outputs the input's
+    # velocity times 0.5 (exactly C4-equivariant): MSE(k) = mean((0.5 u - y)²) for every k.
+    class Half(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(()))
+
+        def forward(self, x):
+            return 0.5 * x[:, 1:] + 0 * self.w
+
+    x = _field(b=3, ns=1, nv=1, n=8, seed=7)
+    y = torch.randn(3, 2, 8, 8, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    got = rotated_mse(Half(), x, y, n_scalar_in=1, n_vector_in=1, n_scalar_out=0, n_vector_out=1, batch_size=2)
+    want = float(((0.5 * x[:, 1:] - y) ** 2).mean())
+    assert got == pytest.approx([want] * 4, rel=1e-12)

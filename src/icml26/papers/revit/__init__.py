@@ -30,8 +30,10 @@ from icml26.papers.revit.navier_stokes import (
     velocity_from_vorticity,
     vorticity_from_velocity,
 )
+from icml26.papers.revit.training import FitResult, fit, rotated_mse
 
 __all__ = [
+    "FitResult",
     "NavierStokesData",
     "PlainViT",
     "ReViT",
@@ -41,11 +43,13 @@ __all__ = [
     "basis_pyramid",
     "c4_matrix",
     "canonical_basis",
+    "fit",
     "make_navier_stokes_pairs",
     "octahedral_group",
     "random_c4_augment",
     "reflections_3d",
     "rotate_field",
+    "rotated_mse",
     "simulate_navier_stokes",
     "velocity_from_vorticity",
     "vorticity_from_velocity",
