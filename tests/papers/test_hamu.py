@@ -458,3 +458,62 @@ def test_unlearn_stops_on_criterion():
     # identical retain and forget batches: every step would harm retain
     history = unlearn(model, [(x, y)], [(x, y)], steps=5, lr=0.1, method="hamu_q", stop_on_criterion=True)
     assert history.stopped and history.steps_run == 1 and history.hamu_logs[0].stop
+
+
+# ----------------------------------------------------------------------------- audit additions
+def test_layerwise_each_block_gets_its_share_of_the_bound_and_radius():
+    # Positively correlated gradients: every block is rectified, so each block's forget ascent is
+    # exactly its share B_l = B·‖g_r,l‖‖g_f,l‖/Σ_k‖g_r,k‖‖g_f,k‖ and its step norm R_l = lr‖g_r,l‖.
+    rng = np.random.default_rng(14)
+    params = list(_mlp().parameters())
+    g_r, g_f = _random_grads(rng, params, 3.0)
+    lr = 0.2
+    deltas, info = HamuOptimizer(params, lr=lr, bound=0.5, max_grad_norm=None).transform(g_r, g_f)
+    assert info.n_rectified == len(params)
+    products = [float(a.norm() * b.norm()) for a, b in zip(g_r, g_f)]
+    assert info.bound == pytest.approx(0.5 * lr * sum(products), rel=1e-12)
+    for g_rl, g_fl, d, p in zip(g_r, g_f, deltas, products):
+        assert float((g_fl * d).sum()) == pytest.approx(info.bound * p / sum(products), rel=1e-9)
+        assert float(d.norm()) == pytest.approx(lr * float(g_rl.norm()), rel=1e-9)
+
+
+def test_wrapped_optimizer_receives_minus_delta_over_lr():
+    # A user optimizer gets grad = −δ/lr: SGD with twice the rate then moves by exactly 2δ.
+    rng = np.random.default_rng(15)
+    model = _mlp()
+    params = list(model.parameters())
+    g_r, g_f = _random_grads(rng, params, 0.5)
+    lr = 0.125
+    deltas, _ = HamuOptimizer(params, lr=lr, bound=0.5).transform(g_r, g_f)
+    before = [p.detach().clone() for p in params]
+    opt = HamuOptimizer(params, torch.optim.SGD(params, lr=2 * lr), lr=lr, bound=0.5)
+    opt.apply(g_r, g_f)
+    for p, b, d in zip(params, before, deltas):
+        assert torch.equal(p.detach(), b + 2 * d)
+
+
+def test_gradients_are_clipped_before_the_transform():
+    rng = np.random.default_rng(16)
+    params = list(_mlp().parameters())
+    g_r, g_f = _random_grads(rng, params, 1.0)
+    nr = math.sqrt(sum(float(g.pow(2).sum()) for g in g_r))
+    nf = math.sqrt(sum(float(g.pow(2).sum()) for g in g_f))
+    assert nr > 1 and nf > 1
+    clipped, _ = HamuOptimizer(params, lr=0.1, bound=0.5).transform(g_r, g_f)
+    manual, _ = HamuOptimizer(params, lr=0.1, bound=0.5, max_grad_norm=None).transform(
+        [g / nr for g in g_r], [g / nf for g in g_f])
+    for a, b in zip(clipped, manual):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-15)
+
+
+def test_unlearn_cycles_dataloaders():
+    from torch.utils.data import DataLoader, TensorDataset
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 3))
+    x, y = torch.randn(50, 4), torch.randint(0, 3, (50,))
+    retain = DataLoader(TensorDataset(x[:40], y[:40]), batch_size=16, shuffle=True)  # 3 batches
+    forget = DataLoader(TensorDataset(x[40:], y[40:]), batch_size=5)  # 2 batches
+    history = unlearn(model, retain, forget, steps=7, lr=1.0, method="hamu_q")
+    assert history.steps_run == 7 and len(history.hamu_logs) == 7
+    assert all(math.isfinite(info.hardness) for info in history.hamu_logs)
