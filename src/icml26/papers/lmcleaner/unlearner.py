@@ -28,7 +28,13 @@ from torch import Tensor
 
 from .accountant import RDPAccountant
 from .hvp import HVP
-from .privacy import Certificate, add_isotropic_noise, add_subspace_noise
+from .privacy import (
+    Certificate,
+    add_isotropic_noise,
+    add_subspace_noise,
+    isotropic_noise_scale,
+    subspace_noise_scales,
+)
 from .problem import SupervisedProblem
 from .propagation import truncated_correction
 from .trajectory import TrajectoryRecorder
@@ -124,6 +130,11 @@ class NoiseSpec:
             raise ValueError(f"mode={self.mode!r} must be 'subspace' or 'isotropic'")
         if self.mode == "subspace" and self.basis is None:
             raise ValueError("subspace noise needs basis=Q (random_basis or hessian_basis)")
+        # refuse a missing Δ̄ or a bad (ε, δ, β) here, not half-way through serving a request
+        if self.mode == "subspace":
+            subspace_noise_scales(self.sensitivity, self.epsilon, self.delta, self.beta)
+        else:
+            isotropic_noise_scale(self.sensitivity, self.epsilon, self.delta)
 
 
 @dataclasses.dataclass
