@@ -315,6 +315,21 @@ def test_pairing_is_exact_below_both_thresholds():
     assert float(nash_conv(A, run.x[0], mirrored.y[0])) < 1e-8
 
 
+def test_experiment_splits_the_pair_into_its_x_and_y_halves():
+    """The reproduction's diagnostic: at μ = 0.3 (above μ̄_y, below μ̄_x) the x half of the
+    pair is exact and the y half is not; the two gaps add up to the pair's NashConv."""
+    from icml26.papers.asym_perturb.experiment import _pair_halves
+
+    A = torch.as_tensor(_degenerate())[None]
+    sol = solve_matrix_game(A, "asymmetric", eta=0.4, mu=0.3, iterations=3000, alternating=True,
+                            show_progress=False)
+    halves = _pair_halves(A, sol)
+    assert halves["frac_x_half_below_1e-8"] == 1.0 and halves["frac_y_half_below_1e-8"] == 0.0
+    assert halves["median_final_y_gap"] > 1e-4
+    assert halves["median_final_x_gap"] + halves["median_final_y_gap"] == pytest.approx(
+        float(sol.nash_conv[0, -1]), abs=1e-9)
+
+
 def test_symmetric_fixed_mu_is_biased_on_the_same_game():
     A = _degenerate()
     value, _ = solve_lp(A)

@@ -16,8 +16,10 @@ Two algorithms are built on it:
    x-iterate converges linearly to proj_{X*}(σ). To get *both* equilibrium
    strategies we run a mirrored instance that perturbs only y (−μ·D_ψ(y, σ_y)) and
    pair x of the first instance with y of the second (any x* ∈ X* and y* ∈ Y* form an
-   equilibrium of a zero-sum game). The pairing is our construction; it costs two
-   gradient evaluations per step.
+   equilibrium of a zero-sum game). The pair is exact only if μ is below *both*
+   players' thresholds: μ̄_x (for the first instance) and μ̄_y (for the mirrored one)
+   differ per game, and on a degenerate game μ̄_y may be far below μ̄_x. The pairing is
+   our construction; it costs two gradient evaluations per step.
 2. :func:`asymmetric_reference` (the parameter-free variant, our reading): perturb
    only x, and move σ to the current x every K steps, or (``reference_period=None``)
    whenever the step's residual falls below a tolerance that halves after each
@@ -50,7 +52,8 @@ def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float, it
         A: (B, n, m) loss of x for B games.
         X, Y: the polytopes.
         eta: step size η.
-        mu: perturbation strength μ; exact convergence needs μ < μ̄ (game dependent).
+        mu: perturbation strength μ; the pair is exact only for μ < min(μ̄_x, μ̄_y),
+            both game dependent (above μ̄_y only the x half is exact, and vice versa).
         iterations: steps T (each step advances both instances).
         reference_period: must be ``None`` (the reference is the fixed initial point).
         alternating: Gauss–Seidel instead of simultaneous steps.

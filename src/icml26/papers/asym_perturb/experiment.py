@@ -7,31 +7,41 @@ methods (asymmetric and symmetric) share μ and the reference rule, and the fixe
 methods (asymmetric and symmetric) share their μ, so each pair differs only in who
 is perturbed. A second anchored symmetric arm, ``symmetric_reference_k``, is APGA with
 the authors' fixed slingshot period, so that the asymmetric method is measured
-against the better of the two. Metrics per arm: the fraction of seeds with NashConv < 1e-8 at the
-horizon, the median number of iterations to 1e-6, the median final NashConv, and a
-straight-line fit of log10 NashConv over the tail (linear rate).
+against the better of the two. On matrix games a diagnostic arm, ``asymmetric_small_mu``,
+runs the fixed-σ pair at a μ below both players' thresholds, with the alternating steps
+and larger η that so small a μ needs (it is the only arm with another step rule); for
+both fixed-σ pairs the x and y halves' gaps are reported separately (v* from the LP).
+Metrics per arm: the fraction of seeds with NashConv < 1e-8 at the horizon, the median
+number of iterations to 1e-6, the median final NashConv, and a straight-line fit of
+log10 NashConv over the tail (linear rate).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+import textwrap
 import time
 from typing import Any
 
 import numpy as np
 import torch
 
-from icml26.papers.asym_perturb.games import degenerate_game, random_game, sequence_form_game
+from icml26.papers.asym_perturb.games import (degenerate_game, random_game, sequence_form_game,
+                                              solve_lp)
 from icml26.papers.asym_perturb.solve import solve_efg, solve_matrix_game
 from icml26.results import Outcome, check
 
-# arm name → method; the "_k" arm is APGA with the authors' fixed slingshot period
+# arm name → method; the "_k" arm is APGA with the authors' fixed slingshot period; the
+# "_small_mu" arm (matrix games only) is the fixed-σ pair at a μ below both players'
+# thresholds, with the alternating steps and the larger η that such a small μ needs
 MATRIX_ARMS = {"asymmetric_reference": "asymmetric_reference", "asymmetric": "asymmetric",
+               "asymmetric_small_mu": "asymmetric",
                "symmetric_reference": "symmetric_reference",
                "symmetric_reference_k": "symmetric_reference", "symmetric": "symmetric",
                "ogda": "ogda", "gda": "gda"}
-EFG_ARMS = {**MATRIX_ARMS, "cfr_plus": "cfr_plus"}
+EFG_ARMS = {**{a: m for a, m in MATRIX_ARMS.items() if a != "asymmetric_small_mu"},
+            "cfr_plus": "cfr_plus"}
 FIXED_MU_METHODS = ("asymmetric", "symmetric")
 SYMMETRIC_REFERENCE_ARMS = ("symmetric_reference", "symmetric_reference_k")
 KUHN_VALUE = -1.0 / 18.0  # player 0's value of Kuhn poker (OpenSpiel's cfr_test)
@@ -59,7 +69,15 @@ class Config:
     mu: float = 1.0
     """μ of the reference methods (the authors' APGA perturbation strength)."""
     mu_fixed: float = 0.3
-    """μ of the fixed-reference methods (must be < μ̄ for exactness; brief's pilot value)."""
+    """μ of the fixed-reference methods. The brief's pilot value, at which *x* was exact on its
+    7×7 degenerate game; the pair is exact only if μ is below both players' thresholds μ̄_x
+    and μ̄_y, which differ per game (μ̄_y < 0.1 on the test's degenerate game)."""
+    small_mu: float = 0.03
+    """μ of arm asymmetric_small_mu (fixed σ, matrix games): below both players' thresholds on
+    19 of the 20 quick games of each family (by the QP of the tests); 0.3 is on 5–10 of 20."""
+    small_mu_eta: float = 0.4
+    """Step size of arm asymmetric_small_mu, with alternating steps: simultaneous GDA at η = 0.05
+    does not converge at μ = 0.03 (it needs η ≲ μ/‖A‖²), alternating GDA is stable at η = 0.4."""
     reference_period: int | None = None
     """Reference update every K iterations for both reference methods; None: adaptive rule."""
     baseline_reference_period: int = 20
@@ -86,7 +104,8 @@ class Config:
         if not 0 <= self.degenerate_duplicates <= self.degenerate_base:
             raise ValueError(f"degenerate_duplicates={self.degenerate_duplicates} must be in "
                              f"0..degenerate_base={self.degenerate_base}")
-        for name in ("eta", "mu", "mu_fixed", "efg_eta", "efg_mu", "efg_mu_fixed"):
+        for name in ("eta", "mu", "mu_fixed", "small_mu", "small_mu_eta", "efg_eta", "efg_mu",
+                     "efg_mu_fixed"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be > 0")
         if self.reference_period is not None and self.reference_period < 1:
@@ -185,7 +204,10 @@ def _curve(nash_conv_by_method: dict[str, np.ndarray], points: int, title: str) 
 # The run
 # ---------------------------------------------------------------------------
 def _arm_settings(arm: str, config: Config, *, efg: bool) -> dict[str, Any]:
-    method = EFG_ARMS[arm]
+    method = MATRIX_ARMS.get(arm) or EFG_ARMS[arm]
+    if arm == "asymmetric_small_mu":
+        return dict(method=method, eta=config.small_mu_eta, mu=config.small_mu,
+                    reference_period=None, alternating=True)
     if method in FIXED_MU_METHODS:
         mu = config.efg_mu_fixed if efg else config.mu_fixed
     else:
@@ -195,7 +217,22 @@ def _arm_settings(arm: str, config: Config, *, efg: bool) -> dict[str, Any]:
         period = config.baseline_reference_period
     elif method.endswith("_reference"):
         period = config.reference_period
-    return dict(method=method, mu=mu, reference_period=period, alternating=config.alternating)
+    return dict(method=method, eta=config.efg_eta if efg else config.eta, mu=mu,
+                reference_period=period, alternating=config.alternating)
+
+
+def _pair_halves(A: torch.Tensor, sol) -> dict[str, float]:
+    """Which half of the fixed-σ pair is exact: NashConv = x-gap + y-gap, where the x-gap
+    (max_{y'} xᵀAy' − v*) belongs to the x-perturbed instance and the y-gap (v* − min_{x'}
+    x'ᵀAy) to the y-perturbed one; each half is exact only if μ is below that player's
+    threshold (μ̄_x, μ̄_y differ per game). v* per seed from the LP."""
+    value = np.array([solve_lp(a)[0] for a in A.cpu()])
+    x_gap = sol.best_y_value[:, -1].cpu().numpy() - value
+    y_gap = value - sol.best_x_value[:, -1].cpu().numpy()
+    return {"frac_x_half_below_1e-8": float((x_gap < EXACT).mean()),
+            "frac_y_half_below_1e-8": float((y_gap < EXACT).mean()),
+            "median_final_x_gap": float(np.median(x_gap)),
+            "median_final_y_gap": float(np.median(y_gap))}
 
 
 def _matrix_family(A: torch.Tensor, config: Config, ctx,
@@ -203,11 +240,13 @@ def _matrix_family(A: torch.Tensor, config: Config, ctx,
     stats, curves, iters = {}, {}, {}
     for arm in MATRIX_ARMS:
         start = time.perf_counter()
-        sol = solve_matrix_game(A.to(ctx.device), eta=config.eta, iterations=config.iterations,
+        sol = solve_matrix_game(A.to(ctx.device), iterations=config.iterations,
                                 show_progress=ctx.show_progress,
                                 **_arm_settings(arm, config, efg=False))
         nc = sol.nash_conv.cpu().numpy()
         stats[arm] = summarize(nc, sol.evaluations_per_iteration)
+        if MATRIX_ARMS[arm] == "asymmetric":
+            stats[arm].update(_pair_halves(A, sol))
         seconds[arm] = round(time.perf_counter() - start, 2)
         curves[arm] = nc
         iters[arm] = _iterations_to(nc, TARGET)
@@ -219,7 +258,7 @@ def _efg(game: str, config: Config, ctx, seconds: dict[str, float]) -> tuple[dic
     sfg = sequence_form_game(game)
     for arm in EFG_ARMS:
         start = time.perf_counter()
-        sol = solve_efg(sfg, eta=config.efg_eta, iterations=config.efg_iterations,
+        sol = solve_efg(sfg, iterations=config.efg_iterations,
                         device=ctx.device, show_progress=ctx.show_progress,
                         **_arm_settings(arm, config, efg=True))
         nc = sol.nash_conv.cpu().numpy()
@@ -254,7 +293,7 @@ def _run(config: Config, ctx) -> Outcome:
         "degenerate": degenerate_game(generator, config.degenerate_base,
                                       config.degenerate_duplicates, batch=config.seeds),
     }
-    metrics: dict[str, dict[str, float]] = {m: {} for m in EFG_ARMS}
+    metrics: dict[str, dict[str, float]] = {m: {} for m in MATRIX_ARMS | EFG_ARMS}
     curves: dict[str, Any] = {}
     checks = []
     notes = []
@@ -269,7 +308,8 @@ def _run(config: Config, ctx) -> Outcome:
         curves[f"nashconv_{fam}"] = _curve(
             nc, config.curve_points,
             f"{shapes[fam]} {fam} games, {config.seeds} seeds (η={config.eta}, μ={config.mu}, "
-            f"fixed-σ μ={config.mu_fixed})")
+            f"fixed-σ μ={config.mu_fixed}; small_mu: μ={config.small_mu}, η={config.small_mu_eta}, "
+            "alternating)")
         curves[f"iterations_{fam}"] = {
             "x": list(range(config.seeds)), "series": {m: iters[m].astype(float) for m in iters},
             "xlabel": "seed", "ylabel": f"iterations to NashConv ≤ 1e-6 ({config.iterations + 1}: never)",
@@ -317,12 +357,24 @@ def _run(config: Config, ctx) -> Outcome:
             if mine > config.iterations:
                 notes.append(f"{fam}: {method} did not reach 1e-6 on the median seed within "
                              f"{config.iterations} iterations.")
-        if metrics["asymmetric"][f"{fam}_frac_below_1e-8"] < 0.9:
+        asym = metrics["asymmetric"]
+        if asym[f"{fam}_frac_below_1e-8"] < 0.9:
             notes.append(
-                f"{fam}: the fixed-σ asymmetric method (μ={config.mu_fixed}) is exact only where "
-                f"μ < μ̄ of the game, and simultaneous GDA is stable only for η ≲ μ/‖A‖²; at "
-                f"η={config.eta} the two conflict on many seeds "
-                f"(fraction below 1e-8: {metrics['asymmetric'][f'{fam}_frac_below_1e-8']:.2f}).")
+                f"{fam}: the fixed-σ pair (μ={config.mu_fixed}) is below 1e-8 on "
+                f"{asym[f'{fam}_frac_below_1e-8']:.2f} of seeds; its x half (x-perturbed instance) "
+                f"on {asym[f'{fam}_frac_x_half_below_1e-8']:.2f}, its y half (y-perturbed "
+                f"instance) on {asym[f'{fam}_frac_y_half_below_1e-8']:.2f} (median final gaps "
+                f"{asym[f'{fam}_median_final_x_gap']:.1e} and {asym[f'{fam}_median_final_y_gap']:.1e}). "
+                "A half is exact only when μ is below that player's threshold μ̄ (game dependent, "
+                "and not the same for x and y).")
+        small = metrics["asymmetric_small_mu"]
+        notes.append(
+            f"{fam}: the fixed-σ pair below both thresholds (arm asymmetric_small_mu: μ={config.small_mu}, "
+            f"alternating steps, η={config.small_mu_eta}; a different step rule from the other arms, "
+            f"so its iteration counts are not comparable) is below 1e-8 on "
+            f"{small[f'{fam}_frac_below_1e-8']:.2f} of seeds (x half {small[f'{fam}_frac_x_half_below_1e-8']:.2f}, "
+            f"y half {small[f'{fam}_frac_y_half_below_1e-8']:.2f}), median iterations to 1e-6 "
+            f"{small[f'{fam}_median_iters_to_1e-6']:.0f}.")
         notes.append(f"{fam}: median iterations to 1e-6 — best symmetric_reference {sym:.0f}, "
                      f"asymmetric_reference {metrics['asymmetric_reference'][f'{fam}_median_iters_to_1e-6']:.0f} "
                      f"(asymmetric: {metrics['asymmetric'][f'{fam}_median_iters_to_1e-6']:.0f} "
@@ -335,7 +387,7 @@ def _run(config: Config, ctx) -> Outcome:
 # Plots
 # ---------------------------------------------------------------------------
 _COLORS = {"asymmetric_reference": "#d62728", "asymmetric": "#ff7f0e",
-           "symmetric_reference": "#1f77b4", "symmetric_reference_k": "#8c564b",
+           "asymmetric_small_mu": "#e377c2", "symmetric_reference": "#1f77b4", "symmetric_reference_k": "#8c564b",
            "symmetric": "#17becf", "ogda": "#2ca02c",
            "gda": "#7f7f7f", "cfr_plus": "#9467bd"}
 
@@ -366,7 +418,7 @@ def plot(data: dict) -> dict:
         ax.axhline(EXACT, color="k", ls=":", lw=0.8)
         ax.set_xlabel(curve["xlabel"])
         ax.set_ylabel(curve["ylabel"])
-        ax.set_title(curve["title"], fontsize=9)
+        ax.set_title("\n".join(textwrap.wrap(curve["title"], 60)), fontsize=9)
         ax.grid(True, alpha=0.3)
     axes[0][0].legend(fontsize=8, loc="lower left")
     figures["nashconv.png"] = fig

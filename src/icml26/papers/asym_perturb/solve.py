@@ -179,7 +179,8 @@ def solve_matrix_game(A: Tensor | np.ndarray, method: Method = "asymmetric_refer
         method: one of :data:`METHODS` (default: the parameter-free asymmetric method).
         eta: step size η (default 0.05, the authors' APGA learning rate).
         mu: perturbation strength μ (default 1.0, the authors' APGA value). For
-            ``"asymmetric"`` and ``"symmetric"`` exactness needs a small μ.
+            ``"asymmetric"`` exactness needs μ below both players' (game-dependent)
+            thresholds; ``"symmetric"`` is in general biased by O(μ) for any μ.
         iterations: number of iterations T.
         reference_period: for the ``*_reference`` methods, move the reference every K
             iterations; ``None`` uses the adaptive rule.
