@@ -235,30 +235,19 @@ def learn_loop(step: Callable[[], StepInfo], total_steps: int, *, progress: bool
     return record
 
 
-class StreamQ:
-    """Stream Q(λ) (Elsayed et al. 2024) on any environment with a Discrete action space.
+class _EpsilonGreedyAgent:
+    """Plumbing shared by the ε-greedy value agents (network, ObGD, ε schedule, interaction)."""
 
-    Args:
-        env: a gymnasium environment, ideally wrapped with ``stream_wrappers(env, gamma)``.
-        network: a :class:`StreamNetwork` mapping (batch, *obs) to (batch, A); default
-            Elsayed's network (conv for images, dense for vectors), sparse-initialized.
-        lr: ObGD's α (Elsayed: 1.0).
-        gamma, lamda, kappa: γ, λ, κ of ObGD (Elsayed: 0.99, 0.8, 2.0).
-        epsilon_start, epsilon_end, exploration_steps: linear ε schedule (Elsayed: 1 → 0.01
-            over 20 % of the run on MinAtar).
-        seed: seeds the environment's first reset, the ε draws and the initialization.
-        device: where the network lives (default: CPU, or the given network's device).
-    """
-
-    def __init__(self, env: Any, *, network: StreamNetwork | None = None, lr: float = 1.0, gamma: float = 0.99,
-                 lamda: float = 0.8, kappa: float = 2.0, epsilon_start: float = 1.0, epsilon_end: float = 0.01,
-                 exploration_steps: int = 1_000_000, seed: int = 0,
-                 device: torch.device | str | None = None) -> None:
+    def _init_value_agent(self, env: Any, network: StreamNetwork | None, *, lr: float, gamma: float,
+                          lamda: float, kappa: float, epsilon_start: float, epsilon_end: float,
+                          exploration_steps: int, seed: int, device: torch.device | str | None,
+                          generator: torch.Generator | None = None, **network_kwargs: Any) -> None:
         if not 0.0 <= epsilon_end <= epsilon_start <= 1.0:
             raise ValueError(f"need 0 <= epsilon_end ({epsilon_end}) <= epsilon_start ({epsilon_start}) <= 1")
         self.n_actions = _discrete_n(env)
         if network is None:
-            network = build_network(_obs_shape(env), self.n_actions, generator=_torch_generator(seed),
+            network = build_network(_obs_shape(env), self.n_actions, **network_kwargs,
+                                    generator=_torch_generator(seed) if generator is None else generator,
                                     device=device)
         self.network = network
         self.device = next(network.parameters()).device
@@ -277,6 +266,30 @@ class StreamQ:
     def epsilon(self) -> float:
         return linear_epsilon(self.t, start=self.epsilon_start, end=self.epsilon_end,
                               duration=self.exploration_steps)
+
+
+class StreamQ(_EpsilonGreedyAgent):
+    """Stream Q(λ) (Elsayed et al. 2024) on any environment with a Discrete action space.
+
+    Args:
+        env: a gymnasium environment, ideally wrapped with ``stream_wrappers(env, gamma)``.
+        network: a :class:`StreamNetwork` mapping (batch, *obs) to (batch, A); default
+            Elsayed's network (conv for images, dense for vectors), sparse-initialized.
+        lr: ObGD's α (Elsayed: 1.0).
+        gamma, lamda, kappa: γ, λ, κ of ObGD (Elsayed: 0.99, 0.8, 2.0).
+        epsilon_start, epsilon_end, exploration_steps: linear ε schedule (Elsayed: 1 → 0.01
+            over 20 % of the run on MinAtar).
+        seed: seeds the environment's first reset, the ε draws and the initialization.
+        device: where the network lives (default: CPU, or the given network's device).
+    """
+
+    def __init__(self, env: Any, *, network: StreamNetwork | None = None, lr: float = 1.0, gamma: float = 0.99,
+                 lamda: float = 0.8, kappa: float = 2.0, epsilon_start: float = 1.0, epsilon_end: float = 0.01,
+                 exploration_steps: int = 1_000_000, seed: int = 0,
+                 device: torch.device | str | None = None) -> None:
+        self._init_value_agent(env, network, lr=lr, gamma=gamma, lamda=lamda, kappa=kappa,
+                               epsilon_start=epsilon_start, epsilon_end=epsilon_end,
+                               exploration_steps=exploration_steps, seed=seed, device=device)
 
     def step(self) -> StepInfo:
         """Act ε-greedily, step the environment, take one Q(λ) update."""
@@ -300,7 +313,7 @@ class StreamQ:
         return learn_loop(self.step, total_steps, progress=progress, desc="StreamQ", callback=callback)
 
 
-class StreamSarsa:
+class StreamSarsa(_EpsilonGreedyAgent):
     """Stream SARSA(λ) (Elsayed et al. 2024): on-policy target q(s', a'), traces reset at episode end.
 
     Arguments as :class:`StreamQ` (Elsayed's default exploration fraction is 5 %).
@@ -310,26 +323,10 @@ class StreamSarsa:
                  lamda: float = 0.8, kappa: float = 2.0, epsilon_start: float = 1.0, epsilon_end: float = 0.01,
                  exploration_steps: int = 250_000, seed: int = 0,
                  device: torch.device | str | None = None) -> None:
-        if not 0.0 <= epsilon_end <= epsilon_start <= 1.0:
-            raise ValueError(f"need 0 <= epsilon_end ({epsilon_end}) <= epsilon_start ({epsilon_start}) <= 1")
-        self.n_actions = _discrete_n(env)
-        if network is None:
-            network = build_network(_obs_shape(env), self.n_actions, generator=_torch_generator(seed),
-                                    device=device)
-        self.network = network
-        self.device = next(network.parameters()).device
-        self.optimizer = ObGD(network.parameters(), lr=lr, gamma=gamma, lamda=lamda, kappa=kappa)
-        self.gamma = gamma
-        self.epsilon_start, self.epsilon_end, self.exploration_steps = epsilon_start, epsilon_end, exploration_steps
-        self.rng = np.random.default_rng(seed)
-        self.io = _Interaction(env, seed, self.device)
-        self.t = 0
+        self._init_value_agent(env, network, lr=lr, gamma=gamma, lamda=lamda, kappa=kappa,
+                               epsilon_start=epsilon_start, epsilon_end=epsilon_end,
+                               exploration_steps=exploration_steps, seed=seed, device=device)
         self._next_action: tuple[int, bool] | None = None
-
-    @property
-    def epsilon(self) -> float:
-        return linear_epsilon(self.t, start=self.epsilon_start, end=self.epsilon_end,
-                              duration=self.exploration_steps)
 
     def step(self) -> StepInfo:
         obs = self.io.current()

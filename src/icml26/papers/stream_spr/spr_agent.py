@@ -29,23 +29,18 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Literal
 
-import numpy as np
 import torch
 
 from .agents import (
     LearnLog,
     StepInfo,
-    _discrete_n,
-    _Interaction,
-    _obs_shape,
+    _EpsilonGreedyAgent,
     _torch_generator,
     epsilon_greedy,
     learn_loop,
-    linear_epsilon,
     q_lambda_update,
 )
-from .networks import HeadActivation, StreamNetwork, build_network
-from .optim import ObGD
+from .networks import HeadActivation, StreamNetwork
 from .orth import MomentumSource, OrthogonalMomentum, cosine, project_out
 from .spr import Alignment, SPRHead, SPRWindow, TargetInit
 
@@ -68,7 +63,7 @@ LR_PRESETS: dict[str, LearningRates] = {
 }
 
 
-class StreamQSPR:
+class StreamQSPR(_EpsilonGreedyAgent):
     """Stream Q(λ) with an SPR auxiliary loss, orth and orth² (Nilaksh et al. 2026).
 
     Args:
@@ -110,8 +105,6 @@ class StreamQSPR:
                  device: torch.device | str | None = None) -> None:
         if lr_preset not in LR_PRESETS:
             raise ValueError(f"lr_preset={lr_preset!r} must be one of {', '.join(LR_PRESETS)}")
-        if not 0.0 <= epsilon_end <= epsilon_start <= 1.0:
-            raise ValueError(f"need 0 <= epsilon_end ({epsilon_end}) <= epsilon_start ({epsilon_start}) <= 1")
         if spr_weight < 0 or (spr_lr is not None and spr_lr < 0):
             raise ValueError("spr_weight and spr_lr must be non-negative")
         if projection_eps < 0:
@@ -119,15 +112,12 @@ class StreamQSPR:
         preset = LR_PRESETS[lr_preset]
         self.lr = preset.rl if lr is None else lr
         self.spr_lr = preset.spr if spr_lr is None else spr_lr
-        self.n_actions = _discrete_n(env)
         gen = _torch_generator(seed)
-        if network is None:
-            network = build_network(_obs_shape(env), self.n_actions, head_activation=head_activation,
-                                    generator=gen, device=device)
-        self.network = network
-        self.device = next(network.parameters()).device
-        self.optimizer = ObGD(network.parameters(), lr=self.lr, gamma=gamma, lamda=lamda, kappa=kappa)
-        encoder = network.encoder
+        self._init_value_agent(env, network, lr=self.lr, gamma=gamma, lamda=lamda, kappa=kappa,
+                               epsilon_start=epsilon_start, epsilon_end=epsilon_end,
+                               exploration_steps=exploration_steps, seed=seed, device=device, generator=gen,
+                               head_activation=head_activation)
+        encoder = self.network.encoder
         self.spr = SPRHead(encoder, encoder.latent_shape, self.n_actions, projection_dim=projection_dim,
                            target_init=target_init, generator=gen)
         self.window = SPRWindow(spr_depth, action_alignment)
@@ -137,21 +127,8 @@ class StreamQSPR:
                       for name in self.groups} if orth else None)
         self.orth2 = orth2
         self.projection_eps = projection_eps
-        self.gamma, self.spr_weight, self.spr_tau = gamma, spr_weight, spr_tau
+        self.spr_weight, self.spr_tau = spr_weight, spr_tau
         self.gate_nongreedy = gate_nongreedy
-        self.epsilon_start, self.epsilon_end, self.exploration_steps = epsilon_start, epsilon_end, exploration_steps
-        self.rng = np.random.default_rng(seed)
-        self.io = _Interaction(env, seed, self.device)
-        self.t = 0
-
-    @property
-    def env(self) -> Any:
-        return self.io.env
-
-    @property
-    def epsilon(self) -> float:
-        return linear_epsilon(self.t, start=self.epsilon_start, end=self.epsilon_end,
-                              duration=self.exploration_steps)
 
     def step(self) -> StepInfo:
         """One interaction: act, Q(λ) update (first), SPR update (orth, orth²), EMA targets."""
