@@ -28,7 +28,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
 
 __all__ = [
     "Check",
@@ -402,19 +402,22 @@ def _paper_section(data: Mapping[str, Any], results_dir: Path, readme_dir: Path)
         "",
         f"Verdict: {'claim held ✅' if data['claim']['passed'] else 'claim not held ❌'}",
         "",
-        checks_table(data),
-        "",
-        metrics_table(data),
-        "",
+        *_tables_notes_figures(data, results_dir, readme_dir, alt=lambda fig: fig),
     ]
+    return "\n".join(lines)
+
+
+def _tables_notes_figures(data: Mapping[str, Any], results_dir: Path, readme_dir: Path,
+                          alt: Callable[[str], str]) -> list[str]:
+    """Checks and metrics tables, notes as quotes, and the figures that exist, linked from ``readme_dir``."""
+    lines = [checks_table(data), "", metrics_table(data), ""]
     for note in data.get("notes", []):
         lines += [f"> {note}", ""]
     for fig in data["figures"]:
-        path = (results_dir / data["paper"] / fig).resolve()
+        path = (Path(results_dir) / data["paper"] / fig).resolve()
         if path.exists():
-            rel = os.path.relpath(path, readme_dir.resolve())
-            lines += [f"![{fig}]({rel})", ""]
-    return "\n".join(lines)
+            lines += [f"![{alt(fig)}]({Path(os.path.relpath(path, Path(readme_dir).resolve())).as_posix()})", ""]
+    return lines
 
 
 def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike | None = None) -> Path:
@@ -448,16 +451,8 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
             f"seed {data['seed']} · {prov['wall_time_s']:.1f} s on {prov['threads']} thread(s), "
             f"{prov['device']} · icml26 {prov['icml26']} ({str(prov.get('git_commit') or 'no git')[:10]}) · {prov['utc']}",
             "",
-            checks_table(data),
-            "",
-            metrics_table(data),
-            "",
+            *_tables_notes_figures(data, results_dir, results_dir, alt=lambda fig, key=key: f"{key} {fig}"),
         ]
-        for note in data.get("notes", []):
-            parts += [f"> {note}", ""]
-        for fig in data["figures"]:
-            if (results_dir / key / fig).exists():
-                parts += [f"![{key} {fig}]({key}/{fig})", ""]
     out = results_dir / "README.md"
     atomic_write_text(out, "\n".join(parts).rstrip() + "\n")
 
