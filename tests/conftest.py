@@ -1,4 +1,4 @@
-"""Shared fixtures: a private cache folder and a fake paper for testing the machinery."""
+"""Shared fixtures: a private cache folder, one torch thread, and a fake paper for testing the machinery."""
 
 from __future__ import annotations
 
@@ -9,8 +9,20 @@ import types
 
 import pytest
 
+import torch
+
 from icml26 import registry
+from icml26.common.seeding import set_threads
 from icml26.results import Outcome, check
+
+
+@pytest.fixture
+def one_thread():
+    """One torch thread for tests of tiny models, where more threads only add synchronisation."""
+    previous = torch.get_num_threads()
+    set_threads(1)
+    yield
+    set_threads(previous)
 
 
 @pytest.fixture(scope="session", autouse=True)

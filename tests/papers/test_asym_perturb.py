@@ -35,13 +35,7 @@ from icml26.papers.asym_perturb.experiment import summarize, tail_fit
 pyspiel = pytest.importorskip("pyspiel")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """The games are tiny; more threads only add synchronisation on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread is faster
 
 
 @pytest.fixture(scope="module")

@@ -43,13 +43,7 @@ from icml26.papers.stream_spr import (
 gym = pytest.importorskip("gymnasium")
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """These networks are tiny: one torch thread is faster than two."""
-    previous = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(previous)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tiny models: one thread is faster
 
 
 # ---------------------------------------------------------------------------
