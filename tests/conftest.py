@@ -13,7 +13,7 @@ import torch
 
 from icml26 import registry
 from icml26.common.seeding import set_threads
-from icml26.results import Outcome, check
+from icml26.contract import CheckSpec, Outcome, declare
 
 
 @pytest.fixture
@@ -57,6 +57,12 @@ class FakeConfig:
         return cls(steps=3)
 
 
+FAKE_CHECKS = declare(
+    CheckSpec("method_beats_baseline", "method score - baseline score", ">", 0.0, "ours",
+              "the fake paper's only claim"),
+)
+
+
 def _fake_run(config: FakeConfig, ctx) -> Outcome:
     if config.fail:
         raise RuntimeError("asked to fail")
@@ -66,7 +72,7 @@ def _fake_run(config: FakeConfig, ctx) -> Outcome:
     baseline = 1.0 + noise
     return Outcome(
         metrics={"method": {"score": method, "steps": config.steps}, "baseline": {"score": baseline}},
-        checks=[check("method beats baseline", method - baseline, ">", 0.0)],
+        checks=[FAKE_CHECKS["method_beats_baseline"].measure(method - baseline)],
         curves={"score": {"x": [1, 2, 3], "series": {"method": [1.0, 2.0, float("nan")],
                                                      "baseline": [0.5, 1.0, 1.5]}}},
     )
@@ -78,6 +84,7 @@ def fake_paper(monkeypatch):
     package = types.ModuleType("icml26.papers.zz_fake")
     experiment = types.ModuleType("icml26.papers.zz_fake.experiment")
     experiment.Config = FakeConfig
+    experiment.CHECKS = FAKE_CHECKS
     experiment.run = _fake_run
     monkeypatch.setitem(sys.modules, package.__name__, package)
     monkeypatch.setitem(sys.modules, experiment.__name__, experiment)
@@ -85,3 +92,27 @@ def fake_paper(monkeypatch):
                               extras=(), claim="The method beats the baseline.", status="implemented")
     monkeypatch.setitem(registry.PAPERS, "zz_fake", spec)
     return spec
+
+
+@pytest.fixture(scope="session")
+def smollm2():
+    """SmolLM2-135M-Instruct, loaded once per test run (skipped without the pretrained extra)."""
+    from icml26.common.extras import extra_installed, install_hint
+
+    if not extra_installed("pretrained"):
+        pytest.skip(install_hint("pretrained"))
+    from icml26.common.pretrained import load_pretrained_lm
+
+    return load_pretrained_lm()
+
+
+@pytest.fixture(scope="session")
+def minilm():
+    """The shared all-MiniLM-L6-v2 encoder (skipped without the embed extra)."""
+    from icml26.common.extras import extra_installed, install_hint
+
+    if not extra_installed("embed"):
+        pytest.skip(install_hint("embed"))
+    from icml26.common.encoder import get_encoder
+
+    return get_encoder()

@@ -1,22 +1,48 @@
-"""The on-disk cache for trained artifacts (tokenizers, pretrained tiny models).
+"""The on-disk cache for trained artifacts (tokenizers, pretrained tiny models, dequantised weights).
 
-Location: ``$ICML26_CACHE`` if set, else ``~/.cache/icml26``. Entries are folders
-named by a hash of everything that produced them, written to a temporary folder
-and renamed into place, so an interrupted build never leaves a half entry.
+Location: ``$ICML26_CACHE`` if set, else ``~/.cache/icml26``. Entries are folders named by a
+hash of everything that produced them, written to a temporary folder and renamed into
+place, so an interrupted build never leaves a half entry.
+
+Every entry carries ``manifest.json``: the SHA-256 of each file and the config that built
+it. :func:`entry` verifies the manifest before handing an existing entry out; a file that
+was changed, removed or added (zeroed weights, a swapped vocabulary) makes the entry stale,
+and it is deleted and rebuilt. Temporary build folders left by a killed process are removed
+once they are older than :data:`STALE_SECONDS`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
+import logging
 import os
 import shutil
 import tempfile
+import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
-__all__ = ["cache_dir", "config_hash", "entry"]
+__all__ = [
+    "MANIFEST",
+    "STALE_SECONDS",
+    "CacheEntry",
+    "cache_dir",
+    "config_hash",
+    "entry",
+    "file_sha256",
+    "load_entry",
+    "verify_manifest",
+    "write_manifest",
+]
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "manifest.json"
+#: Temporary build folders older than this (seconds) belong to a dead build and are removed.
+STALE_SECONDS = 6 * 3600
 
 
 def cache_dir() -> Path:
@@ -32,22 +58,96 @@ def config_hash(*parts: Any, length: int = 16) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
 
 
+def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _files(folder: Path) -> list[str]:
+    return sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*")
+                  if p.is_file() and p.name != MANIFEST)
+
+
+def write_manifest(folder: str | os.PathLike, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """Write ``manifest.json`` (SHA-256 of every file, and ``config``) into ``folder``; return it."""
+    folder = Path(folder)
+    manifest = {"files": {name: file_sha256(folder / name) for name in _files(folder)},
+                "config": dict(config or {})}
+    (folder / MANIFEST).write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
+    return manifest
+
+
+def verify_manifest(folder: str | os.PathLike) -> str | None:
+    """``None`` if ``folder`` matches its manifest, else the reason it does not."""
+    folder = Path(folder)
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text())
+        recorded = manifest["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "no readable manifest.json"
+    present = _files(folder)
+    if sorted(recorded) != present:
+        extra, missing = set(present) - set(recorded), set(recorded) - set(present)
+        return f"files differ from the manifest (extra {sorted(extra)}, missing {sorted(missing)})"
+    for name, digest in recorded.items():
+        if file_sha256(folder / name) != digest:
+            return f"{name} does not match its SHA-256 in the manifest"
+    return None
+
+
+@dataclasses.dataclass(frozen=True)
+class CacheEntry:
+    """A finished, verified cache entry."""
+
+    path: Path
+    manifest: dict[str, Any]
+
+    @property
+    def digest(self) -> str:
+        """One SHA-256 over the manifest's file hashes: what a result's provenance records."""
+        return hashlib.sha256(json.dumps(self.manifest["files"], sort_keys=True).encode()).hexdigest()
+
+
+def _clean_stale(parent: Path) -> None:
+    now = time.time()
+    for tmp in parent.glob(".*.tmp"):
+        try:
+            if tmp.is_dir() and now - tmp.stat().st_mtime > STALE_SECONDS:
+                shutil.rmtree(tmp, ignore_errors=True)
+                log.info("removed the stale cache build folder %s", tmp)
+        except OSError:
+            continue
+
+
 @contextmanager
-def entry(kind: str, key: str) -> Iterator[tuple[Path, Path | None]]:
+def entry(kind: str, key: str, config: Mapping[str, Any] | None = None) -> Iterator[tuple[Path, Path | None]]:
     """Yield ``(final_path, build_path)`` for a cache entry.
 
-    If the entry exists, ``build_path`` is ``None``. Otherwise the caller writes into
-    ``build_path`` (a fresh temporary folder); on a clean exit it is renamed to
-    ``final_path``, on an exception it is removed.
+    If a verified entry exists, ``build_path`` is ``None``. Otherwise (none yet, or one
+    whose files no longer match its manifest, which is deleted) the caller writes into
+    ``build_path`` (a fresh temporary folder); on a clean exit the manifest is written and the
+    folder renamed to ``final_path``, on an exception it is removed. ``config`` is recorded in
+    the manifest.
     """
-    final = cache_dir() / kind / key
+    parent = cache_dir() / kind
+    parent.mkdir(parents=True, exist_ok=True)
+    _clean_stale(parent)
+    final = parent / key
     if final.is_dir():
-        yield final, None
-        return
-    final.parent.mkdir(parents=True, exist_ok=True)
-    build = Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{key}.", suffix=".tmp"))
+        problem = verify_manifest(final)
+        if problem is None:
+            yield final, None
+            return
+        log.warning("cache entry %s is stale (%s); rebuilding it", final, problem)
+        shutil.rmtree(final, ignore_errors=True)
+    build = Path(tempfile.mkdtemp(dir=parent, prefix=f".{key}.", suffix=".tmp"))
     try:
         yield final, build
+        write_manifest(build, config)
     except BaseException:
         shutil.rmtree(build, ignore_errors=True)
         raise
@@ -58,3 +158,9 @@ def entry(kind: str, key: str) -> Iterator[tuple[Path, Path | None]]:
         shutil.rmtree(build, ignore_errors=True)
         if not final.is_dir():
             raise
+
+
+def load_entry(path: str | os.PathLike) -> CacheEntry:
+    """The :class:`CacheEntry` of a finished entry folder (its manifest read, not re-verified)."""
+    path = Path(path)
+    return CacheEntry(path=path, manifest=json.loads((path / MANIFEST).read_text()))

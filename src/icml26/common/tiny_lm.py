@@ -20,7 +20,6 @@ Needs the ``lm`` extra.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
@@ -31,9 +30,10 @@ from typing import Any, Callable, Literal
 import numpy as np
 import torch
 
-from icml26.common.cache import config_hash, entry
+from icml26.common.cache import config_hash, entry, load_entry
 from icml26.common.corpus import Corpus, stdlib_corpus
 from icml26.common.extras import require
+from icml26.common.hf import quiet_transformers
 from icml26.common.progress import progress
 
 __all__ = [
@@ -144,10 +144,13 @@ class TinyLM:
     log: PretrainLog
     corpus_sha256: str
     cache_key: str
+    weights_sha256: str | None = None
+    """Digest of the cache entry's manifest (``None`` when built with ``cache=False``)."""
 
     @property
     def provenance(self) -> dict:
-        return {"tiny_lm_cache_key": self.cache_key, "corpus_sha256": self.corpus_sha256}
+        return {"tiny_lm_cache_key": self.cache_key, "corpus_sha256": self.corpus_sha256,
+                "tiny_lm_weights_sha256": self.weights_sha256}
 
 
 def build_model(config: TinyLMConfig, *, seed: int = 0, attn_implementation: str = "sdpa"):
@@ -332,18 +335,6 @@ def pretrain(
     return logs
 
 
-@contextlib.contextmanager
-def _quiet(transformers):
-    """Silence transformers' own save/load progress bars for the duration."""
-    bars = transformers.utils.logging.is_progress_bar_enabled()
-    transformers.utils.logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if bars:
-            transformers.utils.logging.enable_progress_bar()
-
-
 def pretrained_tiny_lm(
     config: TinyLMConfig = TinyLMConfig(),
     train_config: PretrainConfig = PretrainConfig(),
@@ -374,21 +365,24 @@ def pretrained_tiny_lm(
                         show_progress=show_progress)
         return model, logs
 
+    digest = None
     if cache:
-        with entry("tiny_lm", key) as (final, tmp):
+        with entry("tiny_lm", key, config={"model": dataclasses.asdict(config),
+                                            "train": dataclasses.asdict(train_config)}) as (final, tmp):
             if tmp is not None:
                 model, logs = train_fresh()
-                with _quiet(transformers):
+                with quiet_transformers():
                     model.save_pretrained(tmp)
                 (tmp / "pretrain_log.json").write_text(json.dumps(logs.to_dict()))
-        with _quiet(transformers):
+        with quiet_transformers():
             model = transformers.AutoModelForCausalLM.from_pretrained(final)
         model.config._attn_implementation = "sdpa"
         logs = PretrainLog(**json.loads((Path(final) / "pretrain_log.json").read_text()))
+        digest = load_entry(final).digest
     else:
         model, logs = train_fresh()
     model.eval()
     model.to(device)
     return TinyLM(model=model, tokenizer=tokenizer, config=config, train_config=train_config,
                   train_ids=train_ids, valid_ids=valid_ids, log=logs, corpus_sha256=corpus.sha256,
-                  cache_key=key)
+                  cache_key=key, weights_sha256=digest)

@@ -15,35 +15,9 @@ from typing import Callable, Iterator
 
 from torch import Tensor, nn
 
+from icml26.common.hf import decoder_blocks, num_layers  # re-exported here for compatibility
+
 __all__ = ["decoder_blocks", "num_layers", "patch_hidden_state"]
-
-
-def num_layers(model: nn.Module) -> int:
-    """Number of transformer blocks ``L`` of a Hugging Face model (``hidden_states`` has ``L + 1``)."""
-    config = getattr(model, "config", None)
-    if config is None:
-        raise ValueError("model has no .config; pass a Hugging Face PreTrainedModel")
-    if hasattr(config, "get_text_config"):
-        config = config.get_text_config()
-    n = getattr(config, "num_hidden_layers", None)
-    if not isinstance(n, int) or n < 1:
-        raise ValueError("model.config has no positive num_hidden_layers; pass a Hugging Face causal LM")
-    return n
-
-
-def decoder_blocks(model: nn.Module) -> nn.ModuleList:
-    """The model's stack of transformer blocks.
-
-    The first ``nn.ModuleList`` with ``num_layers(model)`` entries in module order
-    (``transformer.h`` for GPT-2, ``model.layers`` for Llama, ``gpt_neox.layers`` for
-    Pythia …).
-    """
-    n = num_layers(model)
-    for _, module in model.named_modules():
-        if isinstance(module, nn.ModuleList) and len(module) == n:
-            return module
-    raise ValueError(f"found no nn.ModuleList of {n} blocks in {type(model).__name__}; "
-                     "this model does not follow the Hugging Face decoder layout")
 
 
 @contextlib.contextmanager

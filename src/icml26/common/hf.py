@@ -1,0 +1,65 @@
+"""Small helpers for any Hugging Face model, shared by the papers that patch or probe one.
+
+* :func:`num_layers` and :func:`decoder_blocks` find a decoder's block stack whatever the
+  architecture calls it (``transformer.h``, ``model.layers``, ``gpt_neox.layers`` …);
+* :func:`quiet_transformers` silences transformers' load/save progress bars and warnings
+  for the duration of a ``with`` block.
+
+Needs the ``lm`` extra only where a function says so; the functions here import nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from torch import nn
+
+__all__ = ["decoder_blocks", "num_layers", "quiet_transformers"]
+
+
+def num_layers(model: nn.Module) -> int:
+    """Number of transformer blocks ``L`` of a Hugging Face model (``hidden_states`` has ``L + 1``)."""
+    config = getattr(model, "config", None)
+    if config is None:
+        raise ValueError("model has no .config; pass a Hugging Face PreTrainedModel")
+    if hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    n = getattr(config, "num_hidden_layers", None)
+    if not isinstance(n, int) or n < 1:
+        raise ValueError("model.config has no positive num_hidden_layers; pass a Hugging Face causal LM")
+    return n
+
+
+def decoder_blocks(model: nn.Module) -> nn.ModuleList:
+    """The model's stack of transformer blocks.
+
+    The first ``nn.ModuleList`` with ``num_layers(model)`` entries in module order
+    (``transformer.h`` for GPT-2, ``model.layers`` for Llama, ``gpt_neox.layers`` for
+    Pythia …).
+    """
+    n = num_layers(model)
+    for _, module in model.named_modules():
+        if isinstance(module, nn.ModuleList) and len(module) == n:
+            return module
+    raise ValueError(f"found no nn.ModuleList of {n} blocks in {type(model).__name__}; "
+                     "this model does not follow the Hugging Face decoder layout")
+
+
+@contextlib.contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """Within the block, transformers shows no progress bars and logs errors only."""
+    from icml26.common.extras import require
+
+    transformers = require("transformers", "lm")
+    logging_ = transformers.utils.logging
+    bars = logging_.is_progress_bar_enabled()
+    verbosity = logging_.get_verbosity()
+    logging_.disable_progress_bar()
+    logging_.set_verbosity_error()
+    try:
+        yield
+    finally:
+        logging_.set_verbosity(verbosity)
+        if bars:
+            logging_.enable_progress_bar()
