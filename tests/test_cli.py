@@ -66,7 +66,7 @@ def test_bad_override_names_valid_fields(fake_paper, capsys, tmp_path):
 def test_run_prints_verdict_and_writes(fake_paper, capsys, tmp_path):
     assert main(["run", "zz_fake", "--quick", "--seed", "1", "--out", str(tmp_path), "scale=2"]) == 0
     out = capsys.readouterr().out
-    assert "method beats baseline" in out and "claim" in out
+    assert "method score - baseline score" in out and "claim" in out
     data = json.loads((tmp_path / "zz_fake" / "result.json").read_text())
     assert data["config"]["scale"] == 2.0 and data["seed"] == 1
 
@@ -104,8 +104,10 @@ def test_report_on_fixture(tmp_path, capsys):
     readme.write_text("intro\n<!-- results:start -->\nold\n<!-- results:end -->\n"
                       "<!-- papers:start -->\nold\n<!-- papers:end -->\nend\n")
     assert main(["report", "--results", str(results)]) == 0
+    assert "old" in readme.read_text(), "without --readme, report writes only its results folder"
+    assert main(["report", "--results", str(results), "--readme", str(readme)]) == 0
     page = (results / "README.md").read_text()
-    assert "## zz_fixture" in page and "| HAMU-Q | 0.93 | 0.05 |" in page and "| retain gap | 0.03 | >= 0.02 | ✅ |" in page
+    assert "## zz_fixture" in page and "| HAMU-Q | 0.93 | 0.05 |" in page and "| retain gap | 0.03 | >= 0.02 | ✅ | – |" in page
     top = readme.read_text()
     assert "old" not in top and "[zz_fixture](results/README.md#zz_fixture)" in top and "| 1/1 | ✅ |" in top
     assert top.startswith("intro\n") and top.endswith("end\n")
@@ -151,7 +153,9 @@ def test_report_fills_a_paper_readme(fake_paper, tmp_path, monkeypatch):
     monkeypatch.setattr(type(spec), "folder", property(lambda self: folder))
     results = tmp_path / "results"
     runner.run("zz_fake", out=results)
-    assert main(["report", "--results", str(results), "--readme", str(tmp_path / "none.md")]) == 0
+    assert main(["report", "--results", str(results)]) == 0
+    assert "stale" in (folder / "README.md").read_text(), "a foreign results folder leaves package READMEs alone"
+    assert main(["report", "--results", str(results), "--paper-readmes"]) == 0
     text = (folder / "README.md").read_text()
-    assert "stale" not in text and "| method beats baseline |" in text and text.endswith("tail\n")
+    assert "stale" not in text and "| method score - baseline score |" in text and text.endswith("tail\n")
     assert "](../../results/zz_fake/score.png)" in text

@@ -20,6 +20,11 @@ class CliError(Exception):
     """A user error: printed as one line, exit status 2."""
 
 
+#: Exit status of an internal error (a bug in icml26 or a paper's code): traceback, then 1.
+EXIT_INTERNAL = 1
+EXIT_USER = 2
+
+
 def _parse_overrides(items: Sequence[str]) -> dict[str, str]:
     overrides: dict[str, str] = {}
     for item in items:
@@ -63,8 +68,13 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"  status:  {spec.status}")
     print(f"  claim:   {spec.claim}")
     if not spec.implemented:
-        print("\n  (planned: no reproduction yet, so no config fields)")
+        print("\n  (planned: no reproduction yet, so no checks and no config fields)")
         return 0
+    checks = spec.load_claims()
+    print(f"\nchecks ({len(checks)}; a check holds when `measured op target`; no config field moves a target):")
+    for c in checks.values():
+        print(f"  {c.id}: {c.name}")
+        print(f"      {c.op} {c.target:g}   ({c.source}: {c.ref})")
     from icml26.common.config import config_fields
 
     cls = spec.load_experiment().Config
@@ -104,16 +114,32 @@ def _run_one(key: str, args: argparse.Namespace, overrides: dict[str, str]):
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from icml26.common.extras import MissingExtraError
-    from icml26.runner import PaperNotImplementedError, build_config
+    from icml26.common.seeding import resolve_device
+    from icml26.runner import PaperNotImplementedError, build_config, check_out
 
     overrides = _parse_overrides(args.overrides)
+    if args.threads is not None and args.threads < 1:
+        raise CliError(f"--threads {args.threads} must be at least 1")
+    if args.seed < 0:
+        raise CliError(f"--seed {args.seed} must be a non-negative integer")
+    try:
+        resolve_device(args.device)
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
     if args.key != "all":
         spec = _spec(args.key)
+        # Everything a user can get wrong is checked before any work: a ValueError here is
+        # theirs (exit 2); one raised inside the run is a bug and gets a traceback (exit 1).
         try:
             setting = "tiny" if args.tiny else ("quick" if args.quick else "full")
-            build_config(spec.key, setting, overrides)  # validate before any work
+            build_config(spec.key, setting, overrides)
+            if args.out is not None:
+                check_out(args.out, spec.key)
+        except (PaperNotImplementedError, MissingExtraError, ValueError, TypeError) as exc:
+            raise CliError(str(exc)) from None
+        try:
             result = _run_one(spec.key, args, overrides)
-        except (PaperNotImplementedError, MissingExtraError, ValueError) as exc:
+        except MissingExtraError as exc:
             raise CliError(str(exc)) from None
         print(result.verdict())
         if result.path is not None:
@@ -122,6 +148,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     if overrides:
         raise CliError("field=value overrides apply to one paper; use `icml26 run KEY …`")
+    if args.out is not None:
+        try:
+            check_out(args.out, "_probe").rmdir()
+        except (ValueError, OSError) as exc:
+            raise CliError(str(exc)) from None
     keys = registry.keys(status="implemented")
     if not keys:
         print("no paper is implemented yet; nothing to run")
@@ -158,11 +189,17 @@ def _cmd_report(args: argparse.Namespace) -> int:
     if not results.is_dir():
         raise CliError(f"results folder {results} does not exist; run `icml26 run … ` first")
     try:
-        path = report(results, readme=args.readme)
+        path = report(results, readme=args.readme, paper_readmes=args.paper_readmes)
     except ResultError as exc:
         raise CliError(f"invalid result: {exc}") from None
     print(f"wrote {path}")
     return 0
+
+
+def _version() -> str:
+    import icml26
+
+    return icml26.__version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -171,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Methods of nineteen ICML 2026 papers, with CPU reproductions.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="log progress messages")
+    parser.add_argument("--version", action="version", version=f"icml26 {_version()}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("list", help="the table of papers")
@@ -195,7 +233,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("report", help="rebuild results/README.md and the README table from JSON")
     p.add_argument("--results", default="results", help="results folder (default: results)")
-    p.add_argument("--readme", default=None, help="top-level README to update (default: beside results)")
+    p.add_argument("--readme", default=None,
+                   help="a README to update between its marker comments (default: the repository's "
+                        "README, only when --results is the repository's own results folder)")
+    p.add_argument("--paper-readmes", action="store_true", default=None,
+                   help="also update each paper's README in the package (default: only for the "
+                        "repository's own results folder)")
     p.set_defaults(func=_cmd_report)
     return parser
 
@@ -212,11 +255,29 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(f"unrecognized arguments: {' '.join(extra)}")
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
+    if not getattr(args, "no_progress", False):
+        # Off a terminal, progress arrives as log lines (at most one per 30 s per bar).
+        logging.getLogger("icml26.progress").setLevel(logging.INFO)
     try:
         return args.func(args)
     except CliError as exc:
         print(f"icml26: error: {exc}", file=sys.stderr)
-        return 2
+        return EXIT_USER
+    except BrokenPipeError:
+        # The reader went away (`icml26 info hamu | head`): not an error; silence the final flush.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print("icml26: interrupted; nothing was written for the run in progress", file=sys.stderr)
+        return 130
+    except Exception:
+        traceback.print_exc()
+        print("icml26: internal error (a bug, not a problem with your input): please report it with "
+              "the traceback above", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -9,7 +9,9 @@ A run writes ``<out>/<key>/result.json`` (plus PNG plots beside it). Its fields:
 ``seed``        the seed
 ``config``      every config field that produced it
 ``metrics``     ``{arm: {metric: number}}`` — the method and each baseline by name
-``claim``       ``{"text", "checks": [{"name", "value", "op", "target", "passed"}], "passed"}``
+``claim``       ``{"text", "checks": [{"id", "name", "value", "op", "target", "passed", "source",
+                "ref", "note"?}], "passed"}`` (``id``/``source``/``ref`` from the paper's
+                ``claims.py``; schema 1 results lack them)
 ``curves``      optional plot series ``{name: {"x", "series": {arm: [...]}, ...}}``
 ``figures``     PNG file names written beside the JSON
 ``provenance``  icml26 version, git commit, python/torch/numpy versions, platform,
@@ -26,9 +28,12 @@ import dataclasses
 import json
 import math
 import os
+import re
 import tempfile
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+from icml26.contract import OPS, Check, Outcome, check
 
 __all__ = [
     "Check",
@@ -45,68 +50,14 @@ __all__ = [
     "verdict_table",
 ]
 
-SCHEMA_VERSION = 1
-Op = Literal["<", "<=", ">", ">=", "==", "abs<="]
-_OPS = {
-    "<": lambda v, t: v < t,
-    "<=": lambda v, t: v <= t,
-    ">": lambda v, t: v > t,
-    ">=": lambda v, t: v >= t,
-    "==": lambda v, t: v == t,
-    "abs<=": lambda v, t: abs(v) <= t,
-}
+SCHEMA_VERSION = 2
+#: Schema versions :func:`validate` accepts (1: before checks carried id/source/ref).
+READABLE_SCHEMAS = (1, 2)
+_OPS = OPS
 
 
 class ResultError(ValueError):
-    """A result file does not follow the schema; the message names the field."""
-
-
-@dataclasses.dataclass(frozen=True)
-class Check:
-    """One figure of a claim: ``value op target``, e.g. ``ratio <= 0.5``."""
-
-    name: str
-    value: float
-    op: Op
-    target: float
-    note: str = ""
-
-    @property
-    def passed(self) -> bool:
-        if not (math.isfinite(self.value) and math.isfinite(self.target)):
-            return False
-        return bool(_OPS[self.op](self.value, self.target))
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {"name": self.name, "value": _finite_or_none(self.value), "op": self.op,
-               "target": self.target, "passed": self.passed}
-        if self.note:
-            out["note"] = self.note
-        return out
-
-
-def check(name: str, value: float, op: Op, target: float, note: str = "") -> Check:
-    """Shorthand for :class:`Check` that validates the operator and coerces numbers."""
-    if op not in _OPS:
-        raise ValueError(f"check {name!r}: op {op!r} must be one of {', '.join(_OPS)}")
-    return Check(name=name, value=float(value), op=op, target=float(target), note=note)
-
-
-@dataclasses.dataclass
-class Outcome:
-    """What an experiment returns to the runner.
-
-    Attributes:
-        metrics: ``{arm: {metric: value}}``; the method's arm first, then baselines.
-        checks: the figures of the claim, each a :class:`Check`.
-        curves: plot series, ``{name: {"x": [...], "series": {arm: [...]}, "xlabel": …}}``.
-        notes: free text shown in the report (what did not reproduce, and why).
-    """
-
-    metrics: dict[str, dict[str, float]]
-    checks: list[Check]
-    curves: dict[str, Any] = dataclasses.field(default_factory=dict)
-    notes: list[str] = dataclasses.field(default_factory=list)
+    """A result file does not follow the schema; the message names the file and the field."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,10 +94,6 @@ class Result:
     def verdict(self) -> str:
         """The plain-text verdict table."""
         return verdict_table(self.data)
-
-
-def _finite_or_none(x: float) -> float | None:
-    return float(x) if math.isfinite(x) else None
 
 
 # ---------------------------------------------------------------------------
@@ -197,6 +144,9 @@ _PROVENANCE = ("icml26", "python", "numpy", "torch", "platform", "threads", "dev
                "wall_time_s", "utc")
 
 
+_SAFE_FIGURE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\.png$")
+
+
 def _is_number(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
@@ -210,8 +160,8 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
             raise ResultError(f"{source}: missing field {name!r}")
         if not isinstance(data[name], tp) or (tp is int and isinstance(data[name], bool)):
             raise ResultError(f"{source}: field {name!r} must be {getattr(tp, '__name__', tp)}")
-    if data["schema"] != SCHEMA_VERSION:
-        raise ResultError(f"{source}: field 'schema' is {data['schema']}, expected {SCHEMA_VERSION}")
+    if data["schema"] not in READABLE_SCHEMAS:
+        raise ResultError(f"{source}: field 'schema' is {data['schema']}, expected one of {READABLE_SCHEMAS}")
     if data["setting"] not in ("full", "quick", "tiny"):
         raise ResultError(f"{source}: field 'setting' must be full, quick or tiny")
     if not data["metrics"]:
@@ -231,21 +181,43 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
         if not isinstance(claim.get(name), tp):
             raise ResultError(f"{source}: field 'claim.{name}' must be {tp.__name__}")
     for i, item in enumerate(claim["checks"]):
+        where = f"{source}: field 'claim.checks[{i}]"
         if not isinstance(item, Mapping):
-            raise ResultError(f"{source}: field 'claim.checks[{i}]' must be an object")
-        for name in ("name", "op", "target", "passed"):
+            raise ResultError(f"{where}' must be an object")
+        required = ("name", "op", "target", "passed") + (("id", "source", "ref") if data["schema"] >= 2 else ())
+        for name in required:
             if name not in item:
-                raise ResultError(f"{source}: field 'claim.checks[{i}].{name}' is missing")
+                raise ResultError(f"{where}.{name}' is missing")
+        for name in ("name", "id", "source", "ref", "note"):
+            if name in item and not isinstance(item[name], str):
+                raise ResultError(f"{where}.{name}' must be a string")
         if item["op"] not in _OPS:
-            raise ResultError(f"{source}: field 'claim.checks[{i}].op' is {item['op']!r}")
-        if item.get("value") is not None and not _is_number(item["value"]):
-            raise ResultError(f"{source}: field 'claim.checks[{i}].value' must be a number or null")
+            raise ResultError(f"{where}.op' is {item['op']!r}, not one of {', '.join(_OPS)}")
+        if not _is_number(item["target"]) or not math.isfinite(item["target"]):
+            raise ResultError(f"{where}.target' must be a finite number, got {item['target']!r}")
+        value = item.get("value")
+        if value is not None and (not _is_number(value) or not math.isfinite(value)):
+            raise ResultError(f"{where}.value' must be a finite number or null, got {value!r}")
+        if not isinstance(item["passed"], bool):
+            raise ResultError(f"{where}.passed' must be true or false")
+        held = value is not None and bool(_OPS[item["op"]](value, item["target"]))
+        if item["passed"] != held:
+            raise ResultError(f"{where}.passed' is {item['passed']} but {value} {item['op']} "
+                              f"{item['target']} is {held}")
+        if "source" in item and item["source"] not in ("paper", "issue", "ours"):
+            raise ResultError(f"{where}.source' must be paper, issue or ours, got {item['source']!r}")
     expected = bool(claim["checks"]) and all(c["passed"] for c in claim["checks"])
     if claim["passed"] != expected:
         raise ResultError(f"{source}: field 'claim.passed' disagrees with its checks")
     for name in _PROVENANCE:
         if name not in data["provenance"]:
             raise ResultError(f"{source}: field 'provenance.{name}' is missing")
+    for i, fig in enumerate(data["figures"]):
+        if not isinstance(fig, str) or not _SAFE_FIGURE.match(fig):
+            raise ResultError(f"{source}: field 'figures[{i}]' must be a plain PNG file name beside the result "
+                              f"(letters, digits, '_', '-', '.'), got {fig!r}")
+    if not isinstance(data.get("notes", []), list) or not all(isinstance(n, str) for n in data.get("notes", [])):
+        raise ResultError(f"{source}: field 'notes' must be a list of strings")
     for name, curve in data["curves"].items():
         if not isinstance(curve, Mapping) or "x" not in curve or "series" not in curve:
             raise ResultError(f"{source}: field 'curves.{name}' needs 'x' and 'series'")
@@ -261,11 +233,21 @@ def load_result(path: str | os.PathLike) -> dict[str, Any]:
     """Load and validate one ``result.json``."""
     path = Path(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:
         raise ResultError(f"{path}: not valid JSON ({exc})") from None
+    except ResultError as exc:
+        raise ResultError(f"{path}: {exc}") from None
+    except UnicodeDecodeError:
+        raise ResultError(f"{path}: not UTF-8 text") from None
+    except OSError as exc:
+        raise ResultError(f"{path}: cannot be read ({exc.strerror or exc})") from None
     validate(data, source=str(path))
     return data
+
+
+def _reject_constant(name: str) -> Any:
+    raise ResultError(f"the JSON holds {name}, which a result never contains (non-finite values are null)")
 
 
 # ---------------------------------------------------------------------------
@@ -288,10 +270,20 @@ def _fmt(x: Any) -> str:
     return str(x)
 
 
-def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+def md_escape(text: Any) -> str:
+    """Text that stays inside one markdown table cell or quote line: no line breaks, no ``|``,
+    no HTML (so a note cannot close the report's marker comments or inject markup)."""
+    text = " ".join(str(text).split())
+    # "<" only where it could open a tag or a comment ("<!--", "<img", "</"); "x < 0.5" stays readable
+    text = re.sub(r"<(?=[A-Za-z!/?])", "&lt;", text)
+    return text.replace("|", "\\|")
+
+
+def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]], *, raw: Sequence[int] = ()) -> str:
+    """A markdown table; cells are formatted and escaped except the columns in ``raw`` (our own links)."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for row in rows:
-        lines.append("| " + " | ".join(_fmt(c) for c in row) + " |")
+        lines.append("| " + " | ".join(str(c) if i in raw else md_escape(_fmt(c)) for i, c in enumerate(row)) + " |")
     return "\n".join(lines)
 
 
@@ -310,10 +302,17 @@ def metrics_table(data: Mapping[str, Any]) -> str:
 def checks_table(data: Mapping[str, Any]) -> str:
     """Markdown table of the claim's checks."""
     rows = [
-        [c["name"], c.get("value"), f"{c['op']} {_fmt(c['target'])}", "✅" if c["passed"] else "❌"]
+        [c["name"], c.get("value"), f"{c['op']} {_fmt(c['target'])}", "✅" if c["passed"] else "❌",
+         _source_text(c)]
         for c in data["claim"]["checks"]
     ]
-    return _markdown_table(["check", "measured", "target", "held"], rows)
+    return _markdown_table(["check", "measured", "target", "held", "target's source"], rows)
+
+
+def _source_text(c: Mapping[str, Any]) -> str:
+    if "source" not in c:
+        return "–"
+    return f"{c['source']}: {c['ref']}"
 
 
 def verdict_table(data: Mapping[str, Any]) -> str:
@@ -412,24 +411,43 @@ def _tables_notes_figures(data: Mapping[str, Any], results_dir: Path, readme_dir
     """Checks and metrics tables, notes as quotes, and the figures that exist, linked from ``readme_dir``."""
     lines = [checks_table(data), "", metrics_table(data), ""]
     for note in data.get("notes", []):
-        lines += [f"> {note}", ""]
+        lines += [f"> {md_escape(note)}", ""]
+    folder = (Path(results_dir) / data["paper"]).resolve()
     for fig in data["figures"]:
-        path = (Path(results_dir) / data["paper"] / fig).resolve()
-        if path.exists():
-            lines += [f"![{alt(fig)}]({Path(os.path.relpath(path, Path(readme_dir).resolve())).as_posix()})", ""]
+        path = (folder / fig).resolve()
+        # validate() admits plain file names only; the check below keeps links inside the folder regardless
+        if path.parent == folder and path.exists():
+            lines += [f"![{md_escape(alt(fig))}]({Path(os.path.relpath(path, Path(readme_dir).resolve())).as_posix()})", ""]
     return lines
 
 
-def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike | None = None) -> Path:
-    """Rebuild ``<results_dir>/README.md`` and the top-level README's tables from JSON.
+#: The repository's own results folder (beside ``src/``), whose report also updates the READMEs.
+REPO_RESULTS = Path(__file__).resolve().parents[2] / "results"
 
-    Each paper's own README is updated too, between the same marker comments, when
-    it has them. ``readme`` defaults to ``README.md`` beside ``results_dir``; it is updated only
-    between the marker comments and only if it exists. Returns the results README path.
+
+def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike | None = None, *,
+           paper_readmes: bool | None = None) -> Path:
+    """Rebuild ``<results_dir>/README.md`` from the JSON files in it, and the README tables.
+
+    What is written, and nothing else:
+
+    * ``<results_dir>/README.md``, always;
+    * ``readme`` (between its marker comments), when given; by default the repository's
+      ``README.md`` when ``results_dir`` is the repository's own ``results/`` folder;
+    * each paper's ``README.md`` in the package (between its markers) when ``paper_readmes``
+      is true; by default only for the repository's own ``results/`` folder.
+
+    Every result is validated first: a corrupt one raises :class:`ResultError` naming the
+    file and the field, before anything is written. Returns the results README path.
     """
     from icml26 import registry
 
     results_dir = Path(results_dir)
+    own = results_dir.resolve() == REPO_RESULTS
+    if paper_readmes is None:
+        paper_readmes = own
+    if readme is None and own:
+        readme = REPO_RESULTS.parent / "README.md"
     results = collect(results_dir)
     parts = [
         "# Results",
@@ -445,7 +463,7 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
             "",
             f"**{spec.title if spec else key}**",
             "",
-            f"Claim: {data['claim']['text']}",
+            f"Claim: {md_escape(data['claim']['text'])}",
             "",
             f"Verdict: {'held ✅' if data['claim']['passed'] else 'not held ❌'} · setting `{data['setting']}` · "
             f"seed {data['seed']} · {prov['wall_time_s']:.1f} s on {prov['threads']} thread(s), "
@@ -454,10 +472,10 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
             *_tables_notes_figures(data, results_dir, results_dir, alt=lambda fig, key=key: f"{key} {fig}"),
         ]
     out = results_dir / "README.md"
-    atomic_write_text(out, "\n".join(parts).rstrip() + "\n")
+    writes: list[tuple[Path, str]] = [(out, "\n".join(parts).rstrip() + "\n")]
 
     # Each paper's own README carries its tables between the same markers.
-    for key, data in results.items():
+    for key, data in (results.items() if paper_readmes else ()):
         spec = registry.PAPERS.get(key)
         paper_readme = spec.folder / "README.md" if spec else None
         if paper_readme is None or not paper_readme.exists():
@@ -466,14 +484,19 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
         if RESULTS_START not in text:
             continue
         body = _paper_section(data, results_dir, paper_readme.parent)
-        atomic_write_text(paper_readme, _replace_between(text, RESULTS_START, RESULTS_END, body))
+        writes.append((paper_readme, _replace_between(text, RESULTS_START, RESULTS_END, body)))
 
-    readme = Path(readme) if readme is not None else results_dir.resolve().parent / "README.md"
-    if readme.exists():
+    if readme is not None:
+        readme = Path(readme)
+        if not readme.is_file():
+            raise ResultError(f"readme={readme} is not a file; pass an existing README with the marker comments")
         text = readme.read_text(encoding="utf-8")
         text = _replace_between(text, RESULTS_START, RESULTS_END, _summary_table(results))
         text = _replace_between(text, PAPERS_START, PAPERS_END, _papers_table())
-        atomic_write_text(readme, text)
+        writes.append((readme, text))
+    # everything was built and checked; now write
+    for path, text in writes:
+        atomic_write_text(path, text)
     return out
 
 
@@ -484,30 +507,16 @@ def plot_curves(data: Mapping[str, Any], names: Sequence[str] | None = None):
     """One matplotlib figure per curve of a result, as ``{file name: Figure}``.
 
     A curve is ``{"x": [...], "series": {arm: [...]}, "xlabel", "ylabel", "title",
-    "logx", "logy"}`` (the last five optional). ``None`` values are gaps.
+    "logx", "logy", "bands"}`` (all but the first two optional). ``None`` values are gaps.
     """
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
+    from icml26.plotting import draw_curve, subplots
 
     figures = {}
     for name, curve in data["curves"].items():
         if names is not None and name not in names:
             continue
-        fig, ax = plt.subplots(figsize=(6.0, 4.0), layout="constrained")
-        x = [float("nan") if v is None else v for v in curve["x"]]
-        for arm, ys in curve["series"].items():
-            ys = [float("nan") if v is None else v for v in ys]
-            ax.plot(x, ys, marker="o" if len(x) <= 12 else None, markersize=3, label=arm)
-        if curve.get("logx"):
-            ax.set_xscale("log")
-        if curve.get("logy"):
-            ax.set_yscale("log")
-        ax.set_xlabel(curve.get("xlabel", "x"))
-        ax.set_ylabel(curve.get("ylabel", name))
-        ax.set_title(curve.get("title", f"{data['paper']}: {name}"))
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize="small")
+        fig, axes = subplots(panel=(6.0, 4.0))
+        draw_curve(axes[0, 0], {"ylabel": name, **curve},
+                   title=curve.get("title", f"{data['paper']}: {name}"))
         figures[f"{name}.png"] = fig
     return figures

@@ -1,18 +1,14 @@
 """Running a paper's reproduction: seeding, threads, timing, provenance, writing.
 
-An experiment module (``icml26/papers/<key>/experiment.py``) provides:
+An experiment module (``icml26/papers/<key>/experiment.py``) follows
+:class:`icml26.contract.Experiment`: ``Config`` (full scale, ``quick()``, ``tiny()``),
+``CHECKS`` (the paper's ``claims.py``), ``run(config, ctx) -> Outcome`` and optionally
+``plot(data)`` and ``STREAMS``.
 
-* ``Config``: a dataclass whose defaults are the paper's full scale, with
-  ``Config.quick()`` (the CPU reproduction) and ``Config.tiny()`` (seconds, for
-  the contract suite);
-* ``run(config, ctx) -> Outcome``: builds data, runs the method and its
-  baselines, and returns metrics per arm, the claim's checks and plot series;
-* optionally ``plot(data) -> {file name: Figure}``, drawing from the result's JSON
-  only (the default draws every curve with :func:`icml26.results.plot_curves`).
-
-:func:`run` seeds everything, sets threads, times the run, records provenance,
-validates the result, and writes the PNGs and then ``result.json`` atomically:
-a run that fails writes nothing.
+:func:`run` checks the output folder, seeds everything, sets threads, times the run,
+puts the measured checks in declaration order (refusing undeclared ones or moved bars),
+records provenance, validates the result, and writes the PNGs and then ``result.json``
+atomically: a run that fails writes nothing.
 """
 
 from __future__ import annotations
@@ -35,18 +31,17 @@ import torch
 from icml26 import registry
 from icml26.common.config import apply_overrides, config_to_dict
 from icml26.common.extras import MissingExtraError
-from icml26.common.progress import progress as _progress
 from icml26.common.seeding import resolve_device, seed_everything, set_threads
+from icml26.contract import Outcome, RunContext, finish_checks
 from icml26.results import (
     SCHEMA_VERSION,
-    Outcome,
     Result,
     atomic_write_bytes,
     atomic_write_text,
     plot_curves,
 )
 
-__all__ = ["PaperNotImplementedError", "RunContext", "build_config", "run"]
+__all__ = ["PaperNotImplementedError", "RunContext", "build_config", "check_out", "run"]
 
 log = logging.getLogger(__name__)
 Setting = Literal["full", "quick", "tiny"]
@@ -54,33 +49,6 @@ Setting = Literal["full", "quick", "tiny"]
 
 class PaperNotImplementedError(RuntimeError):
     """The paper is registered but its reproduction does not exist yet."""
-
-
-@dataclasses.dataclass
-class RunContext:
-    """What the runner hands an experiment: seed, device, progress, provenance."""
-
-    seed: int
-    device: torch.device
-    setting: Setting
-    threads: int
-    show_progress: bool | None = None
-    provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
-    """Extra provenance an experiment records (corpus hash, cache keys …)."""
-
-    def rng(self, offset: int = 0) -> np.random.Generator:
-        """A NumPy generator derived from the run's seed (``offset`` gives independent streams)."""
-        return np.random.default_rng([self.seed, offset])
-
-    def torch_generator(self, offset: int = 0) -> torch.Generator:
-        """A CPU torch generator derived from the run's seed."""
-        g = torch.Generator()
-        g.manual_seed(int(np.random.SeedSequence([self.seed, offset]).generate_state(1)[0]))
-        return g
-
-    def progress(self, iterable=None, **kwargs):
-        """A progress bar, off unless stderr is a terminal (or as the caller asked)."""
-        return _progress(iterable, enabled=self.show_progress, **kwargs)
 
 
 def build_config(key: str, setting: Setting = "quick", overrides: Mapping[str, Any] | None = None):
@@ -112,6 +80,28 @@ def _implemented_spec(key: str) -> registry.PaperSpec:
             f"{key} needs the extra(s) {', '.join(missing)}; run: {spec.install_hint()}"
         )
     return spec
+
+
+def check_out(out: str | os.PathLike, key: str) -> Path:
+    """The folder ``<out>/<key>`` a run will write, created and proven writable now.
+
+    Raises ``ValueError`` naming ``out`` when it is a file, lies under a file, or cannot be
+    written, so that a long run does not fail only at its end.
+    """
+    base = Path(out)
+    for parent in (base, *base.parents):
+        if parent.exists() and not parent.is_dir():
+            raise ValueError(f"out={str(out)!r}: {parent} is a file, not a folder; pass a results folder")
+    folder = base / key
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        probe = folder / f".write-probe-{os.getpid()}.tmp"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        raise ValueError(f"out={str(out)!r}: cannot write {folder} ({exc.strerror or exc}); "
+                         "pass a writable results folder") from None
+    return folder
 
 
 def _git_commit() -> tuple[str | None, bool | None]:
@@ -179,10 +169,12 @@ def run(
     module = spec.load_experiment()
     config = build_config(key, setting, overrides)
     dev = resolve_device(device)
+    if out is not None:
+        check_out(out, key)
     n_threads = set_threads(threads)
     seed_everything(seed)
     ctx = RunContext(seed=seed, device=dev, setting=setting, threads=n_threads,
-                     show_progress=progress)
+                     show_progress=progress, streams=dict(getattr(module, "STREAMS", {})))
 
     log.info("running %s (%s, seed %d) on %s", key, setting, seed, dev)
     start = time.perf_counter()
@@ -191,9 +183,12 @@ def run(
     if not isinstance(outcome, Outcome):
         raise TypeError(f"{spec.experiment_module}.run must return an Outcome, got {type(outcome)!r}")
 
-    checks = [c.to_dict() for c in outcome.checks]
+    declared = getattr(module, "CHECKS", None)
+    measured = finish_checks(declared, outcome.checks, where=spec.experiment_module) if declared is not None \
+        else outcome.checks
+    checks = [c.to_dict() for c in measured]
     data: dict[str, Any] = {
-        "schema": SCHEMA_VERSION,
+        "schema": SCHEMA_VERSION if declared is not None else 1,  # 1: a paper not yet on claims.py
         "paper": key,
         "quick": setting != "full",
         "setting": setting,

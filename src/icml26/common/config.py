@@ -13,19 +13,26 @@ import ast
 import dataclasses
 import functools
 import inspect
+import math
 import textwrap
 import types
 import typing
 from typing import Any, Literal, Mapping, Union, get_args, get_origin
 
 __all__ = [
+    "ConfigError",
     "FieldInfo",
     "apply_overrides",
     "config_fields",
     "config_to_dict",
     "field_docs",
     "parse_value",
+    "validate_numbers",
 ]
+
+
+class ConfigError(ValueError):
+    """A config field has a value outside what it accepts; the message names the field."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,7 +214,14 @@ def apply_overrides(config: Any, overrides: Mapping[str, Any] | None) -> Any:
         elif isinstance(value, list) and get_origin(hints[key]) is tuple:
             value = tuple(value)
         changes[key] = value
-    return dataclasses.replace(config, **changes)
+    try:
+        new = dataclasses.replace(config, **changes)
+    except ConfigError:
+        raise
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"{cls.__qualname__}: {exc}") from None
+    validate_numbers(new)
+    return new
 
 
 def _jsonable(value: Any) -> Any:
@@ -225,3 +239,73 @@ def _jsonable(value: Any) -> Any:
 def config_to_dict(config: Any) -> dict[str, Any]:
     """Every field of a config as JSON-ready values (tuples become lists)."""
     return {f.name: _jsonable(getattr(config, f.name)) for f in dataclasses.fields(config)}
+
+
+def _numeric_kind(tp: Any) -> str | None:
+    """``"float"``, ``"int"`` or ``None`` for a field type (looking inside Optional and tuples)."""
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        kinds = {_numeric_kind(a) for a in get_args(tp) if a is not type(None)}
+        kinds.discard(None)
+        return "float" if "float" in kinds else ("int" if "int" in kinds else None)
+    if origin in (tuple, list):
+        kinds = {_numeric_kind(a) for a in get_args(tp) if a is not Ellipsis}
+        return "float" if "float" in kinds else ("int" if "int" in kinds else None)
+    if tp is float:
+        return "float"
+    if tp is int:
+        return "int"
+    return None
+
+
+def _values(value: Any) -> list[Any]:
+    if isinstance(value, (tuple, list)):
+        return [v for item in value for v in _values(item)]
+    return [value]
+
+
+def validate_numbers(config: Any) -> None:
+    """Reject non-finite and out-of-range numbers in every numeric field of a config dataclass.
+
+    The rules, for each field (and each element of a tuple field):
+
+    * a ``float`` must be finite (NaN and ±inf are refused) unless the field's metadata says
+      ``{"finite": False}``;
+    * an ``int`` must be ``>= 0`` unless its metadata sets ``"min"`` (or lists the value among
+      ``"sentinels"``: documented special values such as ``-1`` for "all");
+    * ``"min"`` / ``"max"`` in the metadata bound both kinds (inclusive).
+
+    ``bool`` fields are not numbers here. Called by :func:`apply_overrides` and by each
+    paper's ``Config.__post_init__``; raises :class:`ConfigError` naming the field and the range.
+    """
+    if not dataclasses.is_dataclass(config):
+        raise TypeError(f"{config!r} is not a dataclass instance")
+    hints = _type_hints(type(config))
+    for f in dataclasses.fields(config):
+        kind = _numeric_kind(hints.get(f.name))
+        if kind is None:
+            continue
+        meta = f.metadata or {}
+        low = meta.get("min", 0 if kind == "int" else None)
+        high = meta.get("max")
+        sentinels = tuple(meta.get("sentinels", ()))
+        for value in _values(getattr(config, f.name)):
+            if value is None or isinstance(value, bool) or value in sentinels:
+                continue
+            if not isinstance(value, (int, float)):
+                continue
+            if isinstance(value, float) and not math.isfinite(value) and meta.get("finite", True):
+                raise ConfigError(f"{f.name}={value!r} must be a finite number" + _range_text(low, high))
+            if low is not None and value < low or high is not None and value > high:
+                raise ConfigError(f"{f.name}={value!r} is out of range: it must be" + _range_text(low, high).lstrip(",")
+                                  + (f" (or one of {sentinels})" if sentinels else ""))
+
+
+def _range_text(low: Any, high: Any) -> str:
+    if low is not None and high is not None:
+        return f", in [{low}, {high}]"
+    if low is not None:
+        return f", >= {low}"
+    if high is not None:
+        return f", <= {high}"
+    return ""

@@ -1,0 +1,106 @@
+"""What every implemented paper declares, checked across the registry (new papers join by
+being registered): claims as data, a config boundary that refuses non-finite and negative
+numbers, baselines that share the method's signature, the public API's ``__all__``."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+
+from icml26 import registry
+from icml26.common.config import ConfigError, _numeric_kind, _type_hints
+from icml26.contract import CheckSpec
+from icml26.runner import build_config
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+IMPLEMENTED = registry.keys(status="implemented")
+
+
+def _available(key: str) -> registry.PaperSpec:
+    spec = registry.get(key)
+    if spec.missing_extras():
+        pytest.skip(f"{key} needs {spec.install_hint()}")
+    return spec
+
+
+@pytest.mark.parametrize("key", IMPLEMENTED)
+def test_checks_are_declared_as_data(key):
+    spec = _available(key)
+    checks = spec.load_claims()
+    assert checks, f"{key}: claims.py declares no checks"
+    assert all(isinstance(c, CheckSpec) for c in checks.values())
+    assert list(checks) == [c.id for c in checks.values()]
+    assert spec.load_experiment().CHECKS is not None
+    assert list(spec.load_experiment().CHECKS) == list(checks), f"{key}: experiment.CHECKS is not claims.CHECKS"
+
+
+@pytest.mark.parametrize("key", [k for k in IMPLEMENTED if (RESULTS / k / "result.json").exists()])
+def test_committed_result_checks_are_the_declared_ones(key):
+    data = json.loads((RESULTS / key / "result.json").read_text())
+    declared = registry.get(key).load_claims()
+    assert [c.get("id") for c in data["claim"]["checks"]] == list(declared), (
+        f"{key}: the committed result's checks differ from claims.py; rerun `icml26 run {key} --quick`")
+    for c in data["claim"]["checks"]:
+        spec = declared[c["id"]]
+        assert (c["op"], c["target"], c["source"], c["ref"]) == (spec.op, spec.target, spec.source, spec.ref)
+
+
+def _numeric_fields(cls):
+    hints = _type_hints(cls)
+    return [(f, _numeric_kind(hints[f.name])) for f in dataclasses.fields(cls) if _numeric_kind(hints[f.name])]
+
+
+def _config_cases():
+    for key in IMPLEMENTED:
+        spec = registry.get(key)
+        if spec.missing_extras():
+            continue
+        cls = spec.load_experiment().Config
+        for f, kind in _numeric_fields(cls):
+            bad = ["nan", "inf", "-inf"] if kind == "float" else []
+            if -1 not in tuple((f.metadata or {}).get("sentinels", ())) and (f.metadata or {}).get("min", 0) >= 0:
+                bad.append("-1")
+            for value in bad:
+                yield pytest.param(key, f.name, value, id=f"{key}-{f.name}={value}")
+
+
+@pytest.mark.parametrize("key,field,value", list(_config_cases()))
+def test_config_refuses_bad_numbers_naming_the_field(key, field, value):
+    with pytest.raises((ConfigError, ValueError), match=field):
+        build_config(key, "quick", {field: value})
+
+
+@pytest.mark.parametrize("key", IMPLEMENTED)
+def test_config_constructor_validates_numbers(key):
+    """Built directly (not through overrides), a config refuses NaN in its first float field."""
+    cls = _available(key).load_experiment().Config
+    floats = [f for f, kind in _numeric_fields(cls) if kind == "float" and (f.metadata or {}).get("finite", True)]
+    if not floats:
+        pytest.skip(f"{key}: no float field")
+    base = cls.quick()
+    value = getattr(base, floats[0].name)
+    bad = tuple(float("nan") for _ in value) if isinstance(value, tuple) else float("nan")
+    with pytest.raises(ValueError, match=floats[0].name):
+        dataclasses.replace(base, **{floats[0].name: bad})
+
+
+@pytest.mark.parametrize("key", IMPLEMENTED)
+def test_public_api_exports_baselines(key):
+    api = _available(key).load_api()
+    assert hasattr(api, "__all__") and all(hasattr(api, name) for name in api.__all__), f"{key}: broken __all__"
+    baselines = getattr(api, "BASELINES", None)
+    assert isinstance(baselines, dict) and baselines, f"{key}: export BASELINES: dict[str, Callable]"
+    assert all(callable(b) for b in baselines.values())
+    method = getattr(api, "METHOD", None)
+    if method is None:
+        return  # the paper's baselines are not drop-in alternatives to one callable (its README says why)
+    want = [(p.name, p.kind) for p in inspect.signature(method).parameters.values()
+            if p.default is inspect.Parameter.empty]
+    for name, baseline in baselines.items():
+        got = [(p.name, p.kind) for p in inspect.signature(baseline).parameters.values()
+               if p.default is inspect.Parameter.empty]
+        assert got == want, f"{key}: baseline {name} takes {got}, the method {want}"
