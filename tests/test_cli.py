@@ -159,3 +159,47 @@ def test_report_fills_a_paper_readme(fake_paper, tmp_path, monkeypatch):
     text = (folder / "README.md").read_text()
     assert "stale" not in text and "| method score - baseline score |" in text and text.endswith("tail\n")
     assert "](../../results/zz_fake/score.png)" in text
+
+
+def test_run_seeds_writes_each_seed_and_the_aggregate(tmp_path, capsys):
+    assert main(["run", "ou_steady", "--tiny", "--seeds", "0,1", "--workers", "1", "--out", str(tmp_path),
+                 "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "held on" in out and "2 seeds [0, 1]" in out
+    data = json.loads((tmp_path / "ou_steady" / "result.json").read_text())
+    assert data["seeds"] == [0, 1]
+    assert (tmp_path / "ou_steady" / "seeds" / "1" / "result.json").exists()
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["run", "ou_steady", "--tiny", "--seeds", "3-1"], "backwards"),
+    (["run", "ou_steady", "--tiny", "--seeds", "0-1", "--seed", "2"], "not both"),
+    (["run", "ou_steady", "--tiny", "--seeds", "0-1", "--workers", "0"], "--workers"),
+    (["run", "ou_steady", "--tiny", "--address", "auto"], "--backend ray"),
+    (["run", "ou_steady", "--tiny", "--threads", "0"], "--threads"),
+])
+def test_run_sweep_options_are_checked_before_any_work(argv, message, tmp_path, capsys):
+    assert main(argv + ["--out", str(tmp_path)]) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / "ou_steady" / "result.json").exists()
+
+
+def test_out_that_is_a_file_fails_before_the_run(tmp_path, capsys):
+    target = tmp_path / "afile"
+    target.write_text("x")
+    assert main(["run", "ou_steady", "--tiny", "--out", str(target)]) == 2
+    assert "is a file" in capsys.readouterr().err
+
+
+def test_version_and_closed_pipe():
+    proc = subprocess.run([sys.executable, "-m", "icml26", "--version"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0 and proc.stdout.startswith("icml26 ")
+    proc = subprocess.run(f"{sys.executable} -m icml26 info hamu | head -1", shell=True, capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr
+
+
+def test_internal_error_is_not_reported_as_a_user_error(fake_paper, tmp_path, capsys):
+    assert main(["run", "zz_fake", "--out", str(tmp_path), "fail=true"]) == 1
+    err = capsys.readouterr().err
+    assert "internal error" in err and "asked to fail" in err

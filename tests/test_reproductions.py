@@ -1,15 +1,24 @@
-"""Whole quick reproductions (``make test-slow``): each implemented paper's committed
-``results/<key>/result.json`` is regenerated from the code as it stands, with the same
-seed, config and thread count, and must come out with the same metrics and verdicts.
+"""Whole quick reproductions (``make test-slow``): the committed results regenerate from the code.
 
-This is what ties a committed figure to the code: a result left stale by a later change
-fails here. Minutes per paper on 2 cores; not part of the default run.
+For every implemented paper with a committed ``results/<key>/result.json``:
+
+* an **aggregate** over seeds (the normal case): its first seed is rerun with the sweep's
+  settings (same config, one thread) and compared with that seed's committed file
+  ``results/<key>/seeds/<s>/result.json``: every check must reach the same verdict, except checks
+  the aggregate calls *unresolved* (their verdict flips within the seed spread); every metric must
+  lie within **3 standard deviations of the committed seeds' spread** (relative floor 1e-6).
+  Papers whose computation is deterministic across CPUs (float64 NumPy/SciPy; they set
+  ``DETERMINISTIC_ACROSS_CPUS = True`` in ``experiment.py``) must match to 1e-9 instead.
+* a **single-seed** result (no sweep yet): rerun with its seed and thread count; metrics to 1e-6
+  relative (exact only on the machine that produced it) and the same verdicts.
+
+Float32 kernels differ between CPUs, so bit-identical float32 numbers are only expected on the
+machine that produced them; the tolerance says how far another machine may be.
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 
 import pytest
@@ -20,10 +29,10 @@ RESULTS = Path(__file__).resolve().parents[1] / "results"
 COMMITTED = [k for k in registry.keys(status="implemented") if (RESULTS / k / "result.json").exists()]
 
 
-def _same(a: float | None, b: float | None) -> bool:
+def _close(a: float | None, b: float | None, tol: float) -> bool:
     if a is None or b is None:  # non-finite values are stored as null
         return a is b
-    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+    return abs(a - b) <= tol
 
 
 @pytest.mark.slow
@@ -34,15 +43,31 @@ def test_quick_run_reproduces_the_committed_result(key, tmp_path):
         pytest.skip(f"{key} needs {spec.install_hint()}")
     committed = json.loads((RESULTS / key / "result.json").read_text(encoding="utf-8"))
     assert committed["setting"] == "quick", f"{key}: the committed result is not a --quick run"
-    result = runner.run(key, quick=True, seed=committed["seed"], out=tmp_path,
-                        threads=committed["provenance"]["threads"], progress=False)
-    fresh_data = json.loads(json.dumps(result.data))  # the committed file went through JSON too
-    assert fresh_data["config"] == committed["config"], f"{key}: Config.quick() no longer matches the committed run"
-    fresh = fresh_data["metrics"]
-    assert fresh.keys() == committed["metrics"].keys()
-    differing = [f"{arm}.{name}: committed {value!r}, now {fresh[arm].get(name)!r}"
-                 for arm, values in committed["metrics"].items() for name, value in values.items()
-                 if name not in fresh[arm] or not _same(value, fresh[arm][name])]
-    assert not differing, f"{key}: {len(differing)} metric(s) differ, e.g. " + "; ".join(differing[:5])
-    checks = [(c["name"], c["passed"]) for c in fresh_data["claim"]["checks"]]
-    assert checks == [(c["name"], c["passed"]) for c in committed["claim"]["checks"]]
+    exact = bool(getattr(spec.load_experiment(), "DETERMINISTIC_ACROSS_CPUS", False))
+    if "seeds" in committed:
+        seed = committed["seeds"][0]
+        reference = json.loads((RESULTS / key / "seeds" / str(seed) / "result.json").read_text(encoding="utf-8"))
+        threads = 1
+        spread = {arm: {m: s.get("sd") for m, s in values.items()} for arm, values in committed["metric_stats"].items()}
+        unresolved = {c["name"] for c in committed["claim"]["checks"] if c["verdict"] == "unresolved"}
+    else:
+        seed, reference, threads = committed["seed"], committed, committed["provenance"]["threads"]
+        spread, unresolved, exact = {}, set(), True
+    data, _ = runner.execute(key, "quick", seed, threads=threads, progress=False, render=False)
+    fresh = json.loads(json.dumps(data))
+    assert fresh["config"] == reference["config"], f"{key}: Config.quick() no longer matches the committed run"
+    assert fresh["metrics"].keys() == reference["metrics"].keys()
+    differing = []
+    for arm, values in reference["metrics"].items():
+        for name, value in values.items():
+            now = fresh["metrics"][arm].get(name)
+            sd = (spread.get(arm) or {}).get(name) or 0.0
+            scale = abs(value) if value is not None else 0.0
+            tol = max(1e-9 * max(scale, 1.0), 0.0) if exact else max(3.0 * sd, 1e-6 * scale, 1e-12)
+            if name not in fresh["metrics"][arm] or not _close(value, now, tol):
+                differing.append(f"{arm}.{name}: committed {value!r}, now {now!r} (tolerance {tol:.3g})")
+    assert not differing, f"{key}: {len(differing)} metric(s) outside tolerance, e.g. " + "; ".join(differing[:5])
+    fresh_checks = {c["name"]: c["passed"] for c in fresh["claim"]["checks"]}
+    flipped = [c["name"] for c in reference["claim"]["checks"]
+               if c["name"] not in unresolved and fresh_checks.get(c["name"]) != c["passed"]]
+    assert not flipped, f"{key}: verdicts changed for {flipped}"

@@ -99,6 +99,13 @@ def _spec(key: str) -> registry.PaperSpec:
 def _run_one(key: str, args: argparse.Namespace, overrides: dict[str, str]):
     from icml26 import runner
 
+    if args.seeds is not None:
+        from icml26.sweep import sweep
+
+        done = sweep(key, args.seeds, setting=_setting(args), overrides=overrides, device=args.device,
+                     out=args.out, workers=args.workers, backend=args.backend, address=args.address,
+                     progress=None if not args.no_progress else False)
+        return done.aggregate
     return runner.run(
         key,
         quick=args.quick,
@@ -112,6 +119,10 @@ def _run_one(key: str, args: argparse.Namespace, overrides: dict[str, str]):
     )
 
 
+def _setting(args: argparse.Namespace) -> str:
+    return "tiny" if args.tiny else ("quick" if args.quick else "full")
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     from icml26.common.extras import MissingExtraError
     from icml26.common.seeding import resolve_device
@@ -122,6 +133,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
         raise CliError(f"--threads {args.threads} must be at least 1")
     if args.seed < 0:
         raise CliError(f"--seed {args.seed} must be a non-negative integer")
+    if args.seeds is not None:
+        from icml26.sweep import parse_seeds
+
+        if args.seed_given:
+            raise CliError("give --seed S (one seed) or --seeds 0-4 (a sweep), not both")
+        try:
+            args.seeds = parse_seeds(args.seeds)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+    if args.workers is not None and args.workers < 1:
+        raise CliError(f"--workers {args.workers} must be at least 1")
+    if args.backend == "ray":
+        from icml26.common.extras import extra_installed, install_hint
+
+        if not extra_installed("ray"):
+            raise CliError(f"--backend ray needs Ray; run: {install_hint('ray')}")
+    elif args.address is not None:
+        raise CliError("--address applies to --backend ray")
     try:
         resolve_device(args.device)
     except ValueError as exc:
@@ -131,7 +160,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # Everything a user can get wrong is checked before any work: a ValueError here is
         # theirs (exit 2); one raised inside the run is a bug and gets a traceback (exit 1).
         try:
-            setting = "tiny" if args.tiny else ("quick" if args.quick else "full")
+            setting = _setting(args)
             build_config(spec.key, setting, overrides)
             if args.out is not None:
                 check_out(args.out, spec.key)
@@ -196,6 +225,14 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _seed_arg(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    return value
+
+
 def _version() -> str:
     import icml26
 
@@ -224,7 +261,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("overrides", nargs="*", metavar="field=value", help="config overrides")
     p.add_argument("--quick", action="store_true", help="the CPU setting (minutes)")
     p.add_argument("--tiny", action="store_true", help="the smoke-test setting (seconds)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_seed_arg, default=None, dest="seed_given",
+                   help="the seed of a single run (default 0)")
+    p.add_argument("--seeds", default=None, metavar="0-4|0,3,7",
+                   help="run several seeds and aggregate them (results/<key>/seeds/<s>/ and the aggregate "
+                        "results/<key>/result.json)")
+    p.add_argument("--workers", type=int, default=None,
+                   help="parallel seeds (default: the number of cores; one torch thread each)")
+    p.add_argument("--backend", choices=("process", "ray"), default="process",
+                   help="where the seeds run: local processes (default) or Ray tasks")
+    p.add_argument("--address", default=None,
+                   help="with --backend ray: the cluster to join ('auto', 'ray://head:10001'); "
+                        "default: start a local Ray")
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     p.add_argument("--out", default="results", help="results folder (default: results)")
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
@@ -258,6 +306,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "no_progress", False):
         # Off a terminal, progress arrives as log lines (at most one per 30 s per bar).
         logging.getLogger("icml26.progress").setLevel(logging.INFO)
+    if getattr(args, "command", None) == "run":
+        args.seed = 0 if args.seed_given is None else args.seed_given
     try:
         return args.func(args)
     except CliError as exc:

