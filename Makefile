@@ -28,9 +28,10 @@ run: $(STAMP)
 report: $(STAMP)
 	$(BIN)/icml26 report
 
-## The default test run (under 15 minutes on 2 cores).
+## The default test run (under 15 minutes on 2 cores): two pytest workers, one torch thread each,
+## each test file on one worker (module fixtures stay shared).
 test: $(STAMP)
-	$(BIN)/python -m pytest -m "not slow" -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" -q -n 2 --dist loadfile $(PYTEST_ARGS)
 
 ## Whole reproductions and long trainings.
 test-slow: $(STAMP)

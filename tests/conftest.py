@@ -27,9 +27,26 @@ def one_thread():
 
 @pytest.fixture(scope="session", autouse=True)
 def _private_cache(tmp_path_factory):
-    """Tests train their own tiny artifacts unless ICML26_CACHE points somewhere already."""
+    """Tests train their own tiny artifacts unless ICML26_CACHE points somewhere already.
+
+    Under pytest-xdist the workers share one cache folder (entries are built in a temporary folder
+    and renamed into place, so two workers building the same entry is safe).
+    """
     if "ICML26_CACHE" not in os.environ:
-        os.environ["ICML26_CACHE"] = str(tmp_path_factory.mktemp("icml26-cache"))
+        base = tmp_path_factory.getbasetemp()
+        shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+        folder = shared / "icml26-cache"
+        folder.mkdir(parents=True, exist_ok=True)
+        os.environ["ICML26_CACHE"] = str(folder)
+    yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _one_thread_per_xdist_worker():
+    """With two pytest workers on two cores, each worker uses one torch thread."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ.setdefault("ICML26_THREADS", "1")  # what the runner uses when threads=None
+        set_threads(int(os.environ["ICML26_THREADS"]))
     yield
 
 
