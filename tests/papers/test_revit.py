@@ -5,8 +5,11 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icml26.papers.revit import (
     PlainViT,
@@ -22,6 +25,7 @@ from icml26.papers.revit import (
     velocity_from_vorticity,
     vorticity_from_velocity,
 )
+from icml26.papers.revit.analysis import relative_gain, rotated_mean, rotation_spread, summarize_rotations
 from icml26.papers.revit.grid import merge_groups, patchify, unpatchify, window_partition
 from icml26.papers.revit.navier_stokes import random_background_flow, random_vorticity
 from icml26.papers.revit.training import fit, rotated_mse
@@ -316,28 +320,6 @@ def test_revit3d_is_equivariant_under_all_24_rotations_but_not_reflections():
     assert min(reflection_errors) > 1e-2 * scale
 
 
-# --------------------------------------------------------------------------- README example
-def test_readme_example_trains_on_user_data():
-    import torch
-
-    from icml26.papers.revit import ReViT2d, rotate_field
-    from icml26.papers.revit.training import fit, rotated_mse
-
-    # Your data: 1 scalar + 1 vector field in, 1 vector field out, (B, C, H, W).
-    g = torch.Generator().manual_seed(0)
-    inputs = torch.randn(64, 3, 16, 16, generator=g)
-    inputs[:, 1] += 1.0  # a mean flow, so every patch has a well-defined frame
-    targets = inputs[:, 1:].roll(1, dims=-1)  # e.g. advect the velocity by one cell
-
-    model = ReViT2d(n_scalar_in=1, n_vector_in=1, n_scalar_out=0, n_vector_out=1,
-                    patch=4, dim=32, heads=4, depths=(2, 2), window=2)
-    result = fit(model, inputs, targets, steps=30, batch_size=16, lr=3e-3, generator=g)
-    mse = rotated_mse(model, inputs, targets, n_scalar_in=1, n_vector_in=1, n_scalar_out=0, n_vector_out=1)
-
-    assert sum(result.losses[-5:]) < sum(result.losses[:5])
-    assert max(mse) - min(mse) <= 1e-5 * max(mse)  # the same error at every rotation
-
-
 # --------------------------------------------------------------------------- audit additions
 def test_zero_patch_uses_the_global_mean_frame_and_stays_equivariant():
     # A patch where u ≡ 0 (an obstacle, a dead region): its mean and energy moment both vanish, so
@@ -396,7 +378,8 @@ def test_public_api_exports_training_helpers():
     import icml26.papers.revit as revit
 
     assert revit.fit is fit and revit.rotated_mse is rotated_mse
-    assert {"fit", "rotated_mse", "FitResult"} <= set(revit.__all__)
+    assert {"fit", "rotated_mse", "FieldFitResult"} <= set(revit.__all__)
+    assert "FitResult" not in revit.__all__  # one meaning per name: dmanet's fit result differs
 
 
 def test_rotated_mse_of_an_equivariant_oracle_is_rotation_independent_and_exact():
@@ -415,3 +398,110 @@ def test_rotated_mse_of_an_equivariant_oracle_is_rotation_independent_and_exact(
     got = rotated_mse(Half(), x, y, n_scalar_in=1, n_vector_in=1, n_scalar_out=0, n_vector_out=1, batch_size=2)
     want = float(((0.5 * x[:, 1:] - y) ** 2).mean())
     assert got == pytest.approx([want] * 4, rel=1e-12)
+
+
+# --------------------------------------------------------------------------- degenerate frames (issue #30)
+def test_all_zero_velocity_gets_zero_frames_and_the_model_stays_equivariant():
+    # No direction exists when u ≡ 0: the frame's columns are zero (R·0 = 0), not a fixed axis.
+    x = _field(b=1, ns=1, nv=1, n=8, seed=9)
+    x[:, 1:] = 0.0
+    assert torch.equal(canonical_basis(x[:, 1:], 4), torch.zeros(1, 4, 2, 2, dtype=torch.float64))
+    torch.manual_seed(2)
+    model = ReViT2d(1, 1, 1, 1, patch=4, dim=16, heads=2, depths=(1,), window=2).double()
+    err, scale = _equivariance_error(model, x, 1, 1, 1, 1)
+    assert scale > 1e-2 and err <= 1e-12 * max(scale, 1.0)
+
+
+def test_3d_zero_velocity_frames_are_zero_and_equivariant():
+    x = _field(b=1, ns=1, nv=1, n=4, dims=3, seed=10)
+    x[:, 1:] = 0.0
+    assert torch.equal(canonical_basis(x[:, 1:], 2), torch.zeros(1, 8, 3, 3, dtype=torch.float64))
+    torch.manual_seed(3)
+    model = ReViT3d(1, 1, 1, 1, patch=2, dim=24, heads=2, depths=(1,), window=2).double()
+    err, scale = _equivariance_error(model, x, 1, 1, 1, 1, dims=3, ks=range(24))
+    assert scale > 1e-3 and err <= 1e-12  # a non-trivial output, equal under all 24 rotations
+
+
+def test_3d_frame_without_a_second_direction_keeps_b1_and_zeroes_the_rest():
+    # A uniform flow (1, 0, 0): b₁ = x, but mean vorticity, energy moment and global vorticity all vanish.
+    u = torch.zeros(1, 3, 2, 2, 2, dtype=torch.float64)
+    u[:, 0] = 1.0
+    basis = canonical_basis(u, 2)[0, 0]
+    expected = torch.zeros(3, 3, dtype=torch.float64)
+    expected[0, 0] = 1.0
+    assert torch.equal(basis, expected)
+
+
+def test_rotate_field_rejects_fractional_turns_and_accepts_numpy():
+    x = _field(b=1)
+    with pytest.raises(TypeError, match="k"):
+        rotate_field(x, 1.5, 1, 1)
+    assert torch.equal(rotate_field(x, np.int64(1), 1, 1), rotate_field(x, 1, 1, 1))
+    out = rotate_field(x.numpy(), 3, 1, 1)
+    assert isinstance(out, np.ndarray) and np.array_equal(out, rotate_field(x, 3, 1, 1).numpy())
+
+
+# --------------------------------------------------------------------------- property tests (hypothesis)
+_fields = st.tuples(st.integers(0, 2), st.integers(0, 2), st.integers(1, 4), st.integers(0, 2**31 - 1)).filter(
+    lambda t: t[0] + t[1] > 0)
+
+
+@settings(max_examples=40, deadline=None)
+@given(spec=_fields, k=st.integers(-9, 9), j=st.integers(-9, 9))
+def test_c4_action_is_a_homomorphism(spec, k, j):
+    ns, nv, n, seed = spec
+    x = torch.randn(2, ns + 2 * nv, n, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    # L_k L_j = L_{k+j}, L_4 = id, and L_k preserves every scalar's values and every vector's norm
+    assert torch.equal(rotate_field(rotate_field(x, j, ns, nv), k, ns, nv), rotate_field(x, k + j, ns, nv))
+    assert torch.equal(rotate_field(x, 4 * k, ns, nv), x)
+    y = rotate_field(x, k, ns, nv)
+    assert torch.equal(y[:, :ns].flatten(2).sort(-1).values, x[:, :ns].flatten(2).sort(-1).values)
+    norms = lambda f: f[:, ns:].unflatten(1, (nv, 2)).norm(dim=2).flatten(2).sort(-1).values  # noqa: E731
+    assert torch.allclose(norms(y), norms(x), rtol=1e-15, atol=0)  # a rotation is an isometry
+
+
+@settings(max_examples=30, deadline=None)
+@given(a=st.integers(0, 23), b=st.integers(0, 23), seed=st.integers(0, 2**31 - 1))
+def test_octahedral_action_composes_like_the_matrices(a, b, seed):
+    group = octahedral_group()
+    x = torch.randn(1, 1 + 3, 2, 2, 2, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    # L_{R_a} L_{R_b} = L_{R_a R_b}
+    lhs = apply_rotation(apply_rotation(x, group[b], 1, 1), group[a], 1, 1)
+    assert torch.equal(lhs, apply_rotation(x, group[a] @ group[b], 1, 1))
+
+
+@settings(max_examples=25, deadline=None)
+@given(k=st.integers(1, 3), seed=st.integers(0, 2**31 - 1), scale=st.floats(1e-3, 1e3))
+def test_canonical_basis_is_equivariant_for_random_fields(k, seed, scale):
+    u = scale * torch.randn(1, 2, 8, 8, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    basis = canonical_basis(u, 4)
+    rotated = canonical_basis(rotate_field(u, k, 0, 1), 4)
+    assert torch.allclose(rotated, _rotmat(k, 2) @ basis[:, _token_perm(2, k)], atol=1e-12)
+
+
+# --------------------------------------------------------------------------- reproduction analysis
+def test_rotation_spread_and_summary_match_a_hand_computation():
+    table = [[1.0, 2.0, 3.0, 4.0], [2.0, 2.0, 2.0, 2.0]]
+    # replicate 0: (4 - 1) / 2.5 = 1.2; replicate 1: 0 → worst 1.2
+    assert rotation_spread(table) == pytest.approx(1.2)
+    assert rotated_mean(table) == pytest.approx([3.0, 2.0])
+    summary = summarize_rotations(table)
+    assert summary.per_rotation == pytest.approx((1.5, 2.0, 2.5, 3.0))
+    assert summary.rotated == pytest.approx(2.5) and summary.rotated_std == pytest.approx(0.5)
+    assert summary.overall == pytest.approx(18 / 8)
+    assert relative_gain(0.3, 1.2) == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="per_rotation"):
+        rotation_spread([1.0, 2.0])
+    with pytest.raises(ValueError, match="reference"):
+        relative_gain(1.0, 0.0)
+
+
+def test_named_init_stream_reproduces_the_legacy_entropy():
+    from icml26.contract import RunContext
+    from icml26.papers.revit.experiment import STREAMS, _init_seed
+
+    ctx = RunContext(seed=7, device=torch.device("cpu"), setting="tiny", threads=1, streams=STREAMS)
+    for replicate in range(3):
+        for arm in range(3):
+            legacy = int(np.random.SeedSequence([7, 1 + replicate, arm]).generate_state(1)[0])
+            assert _init_seed(ctx, replicate, arm) == legacy

@@ -10,8 +10,15 @@ Wei, List, Thuerey, ICML 2026. Public API:
 * :class:`PlainViT`, :func:`random_c4_augment`: the baselines.
 * :func:`make_navier_stokes_pairs`, :func:`simulate_navier_stokes`: an exactly
   C4-equivariant 2D Navier–Stokes generator.
-* :func:`fit`, :func:`rotated_mse`: training and per-rotation evaluation.
+* :func:`fit`, :func:`rotated_mse`, :class:`FieldFitResult`: training and per-rotation evaluation.
+
+``BASELINES`` holds the paper's baselines (a plain ViT, random C4 augmentation). There is no
+``METHOD``: :class:`PlainViT` needs the grid size for its absolute positions and the
+augmentation is a training-time transform, so neither is a drop-in for :class:`ReViT2d`'s
+signature (see the README).
 """
+
+from typing import Callable
 
 from icml26.papers.revit.baselines import PlainViT, random_c4_augment
 from icml26.papers.revit.frames import basis_pyramid, canonical_basis
@@ -30,10 +37,15 @@ from icml26.papers.revit.navier_stokes import (
     velocity_from_vorticity,
     vorticity_from_velocity,
 )
-from icml26.papers.revit.training import FitResult, fit, rotated_mse
+from icml26.papers.revit.training import FieldFitResult, fit, rotated_mse
+
+BASELINES: dict[str, Callable] = {"plain_vit": PlainViT, "c4_augment": random_c4_augment}
+"""The paper's baselines: a plain Swin-style ViT of equal size, and the random C4 augmentation
+used to train it as "ViT + aug" (``fit(..., augment=True)``)."""
 
 __all__ = [
-    "FitResult",
+    "BASELINES",
+    "FieldFitResult",
     "NavierStokesData",
     "PlainViT",
     "ReViT",

@@ -18,7 +18,7 @@ from icml26.papers.revit.backbone import SwinUNet, check_token_grid
 from icml26.papers.revit.frames import ChannelLayout
 from icml26.papers.revit.grid import patchify, unpatchify
 from icml26.papers.revit.group import rotate_field
-from icml26.papers.revit.model import check_field_io, residual_add
+from icml26.papers.revit.model import check_architecture, check_field_io, residual_add
 
 __all__ = ["PlainViT", "random_c4_augment"]
 
@@ -38,11 +38,10 @@ class PlainViT(nn.Module):
         check_field_io(n_scalar_in, n_vector_in, n_scalar_out, n_vector_out, residual)
         if dims not in (2, 3):
             raise ValueError(f"dims={dims} must be 2 or 3")
+        check_architecture(patch, dim, heads, depths, decoder_depth, window, mlp_ratio)
         spatial = (grid_size,) * dims if isinstance(grid_size, int) else tuple(grid_size)
-        if len(spatial) != dims or any(s % patch for s in spatial):
-            raise ValueError(f"grid_size={grid_size} must give {dims} sides divisible by patch={patch}")
-        if dim % heads:
-            raise ValueError(f"dim={dim} must be divisible by heads={heads}")
+        if len(spatial) != dims or any(not isinstance(s, int) or s < 1 or s % patch for s in spatial):
+            raise ValueError(f"grid_size={grid_size} must give {dims} positive sides divisible by patch={patch}")
         self.n_scalar_in, self.n_vector_in = n_scalar_in, n_vector_in
         self.n_scalar_out, self.n_vector_out = n_scalar_out, n_vector_out
         self.dims, self.patch, self.residual, self.spatial = dims, patch, residual, spatial
@@ -64,9 +63,13 @@ class PlainViT(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """x ``(B, C_in, *grid_size)`` → ``(B, C_out, *grid_size)``."""
+        if not isinstance(x, Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
         expected = self.n_scalar_in + self.dims * self.n_vector_in
         if x.ndim != self.dims + 2 or x.shape[1] != expected or tuple(x.shape[2:]) != self.spatial:
             raise ValueError(f"expected a field (B, {expected}, {self.spatial}), got {tuple(x.shape)}")
+        if not x.is_floating_point():
+            raise TypeError(f"x must be a floating-point field, got {x.dtype}")
         pix = patchify(x, self.patch)  # (B, T, K^d, C)
         tokens = self.embed(pix.flatten(-2)) + self.position
         tokens = self.backbone(tokens, self.token_grid, None)
@@ -86,7 +89,14 @@ def random_c4_augment(inputs: Tensor, targets: Tensor, n_scalar_in: int, n_vecto
     Args:
         inputs: ``(B, n_scalar_in + 2·n_vector_in, H, W)``; targets likewise with the output split.
         generator: CPU generator for the rotation draws (reproducible augmentation).
+
+    Values (NaN included) are moved, never changed.
     """
+    if not isinstance(inputs, Tensor) or not isinstance(targets, Tensor):
+        raise TypeError("inputs and targets must be torch.Tensors")
+    if inputs.ndim != 4 or targets.ndim != 4 or inputs.shape[0] != targets.shape[0]:
+        raise ValueError(f"inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} must be 2D field "
+                         f"batches (B, C, H, W) with the same B")
     ks = torch.randint(0, 4, (inputs.shape[0],), generator=generator).tolist()
     xs, ys = inputs.clone(), targets.clone()
     for k in range(1, 4):

@@ -21,17 +21,30 @@ import logging
 import numpy as np
 import torch
 
+from icml26.common.config import validate_numbers
+from icml26.contract import Outcome, RunContext
+from icml26.papers.revit.analysis import relative_gain, rotation_spread, summarize_rotations
 from icml26.papers.revit.baselines import PlainViT
+from icml26.papers.revit.claims import CHECKS
+from icml26.papers.revit.figures import plot
 from icml26.papers.revit.group import rotate_field
 from icml26.papers.revit.model import ReViT2d
 from icml26.papers.revit.navier_stokes import make_navier_stokes_pairs
 from icml26.papers.revit.training import fit, rotated_mse
-from icml26.results import Outcome, check
+
+__all__ = ["ARMS", "CHECKS", "Config", "STREAMS", "plot", "run"]
 
 log = logging.getLogger(__name__)
 
 ARMS = ("ReViT", "ViT", "ViT+aug")
 ROTATIONS = (0, 1, 2, 3)
+
+STREAMS = {
+    "data": 0,      # the Navier–Stokes training and test sets (one generator, train drawn first)
+    "init": 1,      # model initialisation; index = replicate + arm·2³² (see _init_seed)
+    "batches": 100,  # minibatch order and augmentation; index = replicate
+}
+"""Named random streams, each mapped to the integer offset the pre-contract code used."""
 
 
 @dataclasses.dataclass
@@ -80,6 +93,11 @@ class Config:
     """Model seeds per arm (issue: 3); the data are the same for every seed."""
 
     def __post_init__(self) -> None:
+        validate_numbers(self)
+        if self.patch < 1 or self.window < 1:
+            raise ValueError(f"patch={self.patch} and window={self.window} must be at least 1")
+        if not self.depths:
+            raise ValueError("depths must list at least one level, e.g. (2, 2)")
         if self.grid % 2 or self.grid < 8:
             raise ValueError(f"grid={self.grid} must be an even size ≥ 8")
         tokens = self.grid // self.patch
@@ -102,7 +120,10 @@ class Config:
         if self.dim % self.heads:
             raise ValueError(f"dim={self.dim} must be divisible by heads={self.heads}")
         if self.nu < 0 or self.dt <= 0 or self.lr <= 0 or not 0 <= self.angle_spread <= np.pi:
-            raise ValueError("need nu ≥ 0, dt > 0, lr > 0 and 0 ≤ angle_spread ≤ π")
+            raise ValueError(f"need nu ≥ 0, dt > 0, lr > 0 and 0 ≤ angle_spread ≤ π (got nu={self.nu}, "
+                             f"dt={self.dt}, lr={self.lr}, angle_spread={self.angle_spread})")
+        if self.weight_decay < 0:
+            raise ValueError(f"weight_decay={self.weight_decay} must be non-negative")
 
     @classmethod
     def quick(cls) -> "Config":
@@ -125,6 +146,16 @@ def _model(arm: str, config: Config) -> torch.nn.Module:
     return PlainViT(1, 1, 0, 1, grid_size=config.grid, **common)
 
 
+def _init_seed(ctx: RunContext, replicate: int, arm: int) -> int:
+    """The torch seed of one model: stream ``init``, index ``replicate + arm·2³²``.
+
+    SeedSequence reads the entropy ``[seed, 1 + replicate + arm·2³²]`` as the 32-bit words
+    ``[seed, 1 + replicate, arm]``, the entropy the pre-contract code passed, so the weights
+    are unchanged.
+    """
+    return ctx.seed_for("init", replicate + (arm << 32))
+
+
 @torch.no_grad()
 def _equivariance_error(model: torch.nn.Module, x: torch.Tensor) -> float:
     """max_k ‖Φ(L_k x) − L_k Φ(x)‖_∞ / ‖Φ(x)‖_∞ over k = 1, 2, 3 (float32)."""
@@ -134,9 +165,32 @@ def _equivariance_error(model: torch.nn.Module, x: torch.Tensor) -> float:
     return err / float(y.abs().max())
 
 
-def run(config: Config, ctx) -> Outcome:
-    # --- data: one orientation-biased training set, one test set -----------------------
-    gen = ctx.torch_generator(0)
+@dataclasses.dataclass
+class ArmRuns:
+    """One arm's replicates: per-rotation physical test MSE, speed, loss curves, equivariance error."""
+
+    per_rotation: list[list[float]] = dataclasses.field(default_factory=list)
+    steps_per_s: list[float] = dataclasses.field(default_factory=list)
+    losses: list[list[float]] = dataclasses.field(default_factory=list)
+    equivariance: list[float] = dataclasses.field(default_factory=list)
+    params: int = 0
+
+
+@dataclasses.dataclass
+class Data:
+    """Normalised training and test pairs, the physical velocity scale and the identity MSE."""
+
+    x_train: torch.Tensor
+    y_train: torch.Tensor
+    x_test: torch.Tensor
+    y_test: torch.Tensor
+    u_scale: float
+    identity_mse: float
+
+
+def _data(config: Config, ctx: RunContext) -> Data:
+    """One orientation-biased training set and one test set, normalised rotation-invariantly."""
+    gen = ctx.torch_generator("data")
     sim = dict(grid=config.grid, generator=gen, nu=config.nu, dt=config.dt, substeps=config.substeps,
                angle_spread=config.angle_spread)
     train = make_navier_stokes_pairs(config.train_trajectories, config.pairs_per_trajectory, **sim)
@@ -145,77 +199,78 @@ def run(config: Config, ctx) -> Outcome:
     w_scale = float(train.inputs[:, 0].std())
     u_scale = float(train.inputs[:, 1:].pow(2).sum(1).mean().sqrt())
     in_scale = torch.tensor([1 / w_scale, 1 / u_scale, 1 / u_scale]).view(1, 3, 1, 1)
-    x_train, y_train = train.inputs * in_scale, train.targets / u_scale
-    x_test, y_test = test.inputs * in_scale, test.targets / u_scale
     identity = float(((test.inputs[:, 1:] - test.targets) ** 2).mean())
-    ctx.provenance["revit_data"] = {"train_pairs": int(x_train.shape[0]), "test_pairs": int(x_test.shape[0]),
+    ctx.provenance["revit_data"] = {"train_pairs": int(train.inputs.shape[0]), "test_pairs": int(test.inputs.shape[0]),
                                     "vorticity_std": w_scale, "velocity_rms": u_scale}
+    return Data(train.inputs * in_scale, train.targets / u_scale, test.inputs * in_scale, test.targets / u_scale,
+                u_scale, identity)
 
-    per_rot = {arm: [] for arm in ARMS}  # arm -> seeds x rotations (physical MSE)
-    speed = {arm: [] for arm in ARMS}
-    losses = {arm: [] for arm in ARMS}
-    equiv = {arm: [] for arm in ARMS}
-    params = {}
-    device = ctx.device
+
+def _train_arms(config: Config, ctx: RunContext, data: Data) -> dict[str, ArmRuns]:
+    runs = {arm: ArmRuns() for arm in ARMS}
     for seed in range(config.seeds):
         for i, arm in enumerate(ARMS):
-            torch.manual_seed(int(np.random.SeedSequence([ctx.seed, 1 + seed, i]).generate_state(1)[0]))
-            model = _model(arm, config).to(device)
-            params[arm] = sum(p.numel() for p in model.parameters())
-            result = fit(model, x_train, y_train, steps=config.steps, batch_size=config.batch_size,
+            torch.manual_seed(_init_seed(ctx, seed, i))
+            model = _model(arm, config).to(ctx.device)
+            runs[arm].params = sum(p.numel() for p in model.parameters())
+            result = fit(model, data.x_train, data.y_train, steps=config.steps, batch_size=config.batch_size,
                          lr=config.lr, weight_decay=config.weight_decay, augment=(arm == "ViT+aug"),
-                         generator=ctx.torch_generator(100 + seed), show_progress=ctx.show_progress,
+                         generator=ctx.torch_generator("batches", seed), show_progress=ctx.show_progress,
                          desc=f"{arm} seed {seed}")
-            mse = rotated_mse(model, x_test, y_test, n_scalar_in=1, n_vector_in=1, n_scalar_out=0, n_vector_out=1)
-            per_rot[arm].append([m * u_scale**2 for m in mse])
-            speed[arm].append(result.steps_per_s)
-            losses[arm].append(result.losses)
-            equiv[arm].append(_equivariance_error(model, x_test[:8].to(device)))
+            mse = rotated_mse(model, data.x_test, data.y_test, n_scalar_in=1, n_vector_in=1, n_scalar_out=0,
+                              n_vector_out=1)
+            runs[arm].per_rotation.append([m * data.u_scale**2 for m in mse])
+            runs[arm].steps_per_s.append(result.steps_per_s)
+            runs[arm].losses.append(result.losses)
+            runs[arm].equivariance.append(_equivariance_error(model, data.x_test[:8].to(ctx.device)))
             log.info("%s seed %d: per-rotation MSE %s, %.1f steps/s", arm, seed,
-                     ", ".join(f"{m:.3g}" for m in per_rot[arm][-1]), result.steps_per_s)
+                     ", ".join(f"{m:.3g}" for m in runs[arm].per_rotation[-1]), result.steps_per_s)
+    return runs
+
+
+def run(config: Config, ctx: RunContext) -> Outcome:
+    data = _data(config, ctx)
+    runs = _train_arms(config, ctx, data)
 
     # --- metrics -------------------------------------------------------------------------
     metrics: dict[str, dict[str, float]] = {}
     for arm in ARMS:
-        table = np.array(per_rot[arm])  # (seeds, 4)
-        mean = table.mean(0)
-        rotated = table[:, 1:].mean(1)
+        summary = summarize_rotations(runs[arm].per_rotation)
         metrics[arm] = {
-            **{f"mse_rot{90 * k}": float(mean[k]) for k in ROTATIONS},
-            "mse_rotated": float(rotated.mean()),
-            "mse_rotated_seed_std": float(rotated.std()),
-            "mse_all": float(table.mean()),
-            "equivariance_error": float(max(equiv[arm])),
-            "params": float(params[arm]),
+            **{f"mse_rot{90 * k}": summary.per_rotation[k] for k in ROTATIONS},
+            "mse_rotated": summary.rotated,
+            "mse_rotated_seed_std": summary.rotated_std,
+            "mse_all": summary.overall,
+            "equivariance_error": float(max(runs[arm].equivariance)),
+            "params": float(runs[arm].params),
         }
+    identity = data.identity_mse
     metrics["identity"] = {**{f"mse_rot{90 * k}": identity for k in ROTATIONS},
                            "mse_rotated": identity, "mse_all": identity}
-    revit = np.array(per_rot["ReViT"])
-    spread = float(max((row.max() - row.min()) / row.mean() for row in revit))
+    spread = rotation_spread(runs["ReViT"].per_rotation)
     ratio_vit = metrics["ReViT"]["mse_rotated"] / metrics["ViT"]["mse_rotated"]
-    gain_identity = 1.0 - metrics["ReViT"]["mse_all"] / identity
+    gain_identity = relative_gain(metrics["ReViT"]["mse_all"], identity)
     ratio_aug_rot0 = metrics["ReViT"]["mse_rot0"] / metrics["ViT+aug"]["mse_rot0"]
     # Wall-clock speed is not reproducible bit for bit, so it stays out of `metrics` (which the
     # contract requires to be identical for the same seed): provenance, a curve and a note.
-    steps_per_s = {arm: float(np.mean(speed[arm])) for arm in ARMS}
+    steps_per_s = {arm: float(np.mean(runs[arm].steps_per_s)) for arm in ARMS}
     speed_ratio = steps_per_s["ReViT"] / steps_per_s["ViT"]
     ctx.provenance["revit_steps_per_s"] = {**steps_per_s, "ReViT/ViT": speed_ratio}
     metrics["ReViT"]["rot0_mse_over_vit_aug"] = ratio_aug_rot0
 
     checks = [
-        check("ReViT per-rotation MSE spread (max-min)/mean, worst seed", spread, "<=", 1e-5,
-              note="exact C4 equivariance in float32"),
-        check("ReViT / ViT mean rotated-test MSE (90°, 180°, 270°)", ratio_vit, "<=", 0.5),
-        check("ReViT MSE reduction vs identity baseline", gain_identity, ">=", 0.5),
+        CHECKS["rotation_spread"].measure(spread, note="exact C4 equivariance in float32"),
+        CHECKS["rotated_mse_ratio"].measure(ratio_vit),
+        CHECKS["gain_vs_identity"].measure(gain_identity),
     ]
 
     # --- curves --------------------------------------------------------------------------
     degrees = [90 * k for k in ROTATIONS]
     series = {arm: [metrics[arm][f"mse_rot{d}"] for d in degrees] for arm in (*ARMS, "identity")}
-    by_seed = {f"{arm} seed {s}": per_rot[arm][s] for arm in ARMS for s in range(config.seeds)}
+    by_seed = {f"{arm} seed {s}": runs[arm].per_rotation[s] for arm in ARMS for s in range(config.seeds)}
     stride = max(1, config.steps // 100)
     xs = list(range(1, config.steps + 1, stride))
-    loss_series = {arm: [float(np.mean([run_[i - 1] for run_ in losses[arm]])) for i in xs] for arm in ARMS}
+    loss_series = {arm: [float(np.mean([run_[i - 1] for run_ in runs[arm].losses])) for i in xs] for arm in ARMS}
     curves = {
         "per_rotation_mse": {"x": degrees, "series": series, "xlabel": "test rotation (degrees)",
                              "ylabel": "test MSE (velocity)", "title": "Test MSE per rotation (mean of seeds)",
@@ -240,50 +295,3 @@ def run(config: Config, ctx) -> Outcome:
         notes.append("As the pilot found, ReViT learns more slowly in distribution than ViT+augmentation at "
                      "this CPU budget; its advantage here is exact equivariance and rotated generalisation.")
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
-
-
-def plot(data: dict) -> dict:
-    """Per-rotation MSE bars (seed range as error bars) with steps/s, and training loss curves."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    curves = data["curves"]
-    per_rot, by_seed = curves["per_rotation_mse"], curves["per_rotation_mse_by_seed"]
-    degrees = per_rot["x"]
-    arms = [a for a in per_rot["series"] if a != "identity"]
-    colours = {"ReViT": "tab:red", "ViT": "tab:blue", "ViT+aug": "tab:green"}
-    fig, (ax, ax_speed) = plt.subplots(1, 2, figsize=(10, 4.2), width_ratios=[3, 1], layout="constrained")
-    width = 0.8 / len(arms)
-    for i, arm in enumerate(arms):
-        seeds = np.array([v for name, v in by_seed["series"].items() if name.startswith(arm + " seed")], dtype=float)
-        mean = np.array(per_rot["series"][arm], dtype=float)
-        pos = np.arange(len(degrees)) + (i - (len(arms) - 1) / 2) * width
-        err = np.vstack([mean - seeds.min(0), seeds.max(0) - mean])
-        ax.bar(pos, mean, width, yerr=err, capsize=3, label=arm, color=colours.get(arm))
-    ax.axhline(per_rot["series"]["identity"][0], color="k", ls="--", lw=1, label="identity (no change)")
-    ax.set_xticks(range(len(degrees)), [f"{d}°" for d in degrees])
-    ax.set_yscale("log")
-    ax.set_xlabel("rotation of the test set (training flows point near +x)")
-    ax.set_ylabel("test MSE of the next velocity")
-    ax.set_title("One-step Navier–Stokes, 32×32: error per test rotation")
-    ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize="small")
-    speeds = curves["steps_per_s"]["series"]
-    ax_speed.bar(list(speeds), [v[0] for v in speeds.values()], color=[colours.get(a) for a in speeds])
-    ax_speed.set_ylabel("training steps/s (same run)")
-    ax_speed.set_title("Speed")
-    ax_speed.tick_params(axis="x", labelrotation=30)
-
-    loss = curves["training_loss"]
-    fig2, ax2 = plt.subplots(figsize=(6, 4), layout="constrained")
-    for arm, ys in loss["series"].items():
-        ax2.plot(loss["x"], ys, label=arm, color=colours.get(arm))
-    ax2.set_yscale("log")
-    ax2.set_xlabel("step")
-    ax2.set_ylabel(loss["ylabel"])
-    ax2.set_title("Training loss (ViT+aug sees rotated pairs)")
-    ax2.grid(True, alpha=0.3)
-    ax2.legend(fontsize="small")
-    return {"per_rotation_mse.png": fig, "training_loss.png": fig2}

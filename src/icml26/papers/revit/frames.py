@@ -14,9 +14,13 @@ Steps (ReViT §1.2, steps 1 and 5):
    the pixel's centred offset), then the sample's global mean velocity. Every
    candidate rotates with the field, and the choice compares rotation-invariant
    norms, so the rule is deterministic and equivariant. (3D's second direction
-   falls back the same way: energy moment, then global mean vorticity.) Only when
-   every candidate vanishes (e.g. ``u ≡ 0``) is a fixed axis used, which is not
-   equivariant.
+   falls back the same way: energy moment, then global mean vorticity.) Where every
+   candidate vanishes (e.g. ``u ≡ 0``, where no direction can be chosen equivariantly)
+   the frame's columns are **zero** [ours]: ``R·0 = 0``, so the model stays exactly
+   equivariant, at the price that those patches' vector inputs are invisible to it (their
+   local coordinates are 0) and their lifted vector outputs are 0 (plus the residual, if
+   any). In 3D a patch with a direction ``b₁`` but no second direction keeps ``b₁`` and gets
+   ``b₂ = b₃ = 0``. (Before this rule a fixed axis was used, which broke equivariance.)
 3. Reference basis pyramid: level ``l`` uses patches of side ``K·2^l`` (so its mean
    velocity is the mean of its ``2^d`` children's means) [inferred].
 4. Local coordinates ``Bᵢᵀ v`` are invariant; a vector stored in token ``j``'s frame is
@@ -30,6 +34,7 @@ import dataclasses
 import torch
 from torch import Tensor
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.papers.revit.grid import patchify, pixel_offsets
 
 __all__ = [
@@ -114,28 +119,37 @@ def canonical_basis(u: Tensor, patch: int, eps: float = 1e-6) -> Tensor:
     """Per-patch canonical bases of a 2D or 3D vector field.
 
     Args:
-        u: ``(B, d, *spatial)`` vector field (components x, y[, z]) with ``d = len(spatial)``.
+        u: ``(B, d, *spatial)`` vector field (components x, y[, z]) with ``d = len(spatial)``;
+            finite (NaN or inf is a ``ValueError``: it would silently pick a fallback frame).
         patch: patch side ``K``; every side must be divisible by it.
         eps: a candidate direction counts as degenerate when its norm is ≤ ``eps``.
 
     Returns:
         ``(B, T, d, d)`` rotations (det +1) with the basis vectors as columns; ``T`` patches
-        row-major over the patch grid.
+        row-major over the patch grid. Patches where no direction exists (``u ≡ 0``) get
+        zero columns (see the module docstring): still equivariant, not a rotation.
     """
-    d = u.shape[1]
+    if not isinstance(u, Tensor):
+        raise TypeError(f"u must be a torch.Tensor, got {type(u).__name__}")
+    d = u.shape[1] if u.ndim >= 2 else -1
     if u.ndim != d + 2 or d not in (2, 3):
         raise ValueError(f"u must be a (B, d, *spatial) vector field with d = 2 or 3 spatial axes, got {tuple(u.shape)}")
+    if not u.is_floating_point():
+        raise TypeError(f"u must be a floating-point tensor, got {u.dtype}")
+    patch = check_int(patch, "patch", low=1)
+    check_real(eps, "eps", low=0.0, low_open=True)
     for side in u.shape[2:]:
         if side % patch:
             raise ValueError(f"grid side {side} is not divisible by the patch {patch}")
+    if not bool(torch.isfinite(u).all()):
+        raise ValueError("u contains NaN or inf; the frames need a finite vector field")
     mean, moment = _patch_moments(u, patch)
     global_mean = u.flatten(2).mean(-1)[:, None, :].expand_as(mean)
     cands = [mean, moment, global_mean]
     first, degenerate = _first_nondegenerate(cands, [c.norm(dim=-1) for c in cands], eps)
-    axis = torch.zeros_like(first)
-    axis[..., 0] = 1
-    first = torch.where(degenerate.unsqueeze(-1), axis, first)
-    b1 = first / first.norm(dim=-1, keepdim=True)
+    # No direction at all (u ≡ 0 in the patch and on average): a zero frame, R·0 = 0 keeps it equivariant.
+    norm = torch.where(degenerate, torch.ones_like(degenerate, dtype=u.dtype), first.norm(dim=-1))
+    b1 = torch.where(degenerate.unsqueeze(-1), torch.zeros_like(first), first / norm.unsqueeze(-1))
     if d == 2:
         # b₂ = rot₉₀(b₁) = (-b₁ʸ, b₁ˣ)
         b2 = torch.stack([-b1[..., 1], b1[..., 0]], dim=-1)
@@ -147,13 +161,10 @@ def canonical_basis(u: Tensor, patch: int, eps: float = 1e-6) -> Tensor:
     vort_global = vort.flatten(2).mean(-1)[:, None, :].expand_as(vort_mean)
     crosses = [torch.linalg.cross(b1, w, dim=-1) for w in (vort_mean, moment, vort_global)]
     third, degenerate = _first_nondegenerate(crosses, [c.norm(dim=-1) for c in crosses], eps)
-    # Last resort (not equivariant): the coordinate axis least aligned with b₁.
-    eye = torch.eye(3, dtype=u.dtype, device=u.device)
-    least = (b1.abs()).argmin(-1)
-    fallback = torch.linalg.cross(b1, eye[least], dim=-1)
-    third = torch.where(degenerate.unsqueeze(-1), fallback, third)
+    # No second direction: b₂ = b₃ = 0 (equivariant; see the module docstring).
+    norm = torch.where(degenerate, torch.ones_like(degenerate, dtype=u.dtype), third.norm(dim=-1))
     # b₃ = (b₁ × ω̄)/‖b₁ × ω̄‖, b₂ = b₃ × b₁  (det [b₁ b₂ b₃] = +1)
-    b3 = third / third.norm(dim=-1, keepdim=True)
+    b3 = torch.where(degenerate.unsqueeze(-1), torch.zeros_like(third), third / norm.unsqueeze(-1))
     b2 = torch.linalg.cross(b3, b1, dim=-1)
     return torch.stack([b1, b2, b3], dim=-1)
 
@@ -169,6 +180,7 @@ def basis_pyramid(u: Tensor, patch: int, levels: int, eps: float = 1e-6) -> list
     Returns:
         ``levels`` tensors ``(B, T_l, d, d)``.
     """
+    levels = check_int(levels, "levels", low=1)
     return [canonical_basis(u, patch * 2**level, eps) for level in range(levels)]
 
 

@@ -28,8 +28,11 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 import torch
 from torch import Tensor
+
+from icml26.common.argcheck import check_int
 
 __all__ = [
     "apply_rotation",
@@ -42,9 +45,13 @@ __all__ = [
 
 
 def c4_matrix(k: int) -> Tensor:
-    """``R₉₀ᵏ`` as a ``(2, 2)`` int64 matrix (counter-clockwise quarter turns)."""
+    """``R₉₀ᵏ`` as a ``(2, 2)`` int64 matrix (counter-clockwise quarter turns).
+
+    ``k`` is any integer (taken mod 4); a non-integer (``1.5``) is a ``TypeError``.
+    """
+    k = check_int(k, "k")
     r90 = torch.tensor([[0, -1], [1, 0]], dtype=torch.int64)
-    return torch.linalg.matrix_power(r90, int(k) % 4)
+    return torch.linalg.matrix_power(r90, k % 4)
 
 
 @functools.lru_cache(maxsize=1)
@@ -105,8 +112,8 @@ def is_signed_permutation(matrix: Tensor) -> bool:
 def _check_field(x: Tensor, n_scalar: int, n_vector: int, dims: int) -> None:
     if dims not in (2, 3):
         raise ValueError(f"dims={dims} must be 2 or 3")
-    if n_scalar < 0 or n_vector < 0:
-        raise ValueError(f"n_scalar={n_scalar} and n_vector={n_vector} must be non-negative")
+    check_int(n_scalar, "n_scalar", low=0)
+    check_int(n_vector, "n_vector", low=0)
     if x.ndim != 2 + dims:
         raise ValueError(
             f"a {dims}D field must have shape (B, C, {', '.join('DHW'[3 - dims:])}), got {tuple(x.shape)}"
@@ -132,9 +139,17 @@ def apply_rotation(x: Tensor, rotation: Tensor, n_scalar: int, n_vector: int) ->
         n_vector: number of vector fields (next, ``d`` components each).
 
     Returns:
-        ``L_R x``: scalars ``s(R⁻¹p)``, vectors ``R u(R⁻¹p)``, same shape and dtype.
+        ``L_R x``: scalars ``s(R⁻¹p)``, vectors ``R u(R⁻¹p)``, same shape and dtype (a NumPy
+        array for a NumPy ``x``). NaN and inf are moved like any other value.
     """
-    rot = torch.as_tensor(rotation).to("cpu", torch.int64)
+    if isinstance(x, np.ndarray):
+        return apply_rotation(torch.from_numpy(x), rotation, n_scalar, n_vector).numpy()
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor or a NumPy array, got {type(x).__name__}")
+    rot = torch.as_tensor(rotation)
+    if rot.is_floating_point() and not bool((rot == rot.round()).all()):
+        raise ValueError(f"rotation must be a 2x2 or 3x3 signed permutation matrix, got {rot.tolist()}")
+    rot = rot.to("cpu", torch.int64)
     d = rot.shape[0] if rot.ndim == 2 else -1
     if not is_signed_permutation(rot) or d not in (2, 3):
         raise ValueError(f"rotation must be a 2x2 or 3x3 signed permutation matrix, got {rot.tolist()}")
@@ -168,20 +183,22 @@ def rotate_field(x: Tensor, k: int, n_scalar: int, n_vector: int, dims: int = 2)
         x: ``(B, n_scalar + dims*n_vector, H, W)`` (2D) or ``(B, …, D, H, W)`` (3D).
         k: in 2D, the number of counter-clockwise quarter turns (any integer, taken
             mod 4); in 3D, the index of the element in :func:`octahedral_group`
-            (0 … 23, 0 = identity).
+            (0 … 23, 0 = identity). A non-integer (``1.5``) is a ``TypeError``.
         n_scalar: scalar channels first, then ``n_vector`` vector fields as
             (x, y[, z]) component groups.
         dims: 2 (C4) or 3 (the chiral octahedral group O).
 
     Returns:
-        The rotated field (see the module docstring for the convention).
+        The rotated field (see the module docstring for the convention), a NumPy array for a
+        NumPy ``x``.
     """
+    k = check_int(k, "k")
     if dims == 2:
         rotation = c4_matrix(k)
     elif dims == 3:
-        if not 0 <= int(k) < 24:
+        if not 0 <= k < 24:
             raise ValueError(f"k={k} indexes the 24 elements of the octahedral group; use 0..23")
-        rotation = octahedral_group()[int(k)]
+        rotation = octahedral_group()[k]
     else:
         raise ValueError(f"dims={dims} must be 2 or 3")
     return apply_rotation(x, rotation, n_scalar, n_vector)

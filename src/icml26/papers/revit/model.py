@@ -13,7 +13,8 @@ Neural PDE Solvers", ICML 2026. Forward pass (§1.2 of the brief):
 
 Exactness: for every grid rotation ``g`` (C4 in 2D, the 24 proper cube rotations in
 3D), ``model(rotate_field(x, g)) == rotate_field(model(x), g)`` to float precision,
-as long as the frames are not degenerate (see :mod:`~icml26.papers.revit.frames`).
+also where the frames are degenerate (an all-zero vector input gets zero frames, see
+:mod:`~icml26.papers.revit.frames`). Non-finite input is a ``ValueError``.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ import logging
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.papers.revit.backbone import SwinUNet, check_token_grid
 from icml26.papers.revit.frames import ChannelLayout, basis_pyramid
 from icml26.papers.revit.layers import RebasedPatchDecoder, RebasedPatchEmbed
 
-__all__ = ["ReViT", "ReViT2d", "ReViT3d", "check_field_io", "residual_add"]
+__all__ = ["ReViT", "ReViT2d", "ReViT3d", "check_architecture", "check_field_io", "residual_add"]
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +48,23 @@ def check_field_io(n_scalar_in: int, n_vector_in: int, n_scalar_out: int, n_vect
             f"residual=True adds the first {n_scalar_out} scalar and {n_vector_out} vector inputs to the "
             f"outputs, but the input has only {n_scalar_in} and {n_vector_in}; set residual=False"
         )
+
+
+def check_architecture(patch: int, dim: int, heads: int, depths: tuple[int, ...], decoder_depth: int,
+                       window: int, mlp_ratio: float) -> None:
+    """``ValueError``/``TypeError`` naming the hyperparameter (shared by ReViT and the baselines)."""
+    check_int(patch, "patch", low=1)
+    check_int(dim, "dim", low=1)
+    check_int(heads, "heads", low=1)
+    check_int(window, "window", low=1)
+    check_int(decoder_depth, "decoder_depth", low=0)
+    check_real(mlp_ratio, "mlp_ratio", low=0.0, low_open=True)
+    if isinstance(depths, (str, bytes)) or not hasattr(depths, "__len__") or len(depths) == 0:
+        raise ValueError(f"depths={depths!r} must be a non-empty tuple of blocks per level, e.g. (2, 2)")
+    for depth in depths:
+        check_int(depth, "depths", low=1)
+    if dim % heads:
+        raise ValueError(f"dim={dim} must be divisible by heads={heads}")
 
 
 def residual_add(y: Tensor, x: Tensor, n_scalar_in: int, n_scalar_out: int, n_vector_out: int, dims: int) -> Tensor:
@@ -97,14 +116,11 @@ class ReViT(nn.Module):
             raise ValueError("ReViT builds its local frames from a vector input; pass n_vector_in >= 1")
         if not 0 <= basis_channel < n_vector_in:
             raise ValueError(f"basis_channel={basis_channel} must index one of the {n_vector_in} input vector fields")
-        if patch < 1 or dim < 1 or heads < 1:
-            raise ValueError(f"patch={patch}, dim={dim}, heads={heads} must be positive")
-        if not 0.0 <= vector_fraction <= 1.0:
-            raise ValueError(f"vector_fraction={vector_fraction} must lie in [0, 1]")
-        if basis_eps <= 0:
-            raise ValueError(f"basis_eps={basis_eps} must be positive")
-        if dim % heads:
-            raise ValueError(f"dim={dim} must be divisible by heads={heads}")
+        check_architecture(patch, dim, heads, depths, decoder_depth, window, mlp_ratio)
+        check_real(vector_fraction, "vector_fraction", low=0.0, high=1.0)
+        check_real(basis_eps, "basis_eps", low=0.0, low_open=True)
+        if patch_pooling not in ("kernel", "pma"):
+            raise ValueError(f"patch_pooling={patch_pooling!r} must be 'kernel' or 'pma'")
         self.n_scalar_in, self.n_vector_in = n_scalar_in, n_vector_in
         self.n_scalar_out, self.n_vector_out = n_scalar_out, n_vector_out
         self.dims, self.patch, self.window = dims, patch, window
@@ -116,6 +132,8 @@ class ReViT(nn.Module):
         self.decode = RebasedPatchDecoder(n_scalar_out, n_vector_out, dims, patch, dim)
 
     def _check_input(self, x: Tensor) -> tuple[int, ...]:
+        if not isinstance(x, Tensor):
+            raise TypeError(f"x must be a torch.Tensor, got {type(x).__name__}")
         expected = self.n_scalar_in + self.dims * self.n_vector_in
         if x.ndim != self.dims + 2 or x.shape[1] != expected:
             raise ValueError(
@@ -127,6 +145,10 @@ class ReViT(nn.Module):
             if side % self.patch:
                 raise ValueError(f"grid side {side} is not divisible by patch={self.patch}")
         check_token_grid(tuple(s // self.patch for s in spatial), self.backbone.levels, self.window)
+        if not x.is_floating_point():
+            raise TypeError(f"x must be a floating-point field, got {x.dtype}")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("x contains NaN or inf; ReViT needs a finite field (its frames are built from it)")
         return spatial
 
     def basis_field(self, x: Tensor) -> Tensor:

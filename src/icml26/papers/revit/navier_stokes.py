@@ -26,6 +26,8 @@ import dataclasses
 import torch
 from torch import Tensor
 
+from icml26.common.argcheck import check_int, check_real, require_finite
+
 __all__ = [
     "NavierStokesData",
     "make_navier_stokes_pairs",
@@ -60,8 +62,15 @@ def velocity_from_vorticity(omega: Tensor, background: Tensor) -> Tensor:
         background: ``(B, 2)`` uniform flow ``U₀`` (x, y).
 
     Returns:
-        ``(B, 2, N, N)`` velocity (components x, y).
+        ``(B, 2, N, N)`` velocity (components x, y). NaN in ``omega`` spreads over the whole
+        field (the inverse Laplacian is global).
     """
+    if not isinstance(omega, Tensor) or not isinstance(background, Tensor):
+        raise TypeError("omega and background must be torch.Tensors")
+    if omega.ndim != 3 or omega.shape[-1] != omega.shape[-2] or not omega.is_floating_point():
+        raise ValueError(f"omega must be a floating (B, N, N) vorticity, got {tuple(omega.shape)} {omega.dtype}")
+    if background.shape != (omega.shape[0], 2):
+        raise ValueError(f"background must be (B, 2) = ({omega.shape[0]}, 2), got {tuple(background.shape)}")
     n = omega.shape[-1]
     kx, ky, _ = _wavenumbers(n, omega.dtype, omega.device)
     k2 = kx**2 + ky**2
@@ -74,7 +83,14 @@ def velocity_from_vorticity(omega: Tensor, background: Tensor) -> Tensor:
 
 
 def vorticity_from_velocity(u: Tensor) -> Tensor:
-    """Spectral ``ω = ∂x v − ∂y u`` of a periodic ``(B, 2, N, N)`` velocity field → ``(B, N, N)``."""
+    """Spectral ``ω = ∂x v − ∂y u`` of a periodic ``(B, 2, N, N)`` velocity field → ``(B, N, N)``.
+
+    NaN in ``u`` spreads over the whole field (spectral derivatives are global).
+    """
+    if not isinstance(u, Tensor):
+        raise TypeError(f"u must be a torch.Tensor, got {type(u).__name__}")
+    if u.ndim != 4 or u.shape[1] != 2 or u.shape[-1] != u.shape[-2] or not u.is_floating_point():
+        raise ValueError(f"u must be a floating (B, 2, N, N) velocity field, got {tuple(u.shape)} {u.dtype}")
     n = u.shape[-1]
     kx, ky, _ = _wavenumbers(n, u.dtype, u.device)
     return torch.fft.ifft2(_derivative(kx, n) * torch.fft.fft2(u[:, 1])
@@ -111,12 +127,18 @@ def simulate_navier_stokes(omega0: Tensor, background: Tensor, *, nu: float = 2e
     Returns:
         ``(vorticity (B, S, N, N), velocity (B, S, 2, N, N))``.
     """
-    if omega0.ndim != 3 or omega0.shape[-1] != omega0.shape[-2]:
-        raise ValueError(f"omega0 must be (B, N, N), got {tuple(omega0.shape)}")
+    if not isinstance(omega0, Tensor) or not isinstance(background, Tensor):
+        raise TypeError("omega0 and background must be torch.Tensors")
+    if omega0.ndim != 3 or omega0.shape[-1] != omega0.shape[-2] or not omega0.is_floating_point():
+        raise ValueError(f"omega0 must be a floating (B, N, N) vorticity, got {tuple(omega0.shape)} {omega0.dtype}")
     if background.shape != (omega0.shape[0], 2):
         raise ValueError(f"background must be (B, 2) = ({omega0.shape[0]}, 2), got {tuple(background.shape)}")
-    if nu < 0 or dt <= 0 or substeps < 1 or snapshots < 1:
-        raise ValueError(f"need nu ≥ 0, dt > 0, substeps ≥ 1, snapshots ≥ 1 (got {nu}, {dt}, {substeps}, {snapshots})")
+    check_real(nu, "nu", low=0.0)
+    check_real(dt, "dt", low=0.0, low_open=True)
+    check_int(substeps, "substeps", low=1)
+    check_int(snapshots, "snapshots", low=1)
+    require_finite(omega0, "omega0")
+    require_finite(background, "background")
     background = background.to(omega0.dtype)
     n = omega0.shape[-1]
     kx, ky, mask = _wavenumbers(n, omega0.dtype, omega0.device)
@@ -172,6 +194,17 @@ class NavierStokesData:
     n_scalar_out: int = 0
     n_vector_out: int = 1
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.inputs, Tensor) or not isinstance(self.targets, Tensor):
+            raise TypeError("inputs and targets must be torch.Tensors")
+        c_in = self.n_scalar_in + 2 * self.n_vector_in
+        c_out = self.n_scalar_out + 2 * self.n_vector_out
+        if self.inputs.ndim != 4 or self.inputs.shape[1] != c_in:
+            raise ValueError(f"inputs must be (P, {c_in}, N, N), got {tuple(self.inputs.shape)}")
+        if self.targets.shape != (self.inputs.shape[0], c_out, *self.inputs.shape[2:]):
+            raise ValueError(f"targets must be (P, {c_out}, N, N) with the inputs' P and N, "
+                             f"got {tuple(self.targets.shape)}")
+
 
 def make_navier_stokes_pairs(trajectories: int, pairs_per_trajectory: int, *, grid: int = 32,
                              generator: torch.Generator | None = None, nu: float = 2e-3, dt: float = 0.01,
@@ -184,10 +217,14 @@ def make_navier_stokes_pairs(trajectories: int, pairs_per_trajectory: int, *, gr
     orientation-biased data set (the reproduction tests it at all four rotations).
     ``burn_in`` snapshots are discarded first.
     """
-    if trajectories < 1 or pairs_per_trajectory < 1 or burn_in < 0:
-        raise ValueError("need trajectories ≥ 1, pairs_per_trajectory ≥ 1 and burn_in ≥ 0")
-    if grid % 2 or grid < 8:
+    check_int(trajectories, "trajectories", low=1)
+    check_int(pairs_per_trajectory, "pairs_per_trajectory", low=1)
+    check_int(burn_in, "burn_in", low=0)
+    if check_int(grid, "grid", low=8) % 2:
         raise ValueError(f"grid={grid} must be an even size ≥ 8")
+    for name, value in (("background_speed", background_speed), ("omega_std", omega_std)):
+        check_real(value, name, low=0.0)
+    check_real(angle_spread, "angle_spread", low=0.0)
     omega0 = random_vorticity(trajectories, grid, generator=generator, std=omega_std)
     background = random_background_flow(trajectories, speed=background_speed, angle_spread=angle_spread,
                                         generator=generator)

@@ -15,23 +15,24 @@ import time
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, check_real, require_finite
 from icml26.common.progress import progress
 from icml26.papers.revit.baselines import random_c4_augment
 from icml26.papers.revit.group import rotate_field
 
-__all__ = ["FitResult", "fit", "rotated_mse"]
+__all__ = ["FieldFitResult", "fit", "rotated_mse"]
 
 log = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass
-class FitResult:
-    """What :func:`fit` measured.
+class FieldFitResult:
+    """What :func:`fit` measured (renamed from ``FitResult``: dmanet's forecaster fit has its own).
 
     Attributes:
         losses: training loss per step.
         seconds: wall time of the optimisation steps.
-        steps_per_s: ``len(losses) / seconds``.
+        steps_per_s: ``len(losses) / seconds`` (NaN when ``seconds`` is 0).
     """
 
     losses: list[float]
@@ -52,10 +53,24 @@ def _channel_split(model: nn.Module) -> tuple[int, int, int, int]:
         ) from None
 
 
+def _check_pairs(inputs: Tensor, targets: Tensor) -> None:
+    if not isinstance(inputs, Tensor) or not isinstance(targets, Tensor):
+        raise TypeError(f"inputs and targets must be torch.Tensors, got {type(inputs).__name__} and "
+                        f"{type(targets).__name__}")
+    if inputs.ndim < 3 or targets.ndim != inputs.ndim or inputs.shape[0] != targets.shape[0] \
+            or inputs.shape[2:] != targets.shape[2:]:
+        raise ValueError(f"inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} must pair up: "
+                         f"(P, C_in, *spatial) and (P, C_out, *spatial)")
+    if inputs.shape[0] == 0:
+        raise ValueError("inputs is empty: pass at least one (input, target) pair")
+    require_finite(inputs, "inputs")
+    require_finite(targets, "targets")
+
+
 def fit(model: nn.Module, inputs: Tensor, targets: Tensor, *, steps: int, batch_size: int = 32,
         lr: float = 2e-3, weight_decay: float = 1e-4, augment: bool = False,
         generator: torch.Generator | None = None, show_progress: bool | None = None,
-        desc: str = "train") -> FitResult:
+        desc: str = "train") -> FieldFitResult:
     """Train ``model`` on ``(inputs, targets)`` pairs with MSE, AdamW and a one-cycle schedule.
 
     Args:
@@ -69,11 +84,14 @@ def fit(model: nn.Module, inputs: Tensor, targets: Tensor, *, steps: int, batch_
         weight_decay: AdamW weight decay.
         augment: rotate every pair by a random multiple of 90° (2D only; the "ViT + aug" baseline).
         generator: CPU generator for batches and augmentation (reproducible runs).
+
+    Non-finite inputs or targets are a ``ValueError`` (they would turn every weight into NaN).
     """
-    if steps < 1 or batch_size < 1 or lr <= 0:
-        raise ValueError(f"need steps ≥ 1, batch_size ≥ 1, lr > 0 (got {steps}, {batch_size}, {lr})")
-    if inputs.shape[0] != targets.shape[0] or inputs.shape[2:] != targets.shape[2:]:
-        raise ValueError(f"inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} must pair up")
+    steps = check_int(steps, "steps", low=1)
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    check_real(lr, "lr", low=0.0, low_open=True)
+    check_real(weight_decay, "weight_decay", low=0.0)
+    _check_pairs(inputs, targets)
     split = _channel_split(model) if augment else None
     device = next(model.parameters()).device
     opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
@@ -95,7 +113,7 @@ def fit(model: nn.Module, inputs: Tensor, targets: Tensor, *, steps: int, batch_
         losses.append(float(loss.detach()))
     seconds = time.perf_counter() - start
     log.info("%s: %d steps in %.1f s, final loss %.3g", desc, steps, seconds, losses[-1])
-    return FitResult(losses=losses, seconds=seconds)
+    return FieldFitResult(losses=losses, seconds=seconds)
 
 
 @torch.no_grad()
@@ -107,6 +125,9 @@ def rotated_mse(model: nn.Module, inputs: Tensor, targets: Tensor, *, n_scalar_i
     Inputs and targets are rotated together (:func:`rotate_field`), so a model that is exactly
     C4-equivariant gets the same MSE at every ``k``. Returns one MSE per rotation.
     """
+    _check_pairs(inputs, targets)
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    rotations = tuple(check_int(k, "rotations") for k in rotations)
     was_training = model.training
     model.eval()
     device = next(model.parameters()).device
