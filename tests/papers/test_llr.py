@@ -9,6 +9,8 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from icml26.papers.llr import (
@@ -24,7 +26,9 @@ from icml26.papers.llr import (
     map_alphas,
     newton_schulz,
     shuffled_layerwise_lr,
+    uniform_layerwise_lr,
 )
+from icml26.papers.llr.analysis import best_rate, mean_final_alpha, min_gap, speedup, steps_to_target
 
 
 # -- power-law fit -----------------------------------------------------------------------------
@@ -376,30 +380,6 @@ def test_llr_scales_muon_groups():
         Muon(model.parameters())
 
 
-# -- the README example --------------------------------------------------------------------------
-
-def test_readme_example():
-    model = _tiny_llama()
-    data = _batches(30)
-    # --- as in README.md ---
-    from icml26.papers.llr import LayerwiseLR, layerwise_param_groups
-
-    total_steps = 30
-    optimizer = torch.optim.AdamW(layerwise_param_groups(model, weight_decay=0.1), lr=3e-3, betas=(0.9, 0.95))
-    scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
-    llr = LayerwiseLR(model, optimizer, total_steps=total_steps, r_min=1.0, r_max=3.0, every=5, ramp_steps=2)
-    for batch in data:
-        loss = model(input_ids=batch, labels=batch).loss
-        loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        scheduler.step()
-        llr.step()
-    # --- end ---
-    assert llr.history.steps == [0, 5]  # fits in the first 20 % of training only
-    assert min(llr.multipliers.values()) == 1.0 and max(llr.multipliers.values()) == 3.0
-
-
 def test_experiment_config_validation():
     from icml26.papers.llr.experiment import Config
 
@@ -408,3 +388,119 @@ def test_experiment_config_validation():
     with pytest.raises(ValueError, match="eval_every"):
         dataclasses.replace(Config.tiny(), eval_every=1000)
     assert Config.quick().steps < Config().steps
+    assert not hasattr(Config(), "shuffle_gap_target")  # bars live in claims.py, not in the config
+
+
+# -- hardening (issues #18, #30) ----------------------------------------------------------------
+
+def test_rank_deficient_float32_matrix_is_refused_not_fitted_on_noise():
+    g = torch.Generator().manual_seed(1)
+    rank_one = (torch.randn(64, 1, generator=g) @ torch.randn(1, 128, generator=g)).float()
+    values = esd(rank_one)
+    assert int((values > 0).sum()) == 1  # the 63 rounding-noise eigenvalues are floored to exactly 0
+    # the floor is (max(rows, cols) * eps_float32)^2 relative to the largest eigenvalue
+    raw = torch.linalg.svdvals(rank_one).double().square()
+    assert raw[1:].max() > 0 and raw[1:].max() <= (128 * np.finfo(np.float32).eps) ** 2 * raw[0]
+    with pytest.raises(ValueError, match="rank below half"):
+        esd_alpha(rank_one)
+    # rank 40 of 64 (above half): fitted, and only on the 40 genuine eigenvalues
+    low_rank = (torch.randn(64, 40, generator=g) @ torch.randn(40, 128, generator=g)).float()
+    assert int((esd(low_rank) > 0).sum()) == 40
+    assert esd_alpha(low_rank).n_tail == 32
+    # a full-rank matrix keeps every eigenvalue: the floor does not touch finite, well-conditioned input
+    full = torch.randn(64, 128, generator=g)
+    assert torch.equal(esd(full), esd(full, rank_tol=0.0))
+
+
+def test_non_finite_weights_are_a_clear_error():
+    with pytest.raises(ValueError, match="NaN or inf"):
+        esd_alpha(torch.tensor([[1.0, float("inf")], [0.0, 1.0]]))
+    model = nn.Sequential(nn.Linear(64, 64))
+    with torch.no_grad():
+        model[0].weight[3, 3] = float("nan")
+    with pytest.raises(ValueError, match="layer 0"):
+        layer_alphas(model)
+
+
+def test_map_alphas_refuses_non_positive_multipliers():
+    for r_min, r_max in ((-1.0, 3.0), (0.0, 3.0), (2.0, 1.0), (1.0, float("nan"))):
+        with pytest.raises(ValueError, match="r_m"):
+            map_alphas(np.array([2.0, 3.0]), r_min=r_min, r_max=r_max)
+
+
+def test_uniform_baseline_is_bit_identical_to_the_plain_optimizer_and_shares_the_signature():
+    import inspect
+
+    import icml26.papers.llr as llr_api
+
+    batches = _batches(4)
+
+    def train(with_baseline: bool):
+        model = _tiny_llama()
+        optimizer = torch.optim.AdamW(layerwise_param_groups(model, weight_decay=0.1), lr=1e-2)
+        baseline = uniform_layerwise_lr(model, optimizer, total_steps=4) if with_baseline else None
+        _train(model, optimizer, batches, llr=baseline)
+        return [p.detach() for p in model.parameters()]
+
+    assert all(torch.equal(a, b) for a, b in zip(train(False), train(True)))
+    required = lambda f: [(p.name, p.kind) for p in inspect.signature(f).parameters.values()  # noqa: E731
+                          if p.default is inspect.Parameter.empty]
+    assert llr_api.METHOD is LayerwiseLR
+    assert all(required(b) == required(LayerwiseLR) for b in llr_api.BASELINES.values())
+
+
+# -- property tests (hypothesis) ------------------------------------------------------------------
+
+@settings(max_examples=40, deadline=None)
+@given(values=st.lists(st.floats(1e-3, 1e3), min_size=4, max_size=60, unique=True),
+       scale=st.floats(1e-3, 1e3), method=st.sampled_from(["median", "ks"]))
+def test_power_law_fit_is_scale_and_order_invariant(values, scale, method):
+    values = np.array(values)
+    fit = fit_power_law(values, method)
+    assert fit.alpha > 1 and 2 <= fit.n_tail <= values.size
+    shuffled = np.random.default_rng(0).permutation(values)
+    scaled = fit_power_law(scale * shuffled, method)
+    assert scaled.alpha == pytest.approx(fit.alpha, rel=1e-9)
+    assert scaled.n_tail == fit.n_tail and scaled.xmin == pytest.approx(scale * fit.xmin, rel=1e-12)
+    assert 0.0 <= fit.ks_distance <= 1.0
+
+
+@settings(max_examples=30, deadline=None)
+@given(n=st.integers(3, 200), alpha=st.floats(1.5, 6.0))
+def test_median_fit_matches_the_hill_formula(n, alpha):
+    # values on exact quantiles of a Pareto(alpha) tail: alpha_hat is Hill's closed form on the upper half
+    values = (1.0 - (np.arange(n) + 0.5) / n) ** (-1.0 / (alpha - 1.0))
+    tail = np.sort(values)[n // 2:]
+    hill = 1.0 + tail.size / np.sum(np.log(tail / tail[0]))
+    assert fit_power_law(values).alpha == pytest.approx(hill, rel=1e-10)
+
+
+@settings(max_examples=40, deadline=None)
+@given(alphas=st.lists(st.floats(1.0, 10.0), min_size=1, max_size=20), r_min=st.floats(0.1, 2.0),
+       extra=st.floats(0.0, 3.0), mapping=st.sampled_from(["linear", "rank"]))
+def test_map_alphas_stays_in_range_and_is_monotone(alphas, r_min, extra, mapping):
+    alphas = np.array(alphas)
+    r_max = r_min + extra
+    m = map_alphas(alphas, r_min=r_min, r_max=r_max, mapping=mapping)
+    assert np.all(m >= r_min - 1e-12) and np.all(m <= r_max + 1e-12)
+    order = np.argsort(alphas, kind="stable")
+    assert np.all(np.diff(m[order]) >= -1e-12)  # a larger alpha never gets a smaller rate
+
+
+# -- reproduction analysis --------------------------------------------------------------------------
+
+def test_reproduction_analysis_by_hand():
+    valid, steps = [6.0, 5.0, 4.2, 3.9], [0, 10, 20, 30]
+    assert steps_to_target(valid, steps, 4.2) == 20
+    assert steps_to_target(valid, steps, 6.0) == 10  # step 0 never counts
+    assert steps_to_target(valid, steps, 3.0) is None
+    assert speedup(30, 20) == 1.5 and speedup(30, None) == 0.0
+    gap, gaps = min_gap({1e-3: 5.0, 3e-3: 4.5}, {1e-3: 4.9, 3e-3: 4.6})
+    assert gap == pytest.approx(-0.1) and gaps == pytest.approx({1e-3: 0.1, 3e-3: -0.1})
+    assert best_rate({1e-3: 5.0, 3e-3: 4.5, 1e-2: 4.5}) == 3e-3  # first of ties
+    alpha = {"0.q_proj": [2.0, 3.0], "0.k_proj": [4.0, float("nan")], "0.up_proj": [6.0, 7.0]}
+    assert mean_final_alpha(alpha, ("q_proj", "k_proj"), 0) == pytest.approx(3.0)
+    assert mean_final_alpha(alpha, ("q_proj", "k_proj"), -1) == pytest.approx(3.0)  # NaN skipped
+    assert math.isnan(mean_final_alpha(alpha, ("o_proj",), 0))
+    with pytest.raises(ValueError, match="same length"):
+        steps_to_target([1.0], [0, 1], 1.0)

@@ -7,9 +7,15 @@ alpha (a lighter tail: less trained) get a larger learning rate.
 >>> optimizer = torch.optim.AdamW(layerwise_param_groups(model, weight_decay=0.1), lr=1e-3)
 >>> llr = LayerwiseLR(model, optimizer, total_steps=10_000)
 >>> # each step: loss.backward(); optimizer.step(); scheduler.step(); llr.step()
+
+``METHOD`` is :class:`LayerwiseLR`; ``BASELINES`` holds drop-ins with its signature: the
+uniform baseline (every multiplier 1) and the shuffled control (LLR's multipliers permuted
+across layers).
 """
 
-from icml26.papers.llr.baselines import ShuffledMultipliers, shuffled_layerwise_lr
+from typing import Callable
+
+from icml26.papers.llr.baselines import ShuffledMultipliers, shuffled_layerwise_lr, uniform_layerwise_lr
 from icml26.papers.llr.esd import AlphaFit, esd, esd_alpha, fit_power_law
 from icml26.papers.llr.layerwise import (
     LayerwiseLR,
@@ -21,7 +27,14 @@ from icml26.papers.llr.layerwise import (
 )
 from icml26.papers.llr.muon import Muon, newton_schulz
 
+METHOD: Callable = LayerwiseLR
+"""The method: heavy-tail guided multipliers on any optimizer."""
+BASELINES: dict[str, Callable] = {"uniform": uniform_layerwise_lr, "shuffled": shuffled_layerwise_lr}
+"""Drop-in alternatives to :data:`METHOD` (same required arguments)."""
+
 __all__ = [
+    "BASELINES",
+    "METHOD",
     "AlphaFit",
     "LLRHistory",
     "LayerwiseLR",
@@ -36,4 +49,5 @@ __all__ = [
     "map_alphas",
     "newton_schulz",
     "shuffled_layerwise_lr",
+    "uniform_layerwise_lr",
 ]

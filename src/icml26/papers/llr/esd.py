@@ -29,6 +29,8 @@ from typing import Literal
 import numpy as np
 import torch
 
+from icml26.common.argcheck import check_int, check_real
+
 __all__ = ["AlphaFit", "FitMethod", "esd", "esd_alpha", "fit_power_law"]
 
 FitMethod = Literal["median", "ks", "fix_finger"]
@@ -49,30 +51,54 @@ class AlphaFit:
     """Lower edge of the fitted tail."""
 
 
+_F32_EPS = float(np.finfo(np.float32).eps)
+
+
 @torch.no_grad()
-def esd(weight: torch.Tensor, *, conv_norm: float = 0.5) -> torch.Tensor:
+def esd(weight: torch.Tensor | np.ndarray, *, conv_norm: float = 0.5, rank_tol: float | None = None) -> torch.Tensor:
     """Eigenvalues of ``W^T W`` (squared singular values), sorted ascending, as float64 on CPU.
 
     Args:
         weight: ``(rows, cols)`` for linear/embedding layers (either orientation), or a
             convolution kernel ``(out, in, *kernel)``: each kernel position gives one
             ``(out, in)`` slice, scaled by ``sqrt(conv_norm)`` as in the authors' code,
-            and the eigenvalues of all slices are pooled.
+            and the eigenvalues of all slices are pooled. A tensor or a NumPy array;
+            NaN or inf is a ``ValueError`` (a diverged layer has no spectrum).
         conv_norm: the authors' scale for convolution slices (does not change alpha).
+        rank_tol: relative eigenvalue floor: eigenvalues ``<= rank_tol * lambda_max`` are
+            returned as exactly 0 (they are rounding noise of a rank-deficient matrix). The
+            default is the numerical-rank tolerance of ``numpy.linalg.matrix_rank`` for
+            float32 singular values, squared: ``(max(rows, cols) * eps_float32)^2``.
 
     Returns:
         ``(min(rows, cols) * n_slices,)`` eigenvalues. The SVD runs in float32 on the
         weight's device.
     """
+    if isinstance(weight, np.ndarray):
+        weight = torch.from_numpy(weight)
+    if not isinstance(weight, torch.Tensor):
+        raise TypeError(f"weight must be a torch.Tensor or a NumPy array, got {type(weight).__name__}")
     if weight.ndim < 2:
         raise ValueError(f"weight has shape {tuple(weight.shape)}; an ESD needs a matrix or a conv kernel")
+    if weight.numel() == 0:
+        raise ValueError(f"weight has shape {tuple(weight.shape)}: it is empty")
+    if weight.is_complex():
+        raise TypeError("weight must be real")
+    if not bool(torch.isfinite(weight).all()):
+        raise ValueError("weight contains NaN or inf (has training diverged?); its ESD is undefined")
+    check_real(conv_norm, "conv_norm", low=0.0, low_open=True)
     matrix = weight.detach().to(torch.float32)
     if matrix.ndim > 2:
         # (out, in, k1, k2, ...) -> (k, out, in): one slice per kernel position.
         matrix = matrix.flatten(start_dim=2).permute(2, 0, 1) * math.sqrt(conv_norm)
     # lambda_i = sigma_i(W)^2, the eigenvalues of W^T W.
-    eigenvalues = torch.linalg.svdvals(matrix).flatten().square()
-    return torch.sort(eigenvalues.double().cpu()).values
+    eigenvalues = torch.sort(torch.linalg.svdvals(matrix).flatten().square().double().cpu()).values
+    if rank_tol is None:
+        rank_tol = (max(matrix.shape[-2:]) * _F32_EPS) ** 2
+    check_real(rank_tol, "rank_tol", low=0.0)
+    # lambda <= rank_tol * lambda_max is indistinguishable from 0 at float32 precision
+    floor = rank_tol * float(eigenvalues[-1])
+    return torch.where(eigenvalues <= floor, torch.zeros_like(eigenvalues), eigenvalues)
 
 
 def _hill_alpha(log_tail_sum: np.ndarray, log_xmin: np.ndarray, n: np.ndarray) -> np.ndarray:
@@ -128,12 +154,20 @@ def fit_power_law(
         bins: histogram bins for ``"fix_finger"``.
 
     Returns:
-        An :class:`AlphaFit`.
+        An :class:`AlphaFit`. NaN, inf or negative values are a ``ValueError``; so is a
+        spectrum with no tail (a matrix of rank below half its size for ``"median"``).
     """
     if method not in _METHODS:
         raise ValueError(f"method={method!r} must be one of {', '.join(_METHODS)}")
-    values = eigenvalues.detach().double().cpu().numpy() if isinstance(eigenvalues, torch.Tensor) \
-        else np.asarray(eigenvalues, dtype=np.float64)
+    xmin_pos = check_int(xmin_pos, "xmin_pos")
+    bins = check_int(bins, "bins")
+    if isinstance(eigenvalues, torch.Tensor):
+        values = eigenvalues.detach().double().cpu().numpy()
+    else:
+        try:
+            values = np.asarray(eigenvalues, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"eigenvalues must be numbers (a tensor or array), got {type(eigenvalues).__name__}") from None
     values = np.sort(values.ravel())
     if values.size < 3:
         raise ValueError(f"{values.size} eigenvalues are too few for a power-law fit (need at least 3)")
@@ -179,10 +213,13 @@ def esd_alpha(
     xmin_pos: int = 2,
     bins: int = 100,
     conv_norm: float = 0.5,
+    rank_tol: float | None = None,
 ) -> AlphaFit:
     """Power-law exponent alpha of a weight's ESD: :func:`esd` then :func:`fit_power_law`.
 
     Invariant to the scale and the transpose of ``weight``. See :func:`fit_power_law`
-    for ``method``, ``xmin_pos`` and ``bins``, and :func:`esd` for ``conv_norm``.
+    for ``method``, ``xmin_pos`` and ``bins``, and :func:`esd` for ``conv_norm`` and
+    ``rank_tol`` (eigenvalues below the numerical-rank floor count as 0, so a rank-deficient
+    matrix is refused rather than fitted on rounding noise).
     """
-    return fit_power_law(esd(weight, conv_norm=conv_norm), method, xmin_pos=xmin_pos, bins=bins)
+    return fit_power_law(esd(weight, conv_norm=conv_norm, rank_tol=rank_tol), method, xmin_pos=xmin_pos, bins=bins)

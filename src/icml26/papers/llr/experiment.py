@@ -25,10 +25,19 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.results import Outcome, check
-from icml26.runner import RunContext
+from icml26.common.config import validate_numbers
+from icml26.contract import Outcome, RunContext
+from icml26.papers.llr.analysis import best_rate, mean_final_alpha, min_gap, speedup, steps_to_target
+from icml26.papers.llr.claims import CHECKS
+from icml26.papers.llr.figures import plot
+
+__all__ = ["ARM_KINDS", "CHECKS", "Config", "STREAMS", "plot", "run"]
 
 ARM_KINDS = ("LLR", "uniform", "shuffled", "LLR-mean")
+
+STREAMS = {"batches": 0}
+"""Named random streams (name -> the integer offset the pre-contract code used): ``batches``
+is the training data order, the same for every arm."""
 
 
 @dataclasses.dataclass
@@ -80,12 +89,9 @@ class Config:
     """Validation loss every this many steps (brief §4.3: 25)."""
     eval_batches: int = 4
     """Validation batches of 32 windows per evaluation (brief §4.3: 4 fixed batches)."""
-    shuffle_gap_target: float = 0.05
-    """Issue bar: LLR beats shuffled by at least this (nats) at every base rate of the grid."""
-    uniform_gap_target: float = 0.02
-    """Issue bar: at the smallest base rate LLR beats uniform by at least this (nats)."""
 
     def __post_init__(self) -> None:
+        validate_numbers(self)
         self.base_lrs = tuple(float(x) for x in self.base_lrs)
         if not self.base_lrs or any(not x > 0 for x in self.base_lrs):
             raise ValueError(f"base_lrs={self.base_lrs} must be a non-empty tuple of positive rates")
@@ -101,6 +107,11 @@ class Config:
             raise ValueError("warmup_fraction must lie in [0, 1) and min_lr_ratio in (0, 1]")
         if not 0 < self.r_min <= self.r_max:
             raise ValueError(f"need 0 < r_min <= r_max, got {self.r_min}, {self.r_max}")
+        if not 0 <= self.active_fraction <= 1:
+            raise ValueError(f"active_fraction={self.active_fraction} must lie in [0, 1]")
+        for name in ("weight_decay", "grad_clip"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be non-negative")
         self.arms = tuple(self.arms)
         if not {"LLR", "uniform"} <= set(self.arms) or not set(self.arms) <= set(ARM_KINDS):
             raise ValueError(f"arms={self.arms} must include 'LLR' and 'uniform' and come from {ARM_KINDS}")
@@ -130,8 +141,22 @@ def _lr_factor(step: int, cfg: Config) -> float:
     return cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
-def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext) -> dict[str, Any]:
-    """One run from the shared initialisation and data order; returns its curve and LLR history."""
+@dataclasses.dataclass
+class ArmRun:
+    """One training run: validation curve, wall time and (for LLR arms) the alpha/multiplier history."""
+
+    eval_steps: list[int]
+    valid: list[float]
+    seconds: float
+    history: dict | None
+
+    @property
+    def final(self) -> float:
+        return self.valid[-1]
+
+
+def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext) -> ArmRun:
+    """One run from the shared initialisation and data order."""
     from icml26.common.tiny_lm import build_model, evaluate_loss, random_windows
     from icml26.papers.llr.baselines import shuffled_layerwise_lr
     from icml26.papers.llr.layerwise import LayerwiseLR, layerwise_param_groups
@@ -152,7 +177,7 @@ def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext) 
     elif kind != "uniform":
         raise ValueError(f"unknown arm {kind!r}; expected one of {ARM_KINDS}")
 
-    generator = ctx.torch_generator(0)  # the same data order for every arm
+    generator = ctx.torch_generator("batches")  # the same data order for every arm
     eval_steps, valid = [0], [evaluate_loss(model, data["valid"], context=cfg.context, max_batches=cfg.eval_batches)]
     start = time.perf_counter()
     model.train()
@@ -171,13 +196,69 @@ def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext) 
             eval_steps.append(step + 1)
             valid.append(evaluate_loss(model, data["valid"], context=cfg.context, max_batches=cfg.eval_batches))
     seconds = time.perf_counter() - start
-    return {"eval_steps": eval_steps, "valid": valid, "seconds": seconds,
-            "history": llr.history.to_dict() if llr is not None else None}
+    return ArmRun(eval_steps, valid, seconds, llr.history.to_dict() if llr is not None else None)
 
 
-def _steps_to(valid: list[float], eval_steps: list[int], target: float) -> int | None:
-    """The first evaluation step at which ``valid <= target`` (``None`` if never)."""
-    return next((s for s, v in zip(eval_steps, valid) if s > 0 and v <= target), None)
+def _label(kind: str, lr: float) -> str:
+    return f"{kind} lr={lr:g}"
+
+
+def _metrics(config: Config, runs: dict[tuple[str, float], ArmRun]) -> dict[str, dict[str, float]]:
+    """Per arm and rate: final loss, gain over uniform, steps to uniform's final loss; best of grid."""
+    metrics: dict[str, dict[str, float]] = {}
+    smallest = config.base_lrs[0]
+    order = [("LLR", smallest), ("uniform", smallest)] + [
+        (k, lr) for lr in config.base_lrs for k in config.arms if (k, lr) not in (("LLR", smallest), ("uniform", smallest))]
+    for kind, lr in order:
+        r, uniform = runs[(kind, lr)], runs[("uniform", lr)]
+        reached = steps_to_target(r.valid, r.eval_steps, uniform.final)
+        metrics[_label(kind, lr)] = {
+            "final_val_loss": r.final,
+            "gain_vs_uniform": uniform.final - r.final,
+            "steps_to_uniform_final": float(reached or 0),
+            "speedup_vs_uniform": speedup(config.steps, reached),
+        }
+    best = {k: best_rate({lr: runs[(k, lr)].final for lr in config.base_lrs}) for k in ("LLR", "uniform")}
+    best_uniform, best_llr = runs[("uniform", best["uniform"])], runs[("LLR", best["LLR"])]
+    reached = steps_to_target(best_llr.valid, best_llr.eval_steps, best_uniform.final)
+    metrics["best of grid"] = {
+        "llr_final_val_loss": best_llr.final,
+        "uniform_final_val_loss": best_uniform.final,
+        "llr_best_lr": best["LLR"],
+        "uniform_best_lr": best["uniform"],
+        "gain_vs_uniform": best_uniform.final - best_llr.final,
+        "speedup_vs_uniform": speedup(config.steps, reached),
+    }
+    return metrics
+
+
+def _curves(config: Config, runs: dict[tuple[str, float], ArmRun]) -> dict[str, Any]:
+    smallest = config.base_lrs[0]
+    curves: dict[str, Any] = {
+        "final_loss_vs_lr": {
+            "x": list(config.base_lrs),
+            "series": {k: [runs[(k, lr)].final for lr in config.base_lrs] for k in config.arms},
+            "xlabel": "base learning rate", "ylabel": "final validation loss (nats)",
+            "title": "llr: final validation loss over the base-rate grid", "logx": True,
+        }
+    }
+    for lr in config.base_lrs:
+        curves[f"valid_lr{lr:g}"] = {
+            "x": runs[("uniform", lr)].eval_steps,
+            "series": {k: runs[(k, lr)].valid for k in config.arms},
+            "xlabel": "step", "ylabel": "validation loss (nats)", "title": f"llr: validation loss, base rate {lr:g}",
+        }
+    history = runs[("LLR", smallest)].history
+    curves["alpha_per_layer"] = {
+        "x": history["steps"], "series": {n: v for n, v in history["alpha"].items() if not all(map(math.isnan, v))},
+        "xlabel": "step", "ylabel": "ESD power-law alpha", "title": f"llr: alpha per layer (LLR, lr={smallest:g})",
+    }
+    curves["multiplier_per_layer"] = {
+        "x": history["steps"], "series": history["target"],
+        "xlabel": "step", "ylabel": "learning-rate multiplier (target)",
+        "title": f"llr: multiplier per layer (LLR, lr={smallest:g})",
+    }
+    return curves
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
@@ -194,173 +275,51 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     ctx.provenance["corpus_sha256"] = corpus.sha256
     ctx.provenance["train_tokens"] = int(train_ids.numel())
 
-    runs: dict[tuple[str, float], dict] = {}
+    runs: dict[tuple[str, float], ArmRun] = {}
     for lr in config.base_lrs:
         for kind in config.arms:
             runs[(kind, lr)] = _train(kind, lr, config, data, ctx)
 
-    def label(kind: str, lr: float) -> str:
-        return f"{kind} lr={lr:g}"
-
-    # -- metrics per arm -------------------------------------------------------------------
-    metrics: dict[str, dict[str, float]] = {}
+    metrics = _metrics(config, runs)
     smallest = config.base_lrs[0]
-    order = [("LLR", smallest), ("uniform", smallest)] + [
-        (k, lr) for lr in config.base_lrs for k in config.arms if (k, lr) not in (("LLR", smallest), ("uniform", smallest))]
-    for kind, lr in order:
-        r = runs[(kind, lr)]
-        uniform = runs[("uniform", lr)]
-        reached = _steps_to(r["valid"], r["eval_steps"], uniform["valid"][-1])
-        metrics[label(kind, lr)] = {
-            "final_val_loss": r["valid"][-1],
-            "gain_vs_uniform": uniform["valid"][-1] - r["valid"][-1],
-            "steps_to_uniform_final": float(reached or 0),
-            "speedup_vs_uniform": config.steps / reached if reached else 0.0,
-        }
-    best = {k: min(config.base_lrs, key=lambda lr: runs[(k, lr)]["valid"][-1]) for k in ("LLR", "uniform")}
-    best_uniform = runs[("uniform", best["uniform"])]
-    best_llr = runs[("LLR", best["LLR"])]
-    reached = _steps_to(best_llr["valid"], best_llr["eval_steps"], best_uniform["valid"][-1])
-    metrics["best of grid"] = {
-        "llr_final_val_loss": best_llr["valid"][-1],
-        "uniform_final_val_loss": best_uniform["valid"][-1],
-        "llr_best_lr": best["LLR"],
-        "uniform_best_lr": best["uniform"],
-        "gain_vs_uniform": best_uniform["valid"][-1] - best_llr["valid"][-1],
-        "speedup_vs_uniform": config.steps / reached if reached else 0.0,
-    }
+    finals = {kind: {lr: runs[(kind, lr)].final for lr in config.base_lrs} for kind in config.arms}
 
     # -- checks: the issue's figures -----------------------------------------------------
-    small_gap = runs[("uniform", smallest)]["valid"][-1] - runs[("LLR", smallest)]["valid"][-1]
-    checks = [check(f"LLR beats uniform at the smallest base rate {smallest:g} (nats)", small_gap, ">=",
-                    config.uniform_gap_target)]
+    small_gap, _ = min_gap({smallest: finals["uniform"][smallest]}, finals["LLR"])
+    checks = []
     if "shuffled" in config.arms:
-        gaps = {lr: runs[("shuffled", lr)]["valid"][-1] - runs[("LLR", lr)]["valid"][-1] for lr in config.base_lrs}
-        checks.insert(0, check("LLR beats shuffled at every base rate: min gap (nats)", min(gaps.values()), ">=",
-                               config.shuffle_gap_target,
-                               note="gaps by rate: " + ", ".join(f"{lr:g}: {g:+.3f}" for lr, g in gaps.items())))
+        gap, gaps = min_gap(finals["shuffled"], finals["LLR"])
+        checks.append(CHECKS["shuffled_gap"].measure(
+            gap, note="gaps by rate: " + ", ".join(f"{lr:g}: {g:+.3f}" for lr, g in gaps.items())))
+    checks.append(CHECKS["uniform_gap_smallest_rate"].measure(small_gap, note=f"smallest base rate {smallest:g}"))
 
-    # -- curves ----------------------------------------------------------------------------
-    curves: dict[str, Any] = {
-        "final_loss_vs_lr": {
-            "x": list(config.base_lrs),
-            "series": {k: [runs[(k, lr)]["valid"][-1] for lr in config.base_lrs] for k in config.arms},
-            "xlabel": "base learning rate", "ylabel": "final validation loss (nats)",
-            "title": "llr: final validation loss over the base-rate grid", "logx": True,
-        }
-    }
-    for lr in config.base_lrs:
-        curves[f"valid_lr{lr:g}"] = {
-            "x": runs[("uniform", lr)]["eval_steps"],
-            "series": {k: runs[(k, lr)]["valid"] for k in config.arms},
-            "xlabel": "step", "ylabel": "validation loss (nats)", "title": f"llr: validation loss, base rate {lr:g}",
-        }
-    history = runs[("LLR", smallest)]["history"]
-    curves["alpha_per_layer"] = {
-        "x": history["steps"], "series": {n: v for n, v in history["alpha"].items() if not all(map(math.isnan, v))},
-        "xlabel": "step", "ylabel": "ESD power-law alpha", "title": f"llr: alpha per layer (LLR, lr={smallest:g})",
-    }
-    curves["multiplier_per_layer"] = {
-        "x": history["steps"], "series": history["target"],
-        "xlabel": "step", "ylabel": "learning-rate multiplier (target)",
-        "title": f"llr: multiplier per layer (LLR, lr={smallest:g})",
-    }
+    curves = _curves(config, runs)
 
     # -- notes (wall times live here and in provenance: metrics must repeat exactly per seed) -
-    ctx.provenance["train_seconds"] = {label(k, lr): round(r["seconds"], 2) for (k, lr), r in runs.items()}
-    llr_wall = np.mean([runs[("LLR", lr)]["seconds"] for lr in config.base_lrs])
-    uni_wall = np.mean([runs[("uniform", lr)]["seconds"] for lr in config.base_lrs])
+    ctx.provenance["train_seconds"] = {_label(k, lr): round(r.seconds, 2) for (k, lr), r in runs.items()}
+    llr_wall = np.mean([runs[("LLR", lr)].seconds for lr in config.base_lrs])
+    uni_wall = np.mean([runs[("uniform", lr)].seconds for lr in config.base_lrs])
+    best = metrics["best of grid"]
     notes = [
         f"Wall time per run: LLR {llr_wall:.1f} s vs uniform {uni_wall:.1f} s (ratio {llr_wall / uni_wall:.2f}: "
         f"the cost of the ESD fits).",
         "Gain vs uniform by base rate (nats, positive = LLR better): " + ", ".join(
-            f"{lr:g}: {metrics[label('LLR', lr)]['gain_vs_uniform']:+.3f}" for lr in config.base_lrs) + ".",
-        f"Best of grid: LLR {best_llr['valid'][-1]:.3f} (lr={best['LLR']:g}) vs uniform "
-        f"{best_uniform['valid'][-1]:.3f} (lr={best['uniform']:g}); the paper's speedup is 1.5x, here "
-        f"{metrics['best of grid']['speedup_vs_uniform']:.2f}x (0 = never reached uniform's final loss).",
+            f"{lr:g}: {metrics[_label('LLR', lr)]['gain_vs_uniform']:+.3f}" for lr in config.base_lrs) + ".",
+        f"Best of grid: LLR {best['llr_final_val_loss']:.3f} (lr={best['llr_best_lr']:g}) vs uniform "
+        f"{best['uniform_final_val_loss']:.3f} (lr={best['uniform_best_lr']:g}); the paper's speedup is 1.5x, here "
+        f"{best['speedup_vs_uniform']:.2f}x (0 = never reached uniform's final loss).",
     ]
-    losing = [lr for lr in config.base_lrs if metrics[label("LLR", lr)]["gain_vs_uniform"] < 0]
+    losing = [lr for lr in config.base_lrs if metrics[_label("LLR", lr)]["gain_vs_uniform"] < 0]
     if losing:
         notes.append("LLR is worse than uniform at base rate(s) " + ", ".join(f"{lr:g}" for lr in losing)
                      + ": multiplying an already aggressive rate by up to r_max overshoots.")
 
-    def mean_alpha(kinds: tuple[str, ...], index: int) -> float:
-        values = [v[index] for n, v in history["alpha"].items() if n.endswith(kinds) and math.isfinite(v[index])]
-        return float(np.mean(values)) if values else math.nan
-
+    history = runs[("LLR", smallest)].history
     attention, mlp = ("q_proj", "k_proj", "v_proj", "o_proj"), ("gate_proj", "up_proj", "down_proj")
     notes.append(
-        f"Mean alpha (LLR, lr={smallest:g}): attention {mean_alpha(attention, 0):.2f} -> {mean_alpha(attention, -1):.2f}, "
-        f"MLP {mean_alpha(mlp, 0):.2f} -> {mean_alpha(mlp, -1):.2f} from the first to the last fit (step "
+        f"Mean alpha (LLR, lr={smallest:g}): attention {mean_final_alpha(history['alpha'], attention, 0):.2f} -> "
+        f"{mean_final_alpha(history['alpha'], attention, -1):.2f}, MLP {mean_final_alpha(history['alpha'], mlp, 0):.2f} "
+        f"-> {mean_final_alpha(history['alpha'], mlp, -1):.2f} from the first to the last fit (step "
         f"{history['steps'][-1]}). At initialisation alpha is set by each matrix's aspect ratio (square attention "
         f"matrices vs rectangular MLP ones), so the multipliers largely sort matrix kinds.")
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
-
-
-def _layer_style(name: str) -> dict[str, Any]:
-    """Colour by matrix kind (attention blue, MLP red, embeddings grey), line style by block."""
-    kinds = {"q_proj": "#08306b", "k_proj": "#2171b5", "v_proj": "#6baed6", "o_proj": "#9ecae1",
-             "gate_proj": "#a50f15", "up_proj": "#ef3b2c", "down_proj": "#fc9272"}
-    colour = next((c for k, c in kinds.items() if name.endswith(k)), "#737373")
-    block = next((int(p) for p in name.split(".") if p.isdigit()), 0)
-    return {"color": colour, "linestyle": ("-", "--", ":", "-.")[block % 4], "linewidth": 1.2}
-
-
-def plot(data: dict) -> dict:
-    """Three figures from the result JSON: loss over the rate grid, validation curves, alpha and multipliers."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    curves = data["curves"]
-    colours = {"LLR": "#d62728", "uniform": "#1f77b4", "shuffled": "#7f7f7f", "LLR-mean": "#ff7f0e"}
-    figures = {}
-
-    grid = curves["final_loss_vs_lr"]
-    fig, ax = plt.subplots(figsize=(6.0, 4.2), layout="constrained")
-    for arm, ys in grid["series"].items():
-        ax.plot(grid["x"], ys, marker="o", label=arm, color=colours.get(arm))
-    ax.set_xscale("log")
-    ax.set_xlabel("base learning rate")
-    ax.set_ylabel("final validation loss (nats)")
-    ax.set_title("LLR vs uniform AdamW over the base-rate grid")
-    ax.grid(True, alpha=0.3)
-    ax.legend()
-    figures["loss_vs_lr.png"] = fig
-
-    panels = [k for k in curves if k.startswith("valid_lr")]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 3.8), layout="constrained",
-                             sharey=True, squeeze=False)
-    for ax, key in zip(axes[0], panels):
-        curve = curves[key]
-        x = curve["x"]
-        for arm, ys in curve["series"].items():
-            ax.plot(x[1:], ys[1:], label=arm, color=colours.get(arm))
-        finals = [ys[-1] for ys in curve["series"].values()]
-        ax.set_ylim(min(finals) - 0.1, max(finals) + 1.0)
-        ax.set_title(key.replace("valid_lr", "base rate "))
-        ax.set_xlabel("step")
-        ax.grid(True, alpha=0.3)
-    axes[0][0].set_ylabel("validation loss (nats)")
-    axes[0][-1].legend()
-    figures["validation.png"] = fig
-
-    fig, (left, right) = plt.subplots(1, 2, figsize=(11.0, 4.2), layout="constrained")
-    for ax, key, label in ((left, "alpha_per_layer", "ESD power-law alpha"),
-                           (right, "multiplier_per_layer", "learning-rate multiplier")):
-        curve = curves[key]
-        for name, ys in curve["series"].items():
-            ax.plot(curve["x"], ys, marker=".", **_layer_style(name))
-        ax.set_xlabel("step")
-        ax.set_ylabel(label)
-        ax.set_title(curve["title"].removeprefix("llr: "))
-        ax.grid(True, alpha=0.3)
-    from matplotlib.lines import Line2D
-
-    legend = [Line2D([], [], **_layer_style(n)) for n in ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj",
-                                                          "up_proj", "down_proj", "embed_tokens")]
-    right.legend(legend, ["q", "k", "v", "o", "gate", "up", "down", "embed/head"], fontsize="small",
-                 ncol=2, title="matrix (line style: block)")
-    figures["alpha_and_multipliers.png"] = fig
-    return figures

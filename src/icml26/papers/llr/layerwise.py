@@ -34,6 +34,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.papers.llr.esd import AlphaFit, FitMethod, esd_alpha
 
 __all__ = [
@@ -68,10 +69,28 @@ def find_layers(model: nn.Module, *, exclude: Iterable[str] = ("embed", "head"))
     """The layers LLR acts on: ``{module name: (module, excluded)}`` in ``named_modules`` order.
 
     ``excluded`` is true for embeddings (every ``nn.Embedding``) and for modules whose
-    name contains one of ``exclude`` (the output head): they are not fitted.
+    name contains one of ``exclude`` (the output head): they are not fitted. A single
+    string is one substring (``exclude="head"``), not a set of letters.
     """
-    exclude = tuple(exclude)
+    exclude = _substrings(exclude)
     return {name: (m, _is_excluded(name, m, exclude)) for name, m in model.named_modules() if _is_layer(m)}
+
+
+def _substrings(exclude: Iterable[str] | str) -> tuple[str, ...]:
+    if isinstance(exclude, str):
+        return (exclude,)
+    try:
+        out = tuple(exclude)
+    except TypeError:
+        raise TypeError(f"exclude={exclude!r} must be a tuple of name substrings, e.g. ('head',)") from None
+    if not all(isinstance(e, str) for e in out):
+        raise TypeError(f"exclude={exclude!r} must hold strings (module-name substrings)")
+    return out
+
+
+def _check_model(model: nn.Module) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
 
 
 def _owners(model: nn.Module, layers: Mapping[str, tuple[nn.Module, bool]]) -> dict[int, str]:
@@ -104,6 +123,10 @@ def layerwise_param_groups(
             weights of hidden (non-excluded) layers get ``use_muon=True`` and ``lr=muon_lr``;
             everything else ``use_muon=False`` and runs AdamW at the optimizer's ``lr``.
     """
+    _check_model(model)
+    check_real(weight_decay, "weight_decay", low=0.0)
+    if muon_lr is not None:
+        check_real(muon_lr, "muon_lr", low=0.0, low_open=True)
     layers = find_layers(model, exclude=exclude)
     owners = _owners(model, layers)
     seen: set[int] = set()
@@ -146,10 +169,23 @@ def map_alphas(
 
     Ties: when all alphas are equal every layer gets ``r_min`` ("no boost without
     evidence"); the authors' ``np.interp`` would return ``r_max`` for all.
+
+    ``alphas`` may be a NumPy array, a list or a tensor; NaN or inf is a ``ValueError``, and
+    so are multipliers that are not ``0 < r_min <= r_max`` (finite): a learning-rate
+    multiplier must be positive.
     """
-    alphas = np.asarray(alphas, dtype=np.float64)
+    if isinstance(alphas, torch.Tensor):
+        alphas = alphas.detach().cpu().numpy()
+    try:
+        alphas = np.asarray(alphas, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"alphas must be numbers (an array or tensor), got {type(alphas).__name__}") from None
     if alphas.ndim != 1 or alphas.size == 0 or not np.all(np.isfinite(alphas)):
         raise ValueError(f"alphas must be a non-empty 1-D array of finite numbers, got {alphas!r}")
+    r_min = check_real(r_min, "r_min", low=0.0, low_open=True)
+    r_max = check_real(r_max, "r_max", low=0.0, low_open=True)
+    if r_min > r_max:
+        raise ValueError(f"r_min={r_min} exceeds r_max={r_max}; need 0 < r_min <= r_max")
     if mapping not in ("linear", "rank"):
         raise ValueError(f"mapping={mapping!r} must be 'linear' or 'rank'")
     low, high = alphas.min(), alphas.max()
@@ -179,13 +215,20 @@ def layer_alphas(
     """Power-law fits of every hidden layer of ``model`` (embeddings and head left out).
 
     Layers whose ESD has fewer than ``min_eigs`` eigenvalues are left out (the authors'
-    ``eigs_thresh``), and so are layers whose fit fails (e.g. a zero matrix).
+    ``eigs_thresh``), and so are layers whose fit fails (e.g. a zero matrix, or one of rank
+    below half its size: see :func:`~icml26.papers.llr.esd.esd`'s eigenvalue floor). A
+    layer with NaN or inf weights is a ``ValueError`` naming it (training has diverged).
     """
+    _check_model(model)
+    min_eigs = check_int(min_eigs, "min_eigs", low=0)
     fits: dict[str, AlphaFit] = {}
     for name, (module, excluded) in find_layers(model, exclude=exclude).items():
         weight = module.weight
         if excluded or _n_eigs(weight) < min_eigs:
             continue
+        if not bool(torch.isfinite(weight).all()):
+            raise ValueError(f"layer {name}: weight contains NaN or inf (has training diverged?); "
+                             f"LLR cannot fit its spectrum")
         try:
             fit = esd_alpha(weight, method, xmin_pos=xmin_pos)
         except ValueError as exc:
@@ -272,28 +315,33 @@ class LayerwiseLR:
         min_eigs: int = 50,
         target_transform: Callable[[dict[str, float]], dict[str, float]] | None = None,
     ) -> None:
-        if total_steps < 1:
-            raise ValueError(f"total_steps={total_steps} must be positive")
-        if not 0 < r_min <= r_max:
+        _check_model(model)
+        if not isinstance(optimizer, torch.optim.Optimizer):
+            raise TypeError(f"optimizer must be a torch.optim.Optimizer, got {type(optimizer).__name__}")
+        total_steps = check_int(total_steps, "total_steps", low=1)
+        r_min = check_real(r_min, "r_min", low=0.0, low_open=True)
+        r_max = check_real(r_max, "r_max", low=0.0, low_open=True)
+        if r_min > r_max:
             raise ValueError(f"need 0 < r_min <= r_max, got r_min={r_min}, r_max={r_max}")
-        if every < 1 or ramp_steps < 0:
-            raise ValueError(f"every={every} must be >= 1 and ramp_steps={ramp_steps} >= 0")
-        if not 0.0 <= active_fraction <= 1.0:
-            raise ValueError(f"active_fraction={active_fraction} must lie in [0, 1]")
+        every = check_int(every, "every", low=1)
+        ramp_steps = check_int(ramp_steps, "ramp_steps", low=0)
+        check_real(active_fraction, "active_fraction", low=0.0, high=1.0)
+        xmin_pos = check_int(xmin_pos, "xmin_pos", low=1)
+        min_eigs = check_int(min_eigs, "min_eigs", low=0)
         if mapping not in ("linear", "rank"):
             raise ValueError(f"mapping={mapping!r} must be 'linear' or 'rank'")
         if normalize not in (None, "mean"):
             raise ValueError(f"normalize={normalize!r} must be None or 'mean'")
         if isinstance(embed_policy, str) and embed_policy not in ("max", "base"):
             raise ValueError(f"embed_policy={embed_policy!r} must be 'max', 'base' or a positive number")
-        if not isinstance(embed_policy, str) and not embed_policy > 0:
-            raise ValueError(f"embed_policy={embed_policy!r} must be 'max', 'base' or a positive number")
+        if not isinstance(embed_policy, str):
+            check_real(embed_policy, "embed_policy", low=0.0, low_open=True)
         self.model, self.optimizer = model, optimizer
         self.total_steps, self.r_min, self.r_max = total_steps, float(r_min), float(r_max)
         self.every, self.ramp_steps, self.active_fraction = every, ramp_steps, active_fraction
         self.mapping, self.embed_policy, self.alpha_positive = mapping, embed_policy, alpha_positive
         self.normalize, self.method, self.xmin_pos, self.min_eigs = normalize, method, xmin_pos, min_eigs
-        self.exclude = tuple(exclude)
+        self.exclude = _substrings(exclude)
         self.target_transform = target_transform
 
         layers = find_layers(model, exclude=self.exclude)

@@ -22,6 +22,8 @@ from typing import Iterable
 
 import torch
 
+from icml26.common.argcheck import check_int, check_real
+
 __all__ = ["Muon", "newton_schulz"]
 
 # Coefficients of the quintic iteration (Keller Jordan's Muon): they maximise the slope at 0.
@@ -40,10 +42,17 @@ def newton_schulz(update: torch.Tensor, *, steps: int = 5, eps: float = 1e-7,
             Jordan's Muon uses; singular values then land in roughly ``[0.7, 1.2]``).
 
     Returns:
-        A tensor of ``update``'s shape and dtype.
+        A tensor of ``update``'s shape and dtype. NaN or inf in ``update`` gives NaN (the
+        Frobenius normalisation spreads it over the matrix); a zero matrix gives zeros.
     """
+    if not isinstance(update, torch.Tensor):
+        raise TypeError(f"update must be a torch.Tensor, got {type(update).__name__}")
     if update.ndim < 2:
         raise ValueError(f"newton_schulz needs a matrix, got shape {tuple(update.shape)}")
+    if not update.is_floating_point():
+        raise TypeError(f"update must be a floating-point matrix, got {update.dtype}")
+    steps = check_int(steps, "steps", low=0)
+    check_real(eps, "eps", low=0.0, low_open=True)
     a, b, c = _NS_COEFFICIENTS
     x = update.to(dtype)
     transposed = x.size(-2) > x.size(-1)
@@ -80,9 +89,15 @@ class Muon(torch.optim.Optimizer):
     def __init__(self, params: Iterable[dict], *, lr: float = 0.02, momentum: float = 0.95,
                  nesterov: bool = True, ns_steps: int = 5, weight_decay: float = 0.0,
                  betas: tuple[float, float] = (0.9, 0.95), eps: float = 1e-8) -> None:
-        if lr <= 0 or not 0.0 <= momentum < 1.0 or ns_steps < 1 or weight_decay < 0:
-            raise ValueError(f"need lr > 0, 0 <= momentum < 1, ns_steps >= 1, weight_decay >= 0; got lr={lr}, "
-                             f"momentum={momentum}, ns_steps={ns_steps}, weight_decay={weight_decay}")
+        check_real(lr, "lr", low=0.0, low_open=True)
+        check_real(momentum, "momentum", low=0.0, high=1.0, high_open=True)
+        check_int(ns_steps, "ns_steps", low=1)
+        check_real(weight_decay, "weight_decay", low=0.0)
+        check_real(eps, "eps", low=0.0, low_open=True)
+        if not isinstance(betas, (tuple, list)) or len(betas) != 2:
+            raise ValueError(f"betas={betas!r} must be a pair (beta1, beta2)")
+        for beta in betas:
+            check_real(beta, "betas", low=0.0, high=1.0, high_open=True)
         groups = list(params)
         for index, group in enumerate(groups):
             if not isinstance(group, dict) or "use_muon" not in group:
