@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from icml26.papers.ou_steady import (
+    BASELINES,
     Intervention,
     OUProcess,
     Regime,
@@ -18,6 +23,15 @@ from icml26.papers.ou_steady import (
     predict,
     random_scc_system,
     scale_aligned_error,
+    moment_system,
+)
+from icml26.papers.ou_steady.analysis import (
+    arm_metrics,
+    error_ratio,
+    loglog_slope,
+    median_errors,
+    relative_error,
+    sample_size_tag,
 )
 
 
@@ -303,19 +317,129 @@ def test_scale_aligned_error_ignores_global_scale():
     assert scale_aligned_error(wrong, process) > 0.1
 
 
-def test_readme_usage_example():
-    # the example of the paper's README, on "user data": samples from four regimes
-    rng = np.random.default_rng(0)
-    truth, support, components = random_scc_system(rng, (3, 3, 2))
-    targets = [comp[0] for comp in components]
-    x_obs = truth.sample(50_000, rng)
-    x_int = [truth.intervene(Intervention(t, "soft_drift", 1.0)).sample(50_000, rng) for t in targets]
+# --------------------------------------------------------------------------- API of issue #28
+def test_knockout_needs_no_strength():
+    ko = Intervention(2, "knockout")
+    assert ko.strength is None and not ko.has_strength
+    assert Intervention(2, "knockout", 5.0) == ko  # a strength given to a knockout is dropped
+    assert Intervention(2).strength == 1.0  # the kinds with a strength default to 1.0
+    process, *_ = _system(1)
+    assert process.intervene(ko).diffusion[2] == 0.0
 
-    from icml26.papers.ou_steady import Intervention as Iv, Regime as Rg, fit_lsq as fit, predict as pred
 
-    regimes = [Rg.from_samples(x_obs)] + [Rg.from_samples(x) for x in x_int]
-    interventions = [None] + [Iv(target=t) for t in targets]
-    estimate = fit(regimes, interventions)
-    mean, cov = pred(estimate, Iv(target=targets[1], strength=estimate.strengths[2]))
-    assert estimate.drift.shape == (8, 8) and np.all(estimate.diffusion >= 0)
-    assert np.linalg.norm(cov - regimes[2].cov) / np.linalg.norm(regimes[2].cov) < 0.05
+def test_knockout_regime_is_validated():
+    process, support, components, _ = _system(4)
+    ko = Intervention(components[1][0], "knockout")
+    good = [process.regime(), process.intervene(ko).regime()]
+    assert moment_system(good, [None, ko]).matrix.shape[0] > 0
+    # the observational regime paired with the knockout: the node is not clamped there
+    with pytest.raises(ValueError, match="not clamped"):
+        moment_system([process.regime(), process.regime()], [None, ko])
+    # sample moments of a knockout regime pass (the node is exactly 0 in every draw)
+    sampled = process.intervene(ko).regime(2_000, np.random.default_rng(0))
+    assert moment_system([process.regime(), sampled], [None, ko]).matrix.shape[0] > 0
+
+
+def test_observational_regime_may_sit_anywhere_and_a_missing_none_is_explained():
+    process, support, components, iv = _system(3)
+    regimes = _regimes(process, iv)
+    first = fit_lsq(regimes, iv)
+    last = fit_lsq(regimes[1:] + regimes[:1], iv[1:] + iv[:1])
+    assert np.allclose(first.drift, last.drift, atol=1e-9)
+    with pytest.raises(ValueError, match=r"\[None\] \+ interventions"):
+        fit_lsq(regimes, iv[1:])
+
+
+def test_baselines_table():
+    assert BASELINES["observational_lyapunov"] is fit_observational_lyapunov
+
+
+# --------------------------------------------------------------------------- analysis (hand computations)
+def test_loglog_slope_by_hand():
+    # error = 3 N^-1/2 exactly: slope -1/2; error = 2 N^-1: slope -1
+    sizes = [100, 10_000, 1_000_000]
+    assert loglog_slope(sizes, [3 / 10, 3 / 100, 3 / 1000]) == pytest.approx(-0.5, abs=1e-12)
+    assert loglog_slope([10, 100], [0.2, 0.02]) == pytest.approx(-1.0, abs=1e-12)
+    # two points: slope = (ln 0.5 - ln 1) / (ln 40 - ln 10) = -ln 2 / ln 4 = -1/2
+    assert loglog_slope([10, 40], [1.0, 0.5]) == pytest.approx(-0.5, abs=1e-12)
+    assert np.isnan(loglog_slope([10, 100], [0.0, 1.0]))
+    with pytest.raises(ValueError, match="sizes"):
+        loglog_slope([10], [1.0])
+
+
+def test_median_ratio_and_relative_error_by_hand():
+    errors = np.array([[1.0, 5.0, 3.0], [2.0, 4.0, 10.0]])
+    assert median_errors(errors).tolist() == [3.0, 4.0]
+    assert median_errors(np.array([1.0, 2.0, 3.0, 10.0])) == 2.5
+    assert error_ratio(0.6, 0.2) == pytest.approx(3.0)
+    assert error_ratio(1.0, 0.0) == float("inf") and np.isnan(error_ratio(0.0, 0.0))
+    # ‖(3, 4) − (0, 0)‖ / ‖(0, 5)‖ = 5 / 5
+    assert relative_error(np.array([3.0, 4.0]), np.array([0.0, 5.0])) == pytest.approx(np.sqrt(9 + 1) / 5)
+    assert relative_error(np.eye(2), 2 * np.eye(2)) == pytest.approx(0.5)
+    assert sample_size_tag(100_000) == "N1e5" and sample_size_tag(1_000) == "N1e3"
+
+
+def test_arm_metrics_by_hand():
+    # exact row, then N = 100 and N = 10000 with medians 0.1 and 0.01: slope ln(0.1)/ln(100) = -1/2
+    errors = np.array([[1e-12, 3e-12, 2e-12], [0.1, 0.2, 0.05], [0.01, 0.03, 0.005]])
+    row = arm_metrics(errors, [100, 10_000], np.array([0.1, np.nan, 0.3]), np.array([0.2, np.nan, 0.4]))
+    assert row["err_exact"] == 2e-12 and row["err_N1e2"] == 0.1 and row["err_N1e4"] == 0.01
+    assert row["slope"] == pytest.approx(-0.5, abs=1e-12)
+    assert row["heldout_mean_err"] == pytest.approx(0.2) and row["heldout_cov_err"] == pytest.approx(0.3)
+    assert row["heldout_unstable"] == 1.0
+
+
+# --------------------------------------------------------------------------- properties (hypothesis)
+def _hurwitz(seed: int, n: int, margin: float) -> OUProcess:
+    rng = np.random.default_rng(seed)
+    drift = rng.standard_normal((n, n))
+    drift -= (np.max(np.linalg.eigvals(drift).real) + margin) * np.eye(n)
+    return OUProcess(drift, rng.standard_normal(n), rng.uniform(0.1, 3.0, n))
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 6), margin=st.floats(0.2, 3.0))
+def test_property_stationary_moments_solve_the_moment_equations(seed, n, margin):
+    process = _hurwitz(seed, n, margin)
+    m, sigma = process.stationary_mean(), process.stationary_cov()
+    scale = 1.0 + np.abs(sigma).max() * np.abs(process.drift).max()
+    # B m + c = 0 and B Σ + Σ Bᵀ + D = 0
+    assert np.abs(process.drift @ m + process.const).max() <= 1e-9 * (1 + np.abs(process.const).max())
+    assert np.abs(process.drift @ sigma + sigma @ process.drift.T + np.diag(process.diffusion)).max() <= 1e-9 * scale
+    assert np.linalg.eigvalsh(sigma).min() > -1e-10 * scale
+    # the truth is in the null space of the stacked system M z = 0
+    iv = [None, Intervention(seed % n, "soft_drift", 0.7)]
+    regimes = [process.intervene(v).regime() for v in iv]
+    system = moment_system(regimes, iv)
+    z = system.layout.pack(process.drift, process.const, process.diffusion, [None, 0.7])
+    assert np.abs(system.matrix @ z).max() <= 1e-8 * scale * (1 + np.abs(z).max())
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 5), alpha=st.floats(0.05, 20.0))
+def test_property_moments_are_invariant_to_the_global_scale(seed, n, alpha):
+    process = _hurwitz(seed, n, 0.5)
+    scaled = OUProcess(alpha * process.drift, alpha * process.const, alpha * process.diffusion)
+    assert np.allclose(scaled.stationary_mean(), process.stationary_mean(), rtol=1e-8, atol=1e-10)
+    assert np.allclose(scaled.stationary_cov(), process.stationary_cov(), rtol=1e-7, atol=1e-10)
+
+
+@settings(max_examples=60, deadline=None)
+@given(b=st.floats(-5.0, -0.05), c=st.floats(-3.0, 3.0), d=st.floats(0.05, 5.0), kappa=st.floats(0.0, 5.0))
+def test_property_one_dimensional_closed_form(b, c, d, kappa):
+    proc = OUProcess(np.array([[b]]), np.array([c]), np.array([d]))
+    # Var = d / (−2b), mean = −c / b; soft drift: Var'/Var = b / (b − κ)
+    assert proc.stationary_cov()[0, 0] == pytest.approx(d / (-2 * b), rel=1e-10)
+    assert proc.stationary_mean()[0] == pytest.approx(-c / b, rel=1e-10, abs=1e-12)
+    soft = proc.intervene(Intervention(0, "soft_drift", kappa))
+    assert soft.stationary_cov()[0, 0] / proc.stationary_cov()[0, 0] == pytest.approx(b / (b - kappa), rel=1e-10)
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 2**16), alpha=st.floats(0.1, 10.0))
+def test_property_lsq_recovers_exact_moments_up_to_scale(seed, alpha):
+    process, support, components, iv = _system(seed % 50)
+    scaled = OUProcess(alpha * process.drift, alpha * process.const, alpha * process.diffusion)
+    iv = [None if v is None else dataclasses.replace(v, strength=alpha * v.strength) for v in iv]
+    est = fit_lsq(_regimes(scaled, iv), iv)
+    assert scale_aligned_error(est, scaled, part="all") < 1e-7

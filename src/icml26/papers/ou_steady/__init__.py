@@ -12,7 +12,13 @@ Usage::
     regimes = [Regime.from_samples(x_obs)] + [Regime.from_samples(x) for x in x_int]
     interventions = [None] + [Intervention(target=i) for i in targets]
     est = fit_lsq(regimes, interventions, l1=1e-4)
+
+``BASELINES`` holds the observational-only estimator. There is no ``METHOD``: the baseline is
+not a drop-in alternative to ``fit_lsq`` (it takes the one observational ``Regime``, not the
+list of regimes and interventions).
 """
+
+from typing import Callable
 
 from icml26.papers.ou_steady.baselines import fit_observational_lyapunov
 from icml26.papers.ou_steady.equations import identifiability_nullity, moment_system
@@ -33,7 +39,11 @@ from icml26.papers.ou_steady.process import (
     random_scc_system,
 )
 
+BASELINES: dict[str, Callable] = {"observational_lyapunov": fit_observational_lyapunov}
+"""The paper's baseline: observational-only Lyapunov least squares with D = I assumed."""
+
 __all__ = [
+    "BASELINES",
     "INTERVENTION_KINDS",
     "Intervention",
     "OUEstimate",

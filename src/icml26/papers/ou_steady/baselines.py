@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from icml26.papers.ou_steady.equations import moment_system
-from icml26.papers.ou_steady.estimators import OUEstimate, _solve_lsq
+from icml26.papers.ou_steady.estimators import OUEstimate, _check_l1, _check_positive, _solve_lsq
 from icml26.papers.ou_steady.process import Regime
 
 __all__ = ["fit_observational_lyapunov"]
@@ -38,11 +38,14 @@ def fit_observational_lyapunov(
         l1: λ on the off-diagonal drift, as in :func:`~icml26.papers.ou_steady.fit_lsq`.
         support: optional known zero pattern of B.
     """
-    if l1 < 0:
-        raise ValueError(f"l1={l1} must be non-negative")
+    if not isinstance(regime, Regime):
+        raise TypeError(f"regime must be the observational Regime (one, not a list), got {type(regime).__name__}")
+    _check_l1(l1)
+    _check_positive("max_iter", max_iter, integer=True)
+    _check_positive("tol", tol)
     d = np.ones(regime.n) if diffusion is None else np.asarray(diffusion, dtype=np.float64)
-    if d.shape != (regime.n,) or (d <= 0).any():
-        raise ValueError(f"diffusion must be {regime.n} positive numbers, got {diffusion!r}")
+    if d.shape != (regime.n,) or not (np.isfinite(d).all() and (d > 0).all()):
+        raise ValueError(f"diffusion must be {regime.n} positive finite numbers, got {diffusion!r}")
     system = moment_system([regime], [None], support)
     z = _solve_lsq(system, l1=l1, fixed_diffusion=d, max_iter=max_iter, tol=tol)
     drift, const, diffusion_hat, strengths = system.layout.unpack(z)

@@ -102,30 +102,69 @@ class MomentSystem:
     weight: np.ndarray
 
 
+#: A knockout regime must show its target clamped: |m_t| and Σ_tt at most this share of the scale.
+KNOCKOUT_TOL = 1e-8
+
+
 def _check_inputs(regimes: Sequence[Regime], interventions: Sequence[Intervention | None]) -> int:
+    """The node count, after checking the regimes and interventions (one per regime).
+
+    Both lists must have one entry per regime, ``None`` for an observational regime (the
+    observational regime may sit anywhere). A list of the interventional regimes' interventions
+    only (one entry short) is refused with a message saying how to mark the observational one.
+    A knockout's regime must show its target clamped at 0 (mean and variance ≈ 0): a partial
+    knock-down is a ``soft_drift``.
+    """
+    if isinstance(regimes, Regime) or isinstance(interventions, Intervention):
+        raise TypeError("regimes and interventions must be sequences (one intervention per regime)")
+    regimes, interventions = list(regimes), list(interventions)
     if len(regimes) == 0:
         raise ValueError("no regimes given; pass at least the observational one")
+    for k, regime in enumerate(regimes):
+        if not isinstance(regime, Regime):
+            raise TypeError(f"regimes[{k}] is a {type(regime).__name__}, expected a Regime "
+                            "(Regime.from_samples(x) or Regime(mean, cov))")
+    for k, intervention in enumerate(interventions):
+        if intervention is not None and not isinstance(intervention, Intervention):
+            raise TypeError(f"interventions[{k}] is a {type(intervention).__name__}, expected an "
+                            "Intervention or None (observational)")
     if len(regimes) != len(interventions):
+        hint = ""
+        if len(interventions) == len(regimes) - 1 and all(iv is not None for iv in interventions):
+            hint = ("; it looks like the observational regime has no entry: mark it with None in its place, "
+                    "e.g. [None] + interventions when regimes[0] is observational")
         raise ValueError(
             f"{len(regimes)} regimes but {len(interventions)} interventions; give one intervention per "
-            "regime, None for an observational regime"
+            f"regime, None for an observational regime{hint}"
         )
     n = regimes[0].n
     for k, regime in enumerate(regimes):
-        if not isinstance(regime, Regime):
-            raise ValueError(f"regimes[{k}] is a {type(regime).__name__}, expected a Regime")
         if regime.n != n:
             raise ValueError(f"regimes[{k}] has {regime.n} nodes, regimes[0] has {n}")
-    for intervention in interventions:
-        if intervention is not None:
-            intervention.check_target(n)
+    for k, (regime, intervention) in enumerate(zip(regimes, interventions)):
+        if intervention is None:
+            continue
+        intervention.check_target(n)
+        if intervention.kind == "knockout":
+            t = intervention.target
+            scale_var = float(np.max(np.diag(regime.cov)))
+            scale_mean = float(np.max(np.abs(regime.mean))) + np.sqrt(scale_var)
+            if regime.cov[t, t] > KNOCKOUT_TOL * scale_var or abs(regime.mean[t]) > KNOCKOUT_TOL * scale_mean:
+                raise ValueError(
+                    f"regimes[{k}] is paired with a knockout of node {t}, but node {t} is not clamped at 0 there "
+                    f"(mean {regime.mean[t]:.3g}, variance {regime.cov[t, t]:.3g}); check the pairing of "
+                    "regimes and interventions, or model a partial knock-down as kind='soft_drift'"
+                )
     return n
 
 
 def _layout(n: int, support: np.ndarray | None, interventions: Sequence[Intervention | None]) -> ParameterLayout:
     if support is None:
         support = np.ones((n, n), dtype=bool)
-    support = np.asarray(support, dtype=bool)
+    support = np.asarray(support)
+    if support.dtype != bool and not np.isin(support, (0, 1)).all():
+        raise ValueError("support must be a boolean (n, n) mask (True where B_ij may be non-zero)")
+    support = support.astype(bool)
     if support.shape != (n, n):
         raise ValueError(f"support must be ({n}, {n}), got {support.shape}")
     support = support | np.eye(n, dtype=bool)
@@ -146,7 +185,11 @@ def moment_system(
     interventions: Sequence[Intervention | None],
     support: np.ndarray | None = None,
 ) -> MomentSystem:
-    """Build the stacked linear system M z = 0 of every regime's moment equations."""
+    """Build the stacked linear system M z = 0 of every regime's moment equations.
+
+    ``interventions`` has one entry per regime, ``None`` for an observational one;
+    ``support`` is an optional ``(n, n)`` boolean mask of the free drift entries.
+    """
     n = _check_inputs(regimes, interventions)
     layout = _layout(n, support, interventions)
     row_cols = [layout.drift_cols_of_row(i) for i in range(n)]
@@ -218,6 +261,8 @@ def identifiability_nullity(
     full-rank by noise, and the count then depends on ``rtol``, the relative singular-value
     threshold.
     """
+    if isinstance(rtol, bool) or not isinstance(rtol, (int, float)) or not 0 < rtol < 1:
+        raise ValueError(f"rtol={rtol!r} must be a number in (0, 1)")
     system = moment_system(regimes, interventions, support)
     dense = system.matrix.toarray()
     # columns scaled to unit norm so that the rank test does not depend on units

@@ -70,9 +70,35 @@ class OUEstimate:
     strengths: tuple[float | None, ...]
     method: str
 
+    def __post_init__(self) -> None:
+        drift = np.asarray(self.drift, dtype=np.float64)
+        const = np.asarray(self.const, dtype=np.float64)
+        diffusion = np.asarray(self.diffusion, dtype=np.float64)
+        n = drift.shape[0] if drift.ndim == 2 else -1
+        if drift.ndim != 2 or drift.shape != (n, n) or const.shape != (n,) or diffusion.shape != (n,):
+            raise ValueError(f"an OUEstimate needs drift (n, n), const (n,) and diffusion (n,); got "
+                             f"{drift.shape}, {const.shape} and {diffusion.shape}")
+        object.__setattr__(self, "drift", drift)
+        object.__setattr__(self, "const", const)
+        object.__setattr__(self, "diffusion", diffusion)
+        object.__setattr__(self, "strengths", tuple(self.strengths))
+
     def process(self) -> OUProcess:
         """The estimate as an :class:`OUProcess` (``ValueError`` if B̂ is not Hurwitz)."""
         return OUProcess(self.drift, self.const, np.clip(self.diffusion, 0.0, None))
+
+
+def _check_positive(name: str, value, *, integer: bool = False, below_one: bool = False) -> None:
+    kinds = (int, np.integer) if integer else (int, float, np.integer, np.floating)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not np.isfinite(value) or value <= 0 \
+            or (below_one and value >= 1):
+        what = "a positive integer" if integer else ("a number in (0, 1)" if below_one else "a positive finite number")
+        raise ValueError(f"{name}={value!r} must be {what}")
+
+
+def _check_l1(l1) -> None:
+    if isinstance(l1, bool) or not isinstance(l1, (int, float, np.integer, np.floating)) or not np.isfinite(l1) or l1 < 0:
+        raise ValueError(f"l1={l1!r} must be a finite number >= 0")
 
 
 # ---------------------------------------------------------------------------
@@ -82,9 +108,12 @@ def condensation_order(support: np.ndarray) -> list[list[int]]:
     """SCCs of the drift graph (edge j → i iff ``support[i, j]``) in topological order.
 
     Components are sorted so that every component comes after all its ancestors; ties
-    are broken by the smallest node index.
+    are broken by the smallest node index. ``support``: a non-empty ``(n, n)`` boolean mask.
     """
-    support = np.asarray(support, dtype=bool)
+    support = np.asarray(support)
+    if support.ndim != 2 or support.shape[0] != support.shape[1] or support.shape[0] == 0:
+        raise ValueError(f"support must be a non-empty square (n, n) mask, got shape {support.shape}")
+    support = support.astype(bool)
     n = support.shape[0]
     adjacency = scipy.sparse.csr_matrix(support.T & ~np.eye(n, dtype=bool))  # [j, i] for j -> i
     n_comp, labels = scipy.sparse.csgraph.connected_components(adjacency, directed=True, connection="strong")
@@ -148,6 +177,10 @@ def fit_recursive(
             (e.g. a knockout in the root: its marginal loses the knocked-out node's
             equations); with sample moments noise hides it.
     """
+    _check_positive("rank_rtol", rank_rtol, below_one=True)
+    if support is None:
+        raise ValueError("support=None: fit_recursive reads the SCC structure from the drift's support; "
+                         "pass the (n, n) mask, or use fit_lsq, which needs no graph")
     system = moment_system(regimes, interventions, support)
     layout = system.layout
     n = layout.n
@@ -357,8 +390,10 @@ def fit_lsq(
         support: optional known zero pattern of B (default: all entries free).
         max_iter, tol: ADMM's iteration cap and relative residual tolerance.
     """
-    if l1 < 0:
-        raise ValueError(f"l1={l1} must be non-negative")
+    _check_l1(l1)
+    _check_positive("max_iter", max_iter, integer=True)
+    _check_positive("tol", tol)
+    interventions = list(interventions)
     if all(iv is None for iv in interventions):
         raise ValueError(
             "fit_lsq needs at least one interventional regime: observational moments alone do not "
@@ -375,7 +410,13 @@ def fit_lsq(
 # Using an estimate
 # ---------------------------------------------------------------------------
 def predict(estimate: OUEstimate, intervention: Intervention | None) -> tuple[np.ndarray, np.ndarray]:
-    """Stationary mean and covariance under ``intervention`` (its strength in the estimate's scale)."""
+    """Stationary mean and covariance under ``intervention`` (its strength in the estimate's scale).
+
+    ``ValueError`` if the estimate (or its intervened version) is not stable (B̂ not Hurwitz) or
+    holds non-finite numbers.
+    """
+    if not isinstance(estimate, OUEstimate):
+        raise TypeError(f"estimate must be an OUEstimate (from fit_lsq / fit_recursive), got {type(estimate).__name__}")
     process = estimate.process()
     if intervention is not None:
         process = process.intervene(intervention)
@@ -388,6 +429,14 @@ def fit_strength(estimate: OUEstimate, intervention: Intervention, regime: Regim
     Needed to predict an unseen intervention whose strength is unknown: fit ξ on a small
     calibration sample, then :func:`predict` the rest.
     """
+    if not isinstance(estimate, OUEstimate):
+        raise TypeError(f"estimate must be an OUEstimate, got {type(estimate).__name__}")
+    if not isinstance(intervention, Intervention):
+        raise TypeError(f"intervention must be an Intervention, got {type(intervention).__name__}")
+    if not isinstance(regime, Regime):
+        raise TypeError(f"regime must be a Regime, got {type(regime).__name__}")
+    if regime.n != estimate.drift.shape[0]:
+        raise ValueError(f"regime has {regime.n} nodes, the estimate {estimate.drift.shape[0]}")
     if not intervention.has_strength:
         raise ValueError(f"a {intervention.kind} intervention has no strength to fit")
     system = moment_system([regime], [intervention], None)
@@ -417,7 +466,14 @@ def scale_aligned_error(
     ``part="drift"`` compares B; ``"all"`` compares (B, c, d) together. The scale is fitted
     on the whole of ``part``; with ``nodes`` the error is then measured on those nodes'
     rows only (e.g. a downstream component).
+
+    An all-zero estimate scores 1.0 (the best scale is 0); NaN in the estimate propagates
+    (NaN out).
     """
+    if not isinstance(estimate, OUEstimate):
+        raise TypeError(f"estimate must be an OUEstimate, got {type(estimate).__name__}")
+    if not isinstance(truth, OUProcess):
+        raise TypeError(f"truth must be an OUProcess, got {type(truth).__name__}")
     if estimate.drift.shape != truth.drift.shape:
         raise ValueError(f"estimate has {estimate.drift.shape[0]} nodes, truth has {truth.n}")
 
@@ -435,7 +491,13 @@ def scale_aligned_error(
     denom = float(x_hat @ x_hat)
     # s* = ⟨x̂, x⟩ / ⟨x̂, x̂⟩
     s = float(x_hat @ x) / denom if denom > 0 else 0.0
-    rows = every if nodes is None else np.asarray(nodes, dtype=int)
+    if nodes is None:
+        rows = every
+    else:
+        rows = np.asarray(nodes)
+        if rows.ndim != 1 or rows.size == 0 or not np.issubdtype(rows.dtype, np.integer) \
+                or rows.min() < 0 or rows.max() >= truth.n:
+            raise ValueError(f"nodes={nodes!r} must be a non-empty list of node indices in 0..{truth.n - 1}")
     x_hat = flat(estimate.drift, estimate.const, estimate.diffusion, rows)
     x = flat(truth.drift, truth.const, truth.diffusion, rows)
     return float(np.linalg.norm(s * x_hat - x) / np.linalg.norm(x))

@@ -49,22 +49,34 @@ class Intervention:
         target: index of the intervened node.
         kind: one of :data:`INTERVENTION_KINDS` (default ``"soft_drift"``).
         strength: κ, γ or δ; used to *generate* data and, in :func:`predict`, read in the
-            estimate's own scale. Estimators treat it as unknown. Ignored for ``knockout``.
+            estimate's own scale. Estimators treat it as unknown. ``None`` (the default)
+            means 1.0 for the kinds that carry a strength; a ``knockout`` has none, and
+            whatever is passed for it is stored as ``None``. Any finite real number is
+            accepted (a negative κ is an up-regulation; whether the intervened process is
+            still stable is checked by :meth:`OUProcess.intervene`).
     """
 
     target: int
     kind: InterventionKind = "soft_drift"
-    strength: float = 1.0
+    strength: float | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in INTERVENTION_KINDS:
             raise ValueError(
                 f"intervention kind {self.kind!r} is not one of {', '.join(INTERVENTION_KINDS)}"
             )
-        if not isinstance(self.target, (int, np.integer)) or self.target < 0:
+        if isinstance(self.target, bool) or not isinstance(self.target, (int, np.integer)) or self.target < 0:
             raise ValueError(f"intervention target {self.target!r} must be a non-negative node index")
-        if not np.isfinite(self.strength):
-            raise ValueError(f"intervention strength {self.strength!r} must be finite")
+        object.__setattr__(self, "target", int(self.target))
+        if self.kind == "knockout":
+            object.__setattr__(self, "strength", None)  # a knockout clamps the node: no strength
+            return
+        strength = 1.0 if self.strength is None else self.strength
+        if isinstance(strength, bool) or not isinstance(strength, (int, float, np.integer, np.floating)):
+            raise TypeError(f"intervention strength {strength!r} must be a real number (or None for 1.0)")
+        if not np.isfinite(strength):
+            raise ValueError(f"intervention strength {strength!r} must be finite")
+        object.__setattr__(self, "strength", float(strength))
 
     @property
     def has_strength(self) -> bool:
@@ -77,8 +89,29 @@ class Intervention:
         return self.kind != "shift"
 
     def check_target(self, n: int) -> None:
+        """``ValueError`` unless ``target`` is a node of an ``n``-node process."""
         if self.target >= n:
             raise ValueError(f"intervention target {self.target} is out of range for {n} nodes (0..{n - 1})")
+
+
+def _float_array(name: str, value, ndim: int) -> np.ndarray:
+    """``value`` as a float64 array of ``ndim`` dimensions, or a ``ValueError`` naming ``name``."""
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}") from None
+    if array.ndim != ndim:
+        raise ValueError(f"{name} must have {ndim} dimension(s), got shape {array.shape}")
+    return array
+
+
+def _as_generator(rng, name: str = "rng") -> np.random.Generator:
+    """A NumPy generator from ``rng`` (a ``Generator``, returned as is, or an integer seed)."""
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool) and rng >= 0:
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"{name}={rng!r} must be a numpy Generator (np.random.default_rng(seed)) or a seed >= 0")
 
 
 def _is_hurwitz(drift: np.ndarray) -> bool:
@@ -100,11 +133,11 @@ class OUProcess:
     diffusion: np.ndarray
 
     def __post_init__(self) -> None:
-        drift = np.asarray(self.drift, dtype=np.float64)
-        const = np.asarray(self.const, dtype=np.float64)
-        diffusion = np.asarray(self.diffusion, dtype=np.float64)
-        if drift.ndim != 2 or drift.shape[0] != drift.shape[1]:
-            raise ValueError(f"drift must be a square matrix, got shape {drift.shape}")
+        drift = _float_array("drift", self.drift, 2)
+        const = _float_array("const", self.const, 1)
+        diffusion = _float_array("diffusion", self.diffusion, 1)
+        if drift.shape[0] != drift.shape[1] or drift.shape[0] == 0:
+            raise ValueError(f"drift must be a non-empty square matrix, got shape {drift.shape}")
         n = drift.shape[0]
         if const.shape != (n,) or diffusion.shape != (n,):
             raise ValueError(
@@ -138,18 +171,26 @@ class OUProcess:
         sigma = scipy.linalg.solve_continuous_lyapunov(self.drift, -np.diag(self.diffusion))
         return 0.5 * (sigma + sigma.T)
 
-    def sample(self, n_samples: int, rng: np.random.Generator) -> np.ndarray:
-        """Exact stationary draws, ``(n_samples, n)`` (no time discretisation)."""
-        if n_samples < 1:
-            raise ValueError(f"n_samples={n_samples} must be positive")
+    def sample(self, n_samples: int, rng: np.random.Generator | int) -> np.ndarray:
+        """Exact stationary draws, ``(n_samples, n)`` (no time discretisation).
+
+        ``rng``: a NumPy ``Generator`` (or an integer seed).
+        """
+        if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
+            raise ValueError(f"n_samples={n_samples!r} must be a positive integer")
+        rng = _as_generator(rng)
         mean, cov = self.stationary_mean(), self.stationary_cov()
         # Σ = V diag(w) Vᵀ; a square root that also handles the singular Σ of a knockout.
         w, v = np.linalg.eigh(cov)
         root = v * np.sqrt(np.clip(w, 0.0, None))
         return mean + rng.standard_normal((n_samples, self.n)) @ root.T
 
-    def intervene(self, intervention: Intervention) -> "OUProcess":
-        """The process under ``intervention`` (with its true strength)."""
+    def intervene(self, intervention: Intervention | None) -> "OUProcess":
+        """The process under ``intervention`` (with its true strength); ``None`` (observational) is ``self``."""
+        if intervention is None:
+            return self
+        if not isinstance(intervention, Intervention):
+            raise TypeError(f"intervention must be an Intervention or None, got {type(intervention).__name__}")
         intervention.check_target(self.n)
         i = intervention.target
         drift, const, diffusion = self.drift.copy(), self.const.copy(), self.diffusion.copy()
@@ -174,7 +215,7 @@ class OUProcess:
         if n_samples is None:
             return Regime(self.stationary_mean(), self.stationary_cov(), None)
         if rng is None:
-            raise ValueError("pass rng to draw samples")
+            raise ValueError("rng=None: pass rng (a numpy Generator or a seed) to draw samples")
         return Regime.from_samples(self.sample(n_samples, rng))
 
 
@@ -193,10 +234,10 @@ class Regime:
     n_samples: int | None = None
 
     def __post_init__(self) -> None:
-        mean = np.asarray(self.mean, dtype=np.float64)
-        cov = np.asarray(self.cov, dtype=np.float64)
-        if mean.ndim != 1 or cov.shape != (mean.size, mean.size):
-            raise ValueError(f"mean must be (n,) and cov (n, n); got {mean.shape} and {cov.shape}")
+        mean = _float_array("mean", self.mean, 1)
+        cov = _float_array("cov", self.cov, 2)
+        if mean.size == 0 or cov.shape != (mean.size, mean.size):
+            raise ValueError(f"mean must be (n,) with n >= 1 and cov (n, n); got {mean.shape} and {cov.shape}")
         if not (np.isfinite(mean).all() and np.isfinite(cov).all()):
             raise ValueError("mean and cov must be finite")
         if not np.allclose(cov, cov.T, rtol=1e-10, atol=1e-12 * max(1.0, np.abs(cov).max())):
@@ -204,8 +245,9 @@ class Regime:
         w = np.linalg.eigvalsh(cov)
         if w.min() < -1e-9 * max(1.0, w.max()):
             raise ValueError(f"cov is not positive semi-definite (smallest eigenvalue {w.min():.3g})")
-        if self.n_samples is not None and self.n_samples < 2:
-            raise ValueError(f"n_samples={self.n_samples} must be at least 2 (or None for exact moments)")
+        if self.n_samples is not None and (isinstance(self.n_samples, bool) or not isinstance(
+                self.n_samples, (int, np.integer)) or self.n_samples < 2):
+            raise ValueError(f"n_samples={self.n_samples!r} must be an integer >= 2 (or None for exact moments)")
         object.__setattr__(self, "mean", mean)
         object.__setattr__(self, "cov", 0.5 * (cov + cov.T))
 
@@ -216,14 +258,17 @@ class Regime:
     @classmethod
     def from_samples(cls, samples: np.ndarray) -> "Regime":
         """Sample mean and unbiased covariance of ``samples``: ``(n_samples, n)``."""
-        x = np.asarray(samples, dtype=np.float64)
-        if x.ndim != 2 or x.shape[0] < 2:
+        try:
+            x = np.asarray(samples, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"samples must be an array of real numbers, got {type(samples).__name__}") from None
+        if x.ndim != 2 or x.shape[0] < 2 or x.shape[1] < 1:
             raise ValueError(f"samples must be (n_samples >= 2, n), got shape {x.shape}")
         return cls(x.mean(axis=0), np.atleast_2d(np.cov(x, rowvar=False)), x.shape[0])
 
 
 def random_scc_system(
-    rng: np.random.Generator,
+    rng: np.random.Generator | int,
     scc_sizes: Sequence[int] = (3, 3, 2),
     *,
     condensation: Literal["chain", "v"] = "chain",
@@ -249,15 +294,27 @@ def random_scc_system(
     ``skew=2`` it is ~4e-3 and the error ~0.03). ``skew=0, symmetric=1/√n`` gives the plain
     Gaussian draw.
 
+    ``rng`` is a NumPy ``Generator`` (or an integer seed).
+
     Returns ``(process, support, components)``: ``support[i, j]`` is True when B_ij may be
     non-zero (the diagonal always), ``components`` lists the node indices of each SCC in
     topological order.
     """
+    rng = _as_generator(rng)
+    if isinstance(scc_sizes, (str, bytes)) or not all(
+            isinstance(s, (int, np.integer)) and not isinstance(s, bool) for s in scc_sizes):
+        raise ValueError(f"scc_sizes={scc_sizes!r} must be positive integers")
     sizes = [int(s) for s in scc_sizes]
     if not sizes or min(sizes) < 1:
         raise ValueError(f"scc_sizes={scc_sizes!r} must be positive integers")
+    for name, value in (("skew", skew), ("symmetric", symmetric), ("cross_scale", cross_scale), ("margin", margin)):
+        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+                or not np.isfinite(value):
+            raise ValueError(f"{name}={value!r} must be a finite number")
     if margin <= 0:
         raise ValueError(f"margin={margin} must be positive (it is the distance of B's spectrum from 0)")
+    if isinstance(cross_edges, bool) or not isinstance(cross_edges, (int, np.integer)) or cross_edges < 0:
+        raise ValueError(f"cross_edges={cross_edges!r} must be a non-negative integer")
     n = sum(sizes)
     bounds = np.cumsum([0] + sizes)
     components = [list(range(bounds[k], bounds[k + 1])) for k in range(len(sizes))]
