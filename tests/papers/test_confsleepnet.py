@@ -14,6 +14,8 @@ import math
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy.ndimage import uniform_filter1d
 
 from icml26.papers.confsleepnet import (
@@ -49,6 +51,7 @@ from icml26.papers.confsleepnet import (
     sort_by_uncertainty,
     synthetic_psg,
 )
+from icml26.papers.confsleepnet.analysis import claim_values, mean_over_seeds, score_epochs
 
 RULES = {"conflict_aware": fuse_conflict_aware, "dempster": fuse_dempster, "average": fuse_average}
 DT = torch.float64
@@ -474,27 +477,6 @@ def test_joint_training_equals_training_each_view_alone():
         torch.testing.assert_close(v, joint.state_dict()[k], rtol=1e-5, atol=1e-6)
 
 
-def test_readme_example_trains_and_fuses_on_synthetic_nights():
-    # the README's usage example, at a small size
-    data = synthetic_psg(n_subjects=3, epochs_per_subject=80, rng=np.random.default_rng(0), sampling_rate=50.0)
-    x = normalize_recordings(data.signals).reshape(-1, 3, 1500)      # (N, C, T)
-    y = data.stages.reshape(-1)                                       # (N,)
-    model = ConfSleepNet(default_views(eeg=0, eog=1, emg=2), sampling_rate=50.0, width=8)
-    fit_confsleepnet(model, x, y, epochs=3, batch_size=64, lr=3e-3, annealing_epochs=2,
-                     generator=torch.Generator().manual_seed(0))
-    with torch.no_grad():
-        fused = model(torch.as_tensor(x))                              # conflict-aware, sorted by u
-        stage, uncertainty = fused.prediction(), fused.uncertainty
-        dempster = model(torch.as_tensor(x), rule="dempster", order="given")
-    assert stage.shape == uncertainty.shape == (240,)
-    assert fused.is_valid() and dempster.is_valid()
-    assert float((stage.numpy() == y).mean()) > 0.4  # above the 0.2 of guessing after three epochs
-    late = LateFusionNet([EpochEncoder(1, 50.0, 4) for _ in range(3)], [(0,), (1,), (2,)])
-    fit_late_fusion(late, x, y, epochs=1, batch_size=64, generator=torch.Generator().manual_seed(0))
-    pred, u = late.predict(torch.as_tensor(x[:10]))
-    assert pred.shape == u.shape == (10,) and bool(((u >= 0) & (u <= 0.8)).all())
-
-
 def test_view_spec_validation():
     with pytest.raises(ValueError, match="channels"):
         ViewSpec("eeg", ())
@@ -564,3 +546,141 @@ def test_load_edf_recording_with_a_separate_hypnogram(tmp_path):
     assert rec50.stages.tolist() == rec.stages.tolist() and rec50.signals.shape == (9, 1, 1500)
     with pytest.raises(ValueError, match="not in"):
         load_edf_recording(psg, hyp_path, channels=("EEG C3",))
+
+
+# ---------------------------------------------------------------------------
+# Subjective-logic names, validation, lifting and u (issues #18, #29)
+# ---------------------------------------------------------------------------
+def test_b_u_and_from_dirichlet_are_the_subjective_logic_names():
+    alpha = torch.tensor([[3.0, 2.0, 2.0, 2.0, 2.0]], dtype=DT)
+    o = Opinion.from_dirichlet(alpha)
+    assert o.b is o.belief and o.u is o.uncertainty
+    # S = 11, b_k = (alpha_k - 1) / S, u = K / S
+    torch.testing.assert_close(o.b, torch.tensor([[2, 1, 1, 1, 1]], dtype=DT) / 11)
+    torch.testing.assert_close(o.u, torch.tensor([5 / 11], dtype=DT))
+    torch.testing.assert_close(o.alpha, alpha)
+
+
+def test_invalid_opinions_are_refused_at_construction():
+    with pytest.raises(ValueError, match=">= 0"):
+        op([-0.1, 0.6], 0.5)
+    with pytest.raises(ValueError, match="must be 1"):
+        op([0.6, 0.6], 0.3)  # total mass 1.5
+    with pytest.raises(ValueError, match="uncertainty"):
+        op([0.5, 0.5], 0.0)
+    with pytest.raises(ValueError, match="finite"):
+        op([float("nan"), 0.5], 0.5)
+    with pytest.raises(TypeError, match="op2"):
+        fuse_conflict_aware(op([0.5, 0.0], 0.5), (torch.ones(1, 2), torch.ones(1)))
+
+
+def test_lifting_keeps_total_evidence_but_not_u():
+    e3 = torch.tensor([[6.0, 0.0, 0.0]], dtype=DT)  # E = 6 on K = 3 categories
+    u3 = float(Opinion.from_evidence(e3).u)
+    u5 = float(Opinion.from_evidence(lift(e3, THREE_TO_FIVE)).u)
+    assert math.isclose(u3, 3 / 9, rel_tol=1e-12) and math.isclose(u5, 5 / 11, rel_tol=1e-12)
+    assert float(lift(e3, THREE_TO_FIVE).sum()) == 6.0
+
+
+def test_metrics_refuse_fractional_and_nan_labels():
+    with pytest.raises(ValueError, match="y_true"):
+        macro_f1([0.5, 1.0], [0, 1])
+    with pytest.raises(ValueError, match="uncertainty"):
+        selective_accuracy([True, True], [float("nan"), 0.1], 0.5)
+    assert macro_f1(np.array([0.0, 1.0]), np.array([0, 1])) == 1.0  # integral floats are labels
+
+
+# ---------------------------------------------------------------------------
+# Property tests of the opinion algebra (hypothesis)
+# ---------------------------------------------------------------------------
+_evidence = st.lists(st.floats(0.0, 1e3, allow_subnormal=False), min_size=5, max_size=5)
+
+
+def _from(evidence: list[float]) -> Opinion:
+    return Opinion.from_evidence(torch.tensor([evidence], dtype=DT))
+
+
+@settings(max_examples=60, deadline=None)
+@given(e1=_evidence, e2=_evidence, e3=_evidence, rule=st.sampled_from(list(RULES)))
+def test_every_rule_is_symmetric_and_valid_for_any_evidence(e1, e2, e3, rule):
+    a, b, c = _from(e1), _from(e2), _from(e3)
+    ab, ba = RULES[rule](a, b), RULES[rule](b, a)
+    torch.testing.assert_close(ab.b, ba.b, rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(ab.u, ba.u, rtol=1e-10, atol=1e-12)
+    assert ab.is_valid(atol=1e-9) and RULES[rule](ab, c).is_valid(atol=1e-9)
+    # fusing never makes an opinion more uncertain than the less uncertain input
+    assert float(ab.u) <= max(float(a.u), float(b.u)) * (1 + 1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(e1=_evidence, e2=_evidence)
+def test_conflict_aware_is_the_conflict_weighted_mix_of_rcml_and_r0(e1, e2):
+    a, b = _from(e1), _from(e2)
+    c = conflict(a, b)
+    assert 0.0 <= float(c) <= 1.0
+    ca, rcml = fuse_conflict_aware(a, b), fuse_average(a, b)
+    r0 = fuse_conflict_aware(a, b, conflict_fn=lambda x, y: torch.zeros_like(x.u))
+    torch.testing.assert_close(ca.b, c.unsqueeze(-1) * rcml.b + (1 - c).unsqueeze(-1) * r0.b, rtol=1e-9, atol=1e-12)
+    torch.testing.assert_close(ca.u, c * rcml.u + (1 - c) * r0.u, rtol=1e-9, atol=1e-12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(e=st.lists(st.floats(0.0, 1e3, allow_subnormal=False), min_size=2, max_size=8))
+def test_dirichlet_round_trip_and_probability_for_any_evidence(e):
+    o = Opinion.from_evidence(torch.tensor([e], dtype=DT))
+    alpha = torch.tensor([e], dtype=DT) + 1
+    torch.testing.assert_close(o.alpha, alpha, rtol=1e-10, atol=1e-10)
+    torch.testing.assert_close(o.probability, alpha / alpha.sum(), rtol=1e-10, atol=1e-12)
+    torch.testing.assert_close(Opinion.from_dirichlet(o.alpha).b, o.b, rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=40, deadline=None)
+@given(views=st.lists(_evidence, min_size=2, max_size=4), seed=st.integers(0, 1000))
+def test_aggregate_is_invariant_to_the_order_views_are_given_in_for_any_evidence(views, seed):
+    ops = [_from(v) for v in views]
+    perm = np.random.default_rng(seed).permutation(len(ops))
+    ref = aggregate(ops, rule="conflict_aware")
+    shuffled = aggregate([ops[i] for i in perm], rule="conflict_aware")
+    # ties in u may fold in another order (the rule is not associative), so compare when u is distinct
+    us = [float(o.u) for o in ops]
+    if len(set(us)) == len(us):
+        torch.testing.assert_close(shuffled.b, ref.b, rtol=1e-12, atol=1e-14)
+
+
+# ---------------------------------------------------------------------------
+# The reproduction's analysis, by hand
+# ---------------------------------------------------------------------------
+def test_score_epochs_by_hand():
+    stages = np.array([0, 1, 2, 2])
+    pred = np.array([0, 1, 2, 1])
+    u = np.array([0.1, 0.2, 0.3, 0.9])
+    corrupted = np.array([False, False, True, True])
+    conflicting = np.array([False, False, False, True])
+    s = score_epochs(stages, pred, u, 0.5, corrupted, conflicting)
+    assert s.acc == 0.75
+    # per class F1: class 0: 1, class 1: 2*1/(2+1+0) = 2/3, class 2: 2*1/(2+0+1) = 2/3
+    assert s.mf1 == pytest.approx((1 + 2 / 3 + 2 / 3) / 3)
+    assert s.selacc == 1.0  # the two least uncertain epochs are right
+    assert s.auroc == 1.0  # both corrupted epochs are more uncertain than both clean ones
+    assert s.auroc_conflicting == 1.0
+    assert score_epochs(stages, pred, u, 1.0).auroc is None
+    assert set(s.as_metrics("0.4")) == {"acc_0.4", "mf1_0.4", "kappa_0.4", "selacc_0.4", "auroc_0.4",
+                                        "auroc_conflicting_0.4"}
+
+
+def test_claim_values_by_hand():
+    def arm(acc0, acc4, auroc, selacc, mf1_0, mf1_4):
+        return {"acc_0": acc0, "acc_0.4": acc4, "auroc_0.4": auroc, "selacc_0.4": selacc,
+                "mf1_0": mf1_0, "mf1_0.4": mf1_4}
+
+    per_seed = [{"conflict_aware": arm(0.90, 0.80, 0.70, 0.95, 0.6, 0.5),
+                 "dempster_tmc": arm(0.91, 0.82, 0.60, 0.90, 0.6, 0.5),
+                 "rcml_average": arm(0.85, 0.70, 0.50, 0.80, 0.5, 0.4),
+                 "conflict_aware_eog5": arm(0.9, 0.8, 0.7, 0.9, 0.5, 0.5)}] * 2
+    v = claim_values(mean_over_seeds(per_seed), [0.0, 0.4])
+    assert v.clean_acc_vs_dempster == pytest.approx(-0.01)
+    assert v.corrupted_acc_vs_dempster == pytest.approx(-0.02)
+    assert v.corrupted_acc_vs_rcml == pytest.approx(0.10)
+    assert v.auroc_corrupted == pytest.approx(0.70) and v.auroc_vs_dempster == pytest.approx(0.10)
+    assert v.selective_acc_vs_dempster == pytest.approx(0.05)
+    assert v.hybrid_vs_five_class_eog == pytest.approx(0.55 - 0.50)

@@ -14,9 +14,16 @@ Quick use on your own per-view evidence ``(n_epochs, K)``::
     fused = aggregate([eeg, eog], rule="conflict_aware")
     stage, flag = fused.prediction(), fused.uncertainty             # (N,), (N,)
 
+``METHOD`` is the pairwise rule :func:`fuse_conflict_aware`; ``BASELINES`` holds the two
+rules it is compared with, drop-ins with its signature (Dempster's rule of TMC and RCML's
+average). The late-fusion network :class:`LateFusionNet` is a baseline too, but a model,
+not a rule.
+
 See ``README.md`` beside this file for the method, what is the authors' and what is ours,
 and the reproduction.
 """
+
+from typing import Callable
 
 from icml26.papers.confsleepnet.baselines import LateFusionNet, fuse_average, fuse_dempster
 from icml26.papers.confsleepnet.data import (
@@ -64,8 +71,15 @@ from icml26.papers.confsleepnet.opinion import (
 )
 from icml26.papers.confsleepnet.training import TrainLog, fit_confsleepnet, fit_late_fusion, predict_in_batches
 
+METHOD: Callable = fuse_conflict_aware
+"""The paper's pairwise fusion rule."""
+BASELINES: dict[str, Callable] = {"dempster": fuse_dempster, "average": fuse_average}
+"""Drop-in alternatives to :data:`METHOD`: TMC's reduced Dempster rule and RCML's average."""
+
 __all__ = [
     "AASM_STAGE_MAP",
+    "BASELINES",
+    "METHOD",
     "CHANNELS",
     "CORRUPTION_MODES",
     "ConfSleepNet",

@@ -69,6 +69,11 @@ class LateFusionNet(nn.Module):
         super().__init__()
         if len(encoders) != len(channel_groups) or not encoders:
             raise ValueError("give one channel group per encoder (and at least one encoder)")
+        if any(not isinstance(getattr(e, "out_features", None), int) for e in encoders):
+            raise TypeError("every encoder needs an integer out_features attribute (its feature width), "
+                            "as EpochEncoder has")
+        if any(not g or min(int(c) for c in g) < 0 for g in channel_groups):
+            raise ValueError(f"channel_groups={channel_groups!r} must list channel indices >= 0 per encoder")
         self.encoders = nn.ModuleList(encoders)
         self.channel_groups = [tuple(int(c) for c in g) for g in channel_groups]
         features = sum(int(getattr(e, "out_features")) for e in encoders)
@@ -76,6 +81,10 @@ class LateFusionNet(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         """Logits ``(N, num_classes)`` of signals ``x: (N, C, T)``."""
+        needed = 1 + max(max(g) for g in self.channel_groups)
+        if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[1] < needed:
+            raise ValueError(f"x must be signals (N, C, T) with C >= {needed}, got "
+                             f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
         feats = [enc(x[:, list(group)]) for enc, group in zip(self.encoders, self.channel_groups)]
         return self.head(torch.cat(feats, dim=-1))
 

@@ -31,6 +31,8 @@ import numpy as np
 from scipy.ndimage import uniform_filter1d
 from scipy.special import expit
 
+from icml26.common.argcheck import check_int, check_real
+
 __all__ = [
     "CHANNELS",
     "CORRUPTION_MODES",
@@ -92,6 +94,16 @@ class PSGData:
     sampling_rate: float
     channel_names: tuple[str, ...] = CHANNELS
 
+    def __post_init__(self) -> None:
+        signals, stages = np.asarray(self.signals), np.asarray(self.stages)
+        if signals.ndim != 4 or stages.shape != signals.shape[:2]:
+            raise ValueError(f"signals must be (n_subjects, n_epochs, C, samples) and stages (n_subjects, "
+                             f"n_epochs), got {signals.shape} and {stages.shape}")
+        if signals.shape[2] != len(self.channel_names):
+            raise ValueError(f"signals have {signals.shape[2]} channels but channel_names lists "
+                             f"{len(self.channel_names)}")
+        check_real(self.sampling_rate, "sampling_rate", low=0.0, low_open=True)
+
     def subset(self, subjects: Sequence[int] | slice) -> "PSGData":
         """The nights of the chosen subjects."""
         index = subjects if isinstance(subjects, slice) else np.asarray(subjects)
@@ -114,14 +126,25 @@ class Corruption:
     def conflicting(self, stages: np.ndarray, label_map: Sequence[int] | None = None) -> np.ndarray:
         """Corrupted epochs whose EOG now contradicts the true stage: pops, and shifts or swaps
         that bring in another stage (another category of ``label_map``, if given)."""
+        stages = np.asarray(stages)
+        if stages.shape != self.mask.shape:
+            raise ValueError(f"stages {stages.shape} must have the corruption mask's shape {self.mask.shape}")
         lm = np.arange(5) if label_map is None else np.asarray(label_map)
         changed = lm[self.source_stage] != lm[stages]
         return self.mask & ((self.mode == CORRUPTION_MODES.index("pop")) | changed)
 
 
+def _check_rng(rng) -> None:
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator (np.random.default_rng(seed)), got {type(rng).__name__}")
+
+
 def sample_hypnogram(n_epochs: int, rng: np.random.Generator,
                      transitions: Sequence[Sequence[float]] = TRANSITIONS, start: int = 0) -> np.ndarray:
     """A stage sequence ``(n_epochs,)`` from the Markov chain ``transitions``, starting in ``start``."""
+    n_epochs = check_int(n_epochs, "n_epochs", low=0)
+    start = check_int(start, "start", low=0, high=4)
+    _check_rng(rng)
     matrix = np.asarray(transitions, dtype=np.float64)
     if matrix.shape != (5, 5) or (matrix < 0).any() or not np.allclose(matrix.sum(1), 1.0):
         raise ValueError("transitions must be a 5x5 row-stochastic matrix (rows W, N1, N2, N3, REM)")
@@ -233,9 +256,11 @@ def synthetic_psg(n_subjects: int, epochs_per_subject: int, *, rng: np.random.Ge
     Returns:
         :class:`PSGData` with float32 signals in arbitrary units (microvolt-like scale).
     """
-    if n_subjects < 1 or epochs_per_subject < 1:
-        raise ValueError(f"need n_subjects >= 1 and epochs_per_subject >= 1, got {n_subjects}, "
-                         f"{epochs_per_subject}")
+    check_int(n_subjects, "n_subjects", low=1)
+    check_int(epochs_per_subject, "epochs_per_subject", low=1)
+    _check_rng(rng)
+    check_real(sampling_rate, "sampling_rate")
+    check_real(subject_variability, "subject_variability")
     if sampling_rate < 40:
         raise ValueError(f"sampling_rate={sampling_rate} Hz is too low for 12-15 Hz spindles and beta; use >= 40")
     if subject_variability < 0:
@@ -266,8 +291,12 @@ def corrupt_eog(data: PSGData, fraction: float, rng: np.random.Generator, *,
 
     Returns the corrupted copy and a :class:`Corruption` record.
     """
-    if not 0.0 <= fraction <= 1.0:
-        raise ValueError(f"fraction={fraction} must be in [0, 1]")
+    if not isinstance(data, PSGData):
+        raise TypeError(f"data must be a PSGData, got {type(data).__name__}")
+    check_real(fraction, "fraction", low=0.0, high=1.0)
+    _check_rng(rng)
+    check_int(channel, "channel", low=0, high=data.signals.shape[2] - 1)
+    max_shift = check_int(max_shift, "max_shift")
     unknown = [m for m in modes if m not in CORRUPTION_MODES]
     if unknown or not modes:
         raise ValueError(f"modes={tuple(modes)!r}: choose from {', '.join(CORRUPTION_MODES)}")
@@ -316,8 +345,11 @@ def normalize_recordings(signals: np.ndarray) -> np.ndarray:
 
     Returns:
         float32 array of the same shape. Median and IQR ignore short artifacts such as pops.
+        NaN or inf in ``signals`` is a ``ValueError`` (it would spoil a whole night's scale).
     """
     x = np.asarray(signals, dtype=np.float32)
+    if not np.isfinite(x).all():
+        raise ValueError("signals contain NaN or inf; interpolate or drop those epochs first")
     single = x.ndim == 3
     if single:
         x = x[None]

@@ -23,6 +23,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
+from icml26.common.argcheck import check_real
 from icml26.common.extras import require
 
 __all__ = ["AASM_STAGE_MAP", "SLEEP_EDF_STAGE_MAP", "Recording", "load_edf_recording"]
@@ -56,6 +57,17 @@ class Recording:
     sampling_rate: float
     channel_names: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        signals = np.asarray(self.signals)
+        n = signals.shape[0] if signals.ndim == 3 else -1
+        if n < 0 or np.asarray(self.stages).shape != (n,) or np.asarray(self.onsets).shape != (n,):
+            raise ValueError(f"signals must be (n_epochs, C, samples) with stages and onsets (n_epochs,), got "
+                             f"{signals.shape}, {np.asarray(self.stages).shape}, {np.asarray(self.onsets).shape}")
+        if signals.shape[1] != len(self.channel_names):
+            raise ValueError(f"signals have {signals.shape[1]} channels but channel_names lists "
+                             f"{len(self.channel_names)}")
+        check_real(self.sampling_rate, "sampling_rate", low=0.0, low_open=True)
+
 
 def load_edf_recording(psg_path: str | os.PathLike, hypnogram_path: str | os.PathLike | None = None, *,
                        channels: Sequence[str], epoch_seconds: float = 30.0,
@@ -75,8 +87,13 @@ def load_edf_recording(psg_path: str | os.PathLike, hypnogram_path: str | os.Pat
             descriptions. Other descriptions are dropped.
     """
     mne = require("mne", "sleep")
-    if epoch_seconds <= 0:
-        raise ValueError(f"epoch_seconds={epoch_seconds} must be positive")
+    check_real(epoch_seconds, "epoch_seconds", low=0.0, low_open=True)
+    if sampling_rate is not None:
+        check_real(sampling_rate, "sampling_rate", low=0.0, low_open=True)
+    if isinstance(channels, str):
+        raise TypeError(f"channels={channels!r} must be a sequence of channel names, e.g. ({channels!r},)")
+    if not os.path.isfile(psg_path):
+        raise FileNotFoundError(f"psg_path={os.fspath(psg_path)!r} is not a file")
     raw = mne.io.read_raw_edf(os.fspath(psg_path), preload=True, verbose="error")
     missing = [c for c in channels if c not in raw.ch_names]
     if missing or not channels:

@@ -26,23 +26,30 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common.metrics import binary_auc
-from icml26.results import Outcome, check
-from icml26.runner import RunContext
+from icml26.common.config import validate_numbers
+from icml26.contract import Outcome, RunContext
+from icml26.papers.confsleepnet.analysis import claim_values, mean_over_seeds, score_epochs
 from icml26.papers.confsleepnet.baselines import LateFusionNet
-from icml26.papers.confsleepnet.data import (
-    CORRUPTION_MODES,
-    Corruption,
-    corrupt_eog,
-    normalize_recordings,
-    synthetic_psg,
-)
+from icml26.papers.confsleepnet.claims import CHECKS
+from icml26.papers.confsleepnet.data import CORRUPTION_MODES, corrupt_eog, normalize_recordings, synthetic_psg
+from icml26.papers.confsleepnet.figures import plot
 from icml26.papers.confsleepnet.model import ConfSleepNet, EpochEncoder, ViewSpec, default_views
-from icml26.papers.confsleepnet.metrics import accuracy, accuracy_coverage_curve, cohen_kappa, macro_f1
-from icml26.papers.confsleepnet.opinion import FIVE_TO_THREE, STAGES
+from icml26.papers.confsleepnet.metrics import accuracy, accuracy_coverage_curve
+from icml26.papers.confsleepnet.opinion import STAGES
 from icml26.papers.confsleepnet.training import fit_confsleepnet, fit_late_fusion, predict_in_batches
 
+__all__ = ["CHECKS", "COVERAGES", "Config", "FUSION_ARMS", "STREAMS", "plot", "run"]
+
 log = logging.getLogger(__name__)
+
+STREAMS = {
+    "data": 0,              # synthetic nights; index = replicate
+    "view_batches": 1000,   # mini-batch order of the evidential views; index = replicate
+    "late_batches": 2000,   # mini-batch order of the late-fusion network; index = replicate
+    "corruption": 10_000,   # EOG corruption; index = 100 * replicate + position of pi in the sorted fractions
+}
+"""Named random streams, each mapped to the integer offset the pre-contract code used. (Model
+initialisation seeds torch's global generator with ``1000 * seed + replicate``, as before.)"""
 
 VIEWS = ("eeg", "eog", "emg", "fused")
 ABLATION_VIEWS = ("eeg", "eog5", "emg", "fused")
@@ -98,12 +105,15 @@ class Config:
     """torch intra-op threads for the run (0: the runner's setting)."""
 
     def __post_init__(self) -> None:
+        validate_numbers(self)
         for name in ("n_train_subjects", "n_test_subjects", "epochs_per_subject", "seeds", "width",
                      "train_epochs", "batch_size", "annealing_epochs"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
         if self.sampling_rate < 40:
             raise ValueError(f"sampling_rate={self.sampling_rate} must be >= 40 Hz (spindles are 12-15 Hz)")
+        if self.subject_variability < 0:
+            raise ValueError(f"subject_variability={self.subject_variability} must be >= 0")
         if not self.corruption_fractions or any(not 0 <= f <= 1 for f in self.corruption_fractions):
             raise ValueError(f"corruption_fractions={self.corruption_fractions!r} must be values in [0, 1]")
         if 0.0 not in self.corruption_fractions or max(self.corruption_fractions) <= 0:
@@ -127,20 +137,6 @@ class Config:
         return cls(n_train_subjects=3, n_test_subjects=2, epochs_per_subject=60, sampling_rate=50.0,
                    corruption_fractions=(0.0, 0.4), seeds=1, width=4, train_epochs=1, batch_size=64,
                    lr=3e-3, annealing_epochs=1)
-
-
-def _score(stages: np.ndarray, pred: np.ndarray, uncertainty: np.ndarray, corruption: Corruption | None,
-           coverage: float) -> dict[str, float]:
-    correct = pred == stages
-    out = {"acc": accuracy(stages, pred), "mf1": macro_f1(stages, pred), "kappa": cohen_kappa(stages, pred),
-           "selacc": accuracy_coverage_curve(correct, uncertainty, [coverage])[0]}
-    if corruption is not None and corruption.mask.any() and (~corruption.mask).any():
-        mask = corruption.mask.ravel()
-        conflicting = corruption.conflicting(stages.reshape(corruption.mask.shape)).ravel()
-        out["auroc"] = binary_auc(uncertainty[mask], uncertainty[~mask])
-        if conflicting.any():
-            out["auroc_conflicting"] = binary_auc(uncertainty[conflicting], uncertainty[~mask])
-    return out
 
 
 def _build_models(config: Config, seed: int) -> tuple[ConfSleepNet, LateFusionNet]:
@@ -170,7 +166,7 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
     train_seconds = []
     n_sub = config.n_train_subjects + config.n_test_subjects
     for seed_index in ctx.progress(range(config.seeds), desc="seeds"):
-        data = synthetic_psg(n_sub, config.epochs_per_subject, rng=ctx.rng(seed_index),
+        data = synthetic_psg(n_sub, config.epochs_per_subject, rng=ctx.rng("data", seed_index),
                              sampling_rate=config.sampling_rate, subject_variability=config.subject_variability)
         train, test = data.subset(slice(0, config.n_train_subjects)), data.subset(slice(config.n_train_subjects, None))
         x_train = normalize_recordings(train.signals).reshape(-1, *train.signals.shape[2:])
@@ -179,8 +175,8 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
         fit_kwargs = dict(epochs=config.train_epochs, batch_size=config.batch_size, lr=config.lr,
                           weight_decay=config.weight_decay, device=ctx.device, show_progress=False)
         views_log = fit_confsleepnet(model, x_train, y_train, annealing_epochs=config.annealing_epochs,
-                                     generator=ctx.torch_generator(1000 + seed_index), **fit_kwargs)
-        late_log = fit_late_fusion(late, x_train, y_train, generator=ctx.torch_generator(2000 + seed_index),
+                                     generator=ctx.torch_generator("view_batches", seed_index), **fit_kwargs)
+        late_log = fit_late_fusion(late, x_train, y_train, generator=ctx.torch_generator("late_batches", seed_index),
                                    **fit_kwargs)
         train_seconds.append((views_log.seconds, late_log.seconds))
 
@@ -188,7 +184,7 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
         y_test = test.stages.reshape(-1)
         for k, fraction in enumerate(fractions):
             if fraction > 0:
-                corrupted, corruption = corrupt_eog(test, fraction, ctx.rng(10_000 + 100 * seed_index + k),
+                corrupted, corruption = corrupt_eog(test, fraction, ctx.rng("corruption", 100 * seed_index + k),
                                                     modes=config.corruption_modes)
             else:
                 corrupted, corruption = test, None
@@ -203,9 +199,10 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
                 results[arm] = (fused.prediction().cpu().numpy(), fused.uncertainty.cpu().numpy())
             results["late_concat_softmax"] = (late_pred.cpu().numpy(), late_u.cpu().numpy())
             tag = f"{fraction:g}"
+            masks = (None, None) if corruption is None else (
+                corruption.mask.ravel(), corruption.conflicting(y_test.reshape(corruption.mask.shape)).ravel())
             for arm, (pred, u) in results.items():
-                for name, value in _score(y_test, pred, u, corruption, config.coverage).items():
-                    scores.setdefault(arm, {})[f"{name}_{tag}"] = value
+                scores.setdefault(arm, {}).update(score_epochs(y_test, pred, u, config.coverage, *masks).as_metrics(tag))
                 curves_acc[fraction].setdefault(arm, []).append(
                     accuracy_coverage_curve(pred == y_test, u, COVERAGES))
             for name in VIEWS + ("eog5",):
@@ -226,8 +223,7 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
         log.info("seed %d: CA acc %s", seed_index,
                  {f: round(scores["conflict_aware"][f"acc_{f:g}"], 3) for f in fractions})
 
-    metrics = {arm: {m: float(np.mean([s[arm][m] for s in per_seed])) for m in per_seed[0][arm]}
-               for arm in per_seed[0]}
+    metrics = mean_over_seeds(per_seed)
     ctx.provenance["train_seconds_per_seed"] = {
         "views": [round(a, 2) for a, _ in train_seconds], "late_fusion": [round(b, 2) for _, b in train_seconds]}
     return Outcome(metrics=metrics, checks=_checks(metrics, fractions, config),
@@ -236,19 +232,17 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
 
 
 def _checks(metrics: dict[str, dict[str, float]], fractions: list[float], config: Config) -> list:
-    ca, ds, rcml = metrics["conflict_aware"], metrics["dempster_tmc"], metrics["rcml_average"]
-    hi = f"{max(fractions):g}"
-    mf1 = lambda arm: float(np.mean([metrics[arm][f"mf1_{f:g}"] for f in fractions]))  # noqa: E731
+    values = claim_values(metrics, fractions)
+    at = f"pi = {max(fractions):g}"
     return [
-        check("clean accuracy: CA - Dempster (>= -1 point)", ca["acc_0"] - ds["acc_0"], ">=", -0.01),
-        check(f"accuracy at pi={hi}: CA - Dempster (>= -1 point)", ca[f"acc_{hi}"] - ds[f"acc_{hi}"], ">=", -0.01),
-        check(f"accuracy at pi={hi}: CA - RCML (>= +5 points)", ca[f"acc_{hi}"] - rcml[f"acc_{hi}"], ">=", 0.05),
-        check(f"AUROC(fused u -> corrupted epoch) at pi={hi}: CA", ca[f"auroc_{hi}"], ">=", 0.85),
-        check(f"AUROC at pi={hi}: CA - Dempster", ca[f"auroc_{hi}"] - ds[f"auroc_{hi}"], ">=", 0.03),
-        check(f"accuracy at {config.coverage:.0%} coverage, pi={hi}: CA - Dempster",
-              ca[f"selacc_{hi}"] - ds[f"selacc_{hi}"], ">=", 0.0),
-        check("fused macro-F1 (mean over pi): hybrid EOG - five-class EOG",
-              mf1("conflict_aware") - mf1("conflict_aware_eog5"), ">=", 0.0),
+        CHECKS["clean_acc_vs_dempster"].measure(values.clean_acc_vs_dempster),
+        CHECKS["corrupted_acc_vs_dempster"].measure(values.corrupted_acc_vs_dempster, note=at),
+        CHECKS["corrupted_acc_vs_rcml"].measure(values.corrupted_acc_vs_rcml, note=at),
+        CHECKS["auroc_corrupted"].measure(values.auroc_corrupted, note=at),
+        CHECKS["auroc_vs_dempster"].measure(values.auroc_vs_dempster, note=at),
+        CHECKS["selective_acc_vs_dempster"].measure(values.selective_acc_vs_dempster,
+                                                    note=f"{at}, coverage {config.coverage:.0%}"),
+        CHECKS["hybrid_vs_five_class_eog"].measure(values.hybrid_vs_five_class_eog),
     ]
 
 
@@ -301,66 +295,3 @@ def _notes(metrics, fractions, config) -> list[str]:
         f"{v} {metrics[f'view_{v}']['median_S_0']:.1f}" for v in VIEWS + ("eog5",))
         + f" (K + evidence; peaked evidence is the regime where CA's uncertainty separates conflicts).")
     return notes
-
-
-def plot(data: dict[str, Any]) -> dict[str, Any]:
-    """Figures from the result JSON: coverage curves, metrics vs pi, and one night."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    curves = data["curves"]
-    figures: dict[str, Any] = {}
-    styles = {"conflict_aware": dict(color="tab:red", lw=2.2), "dempster_tmc": dict(color="tab:blue"),
-              "rcml_average": dict(color="tab:green"), "conflict_aware_unsorted": dict(color="tab:red", ls=":"),
-              "conflict_aware_eog5": dict(color="tab:orange", ls="--"),
-              "late_concat_softmax": dict(color="tab:gray", ls="-.")}
-
-    cov = sorted((k for k in curves if k.startswith("coverage_pi")), key=lambda k: float(k[len("coverage_pi"):]))
-    fig, axes = plt.subplots(1, len(cov), figsize=(5.2 * len(cov), 4.2), layout="constrained", squeeze=False)
-    for ax, name in zip(axes[0], cov):
-        c = curves[name]
-        for arm, ys in c["series"].items():
-            ax.plot(c["x"], ys, label=arm, **styles.get(arm, {}))
-        ax.axvline(data["config"]["coverage"], color="k", lw=0.8, ls=":")
-        ax.set_xlabel("coverage (least uncertain first)"); ax.set_title(c["title"], fontsize=9)  # noqa: E702
-        ax.grid(True, alpha=0.3)
-    axes[0][0].set_ylabel("accuracy")
-    axes[0][-1].legend(fontsize="small")
-    figures["accuracy_vs_coverage.png"] = fig
-
-    panels = [k for k in ("acc_vs_pi", "mf1_vs_pi", "kappa_vs_pi", "auroc_vs_pi") if k in curves]
-    fig, axes = plt.subplots(1, len(panels), figsize=(4.3 * len(panels), 3.8), layout="constrained", squeeze=False)
-    for ax, name in zip(axes[0], panels):
-        c = curves[name]
-        for arm, ys in c["series"].items():
-            ax.plot(c["x"], ys, marker="o", label=arm, **styles.get(arm, {}))
-        ax.set_xlabel(c["xlabel"]); ax.set_ylabel(c["ylabel"], fontsize=8)  # noqa: E702
-        ax.set_title(c["title"], fontsize=9); ax.grid(True, alpha=0.3)  # noqa: E702
-    axes[0][0].legend(fontsize="x-small")
-    figures["metrics_vs_corruption.png"] = fig
-
-    if "example_night" in curves:
-        ex = curves["example_night"]["series"]
-        x = np.asarray(curves["example_night"]["x"])
-        fig, (ax_h, ax_u) = plt.subplots(2, 1, figsize=(11, 5), sharex=True, layout="constrained",
-                                         gridspec_kw={"height_ratios": [1.2, 1]})
-        corrupted = np.asarray(ex["corrupted"], dtype=bool)
-        for ax in (ax_h, ax_u):
-            for i in np.flatnonzero(corrupted):
-                ax.axvspan(i - 0.5, i + 0.5, color="gold", alpha=0.35, lw=0)
-        order = [0, 4, 1, 2, 3]  # draw W, REM, N1, N2, N3 top to bottom
-        level = {s: -order.index(s) for s in range(5)}
-        ax_h.step(x, [level[s] for s in ex["truth"]], where="mid", color="k", lw=1.4, label="truth")
-        ax_h.step(x, [level[s] for s in ex["conflict_aware_pred"]], where="mid", color="tab:red", lw=0.9,
-                  alpha=0.8, label="conflict-aware")
-        ax_h.set_yticks([level[s] for s in range(5)], [STAGES[s] for s in range(5)])
-        ax_h.legend(fontsize="small", loc="upper right", ncol=2)
-        ax_h.set_title(curves["example_night"]["title"] + "; shaded: corrupted EOG", fontsize=10)
-        for arm in ("conflict_aware", "dempster_tmc", "rcml_average"):
-            ax_u.semilogy(x, ex[f"{arm}_u"], lw=1, label=arm, **{k: v for k, v in styles[arm].items() if k != "lw"})
-        ax_u.set_ylabel("fused uncertainty u"); ax_u.set_xlabel("30-s epoch")  # noqa: E702
-        ax_u.legend(fontsize="small", loc="upper right", ncol=3)
-        figures["example_night.png"] = fig
-    return figures

@@ -82,11 +82,26 @@ FUSION_RULES: dict[str, FusionRule] = {
 }
 
 
+def _check_views(opinions: Sequence[Opinion]) -> None:
+    if isinstance(opinions, Opinion) or not isinstance(opinions, (list, tuple)):
+        raise TypeError("opinions must be a list of Opinion objects, one per view")
+    if len(opinions) == 0:
+        raise ValueError("opinions is empty: give at least one view's Opinion")
+    for i, op in enumerate(opinions):
+        if not isinstance(op, Opinion):
+            raise TypeError(f"opinions[{i}] must be an Opinion, got {type(op).__name__}")
+    for op in opinions[1:]:
+        same_categories(opinions[0], op)
+        if op.uncertainty.shape != opinions[0].uncertainty.shape:
+            raise ValueError("every view's opinion must have the same batch shape")
+
+
 def sort_by_uncertainty(opinions: Sequence[Opinion], descending: bool = True) -> list[Opinion]:
     """The views re-ordered per epoch by uncertainty (most uncertain first by default).
 
     Ties keep the order the views are given in.
     """
+    _check_views(opinions)
     beliefs = torch.stack([op.belief for op in opinions])  # (V, ..., K)
     uncert = torch.stack([op.uncertainty for op in opinions])  # (V, ...)
     order = torch.sort(uncert, dim=0, descending=descending, stable=True).indices
@@ -111,16 +126,13 @@ def aggregate(opinions: Sequence[Opinion], rule: str | FusionRule = "conflict_aw
     Returns:
         The fused :class:`Opinion`, ``(..., K)``.
     """
-    if len(opinions) == 0:
-        raise ValueError("aggregate needs at least one opinion")
+    _check_views(opinions)
     if isinstance(rule, str):
         if rule not in FUSION_RULES:
             raise ValueError(f"rule={rule!r} is unknown; use one of {', '.join(FUSION_RULES)} or a callable")
         rule = FUSION_RULES[rule]
-    for op in opinions[1:]:
-        same_categories(opinions[0], op)
-        if op.uncertainty.shape != opinions[0].uncertainty.shape:
-            raise ValueError("every view's opinion must have the same batch shape")
+    elif not callable(rule):
+        raise TypeError(f"rule must be a rule name or a callable (Opinion, Opinion) -> Opinion, got {rule!r}")
     if order == "uncertainty":
         opinions = sort_by_uncertainty(opinions)
     elif order != "given":

@@ -16,11 +16,22 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from icml26.common.argcheck import check_int, check_real
+
 __all__ = ["edl_loss", "kl_to_uniform_dirichlet"]
 
 
 def kl_to_uniform_dirichlet(alpha: Tensor) -> Tensor:
-    """``KL(Dir(alpha) || Dir(1, ..., 1))`` per row, ``(...)`` from ``alpha: (..., K)``."""
+    """``KL(Dir(alpha) || Dir(1, ..., 1))`` per row, ``(...)`` from ``alpha: (..., K)``.
+
+    ``alpha`` must be positive (``ValueError`` otherwise); NaN propagates.
+    """
+    if not isinstance(alpha, Tensor):
+        raise TypeError(f"alpha must be a torch.Tensor, got {type(alpha).__name__}")
+    if alpha.ndim < 1 or alpha.shape[-1] < 1 or not alpha.is_floating_point():
+        raise ValueError(f"alpha must be a floating (..., K) tensor, got {tuple(alpha.shape)} {alpha.dtype}")
+    if bool((alpha <= 0).any()):
+        raise ValueError("alpha must be > 0 (Dirichlet parameters; alpha = evidence + 1)")
     k = alpha.shape[-1]
     strength = alpha.sum(-1)
     # KL = lnG(S) - sum lnG(alpha_k) - lnG(K) + sum (alpha_k - 1)(psi(alpha_k) - psi(S))
@@ -40,9 +51,22 @@ def edl_loss(evidence: Tensor, target: Tensor, epoch: int, *, annealing_epochs: 
         annealing_epochs: epochs until the KL weight reaches 1 (10 in the authors' code).
         kl_weight: a fixed ``lambda`` instead of the annealing schedule.
         reduction: ``"mean"``, ``"sum"`` or ``"none"`` (per-sample ``(N,)``).
+
+    Negative evidence is a ``ValueError``; NaN evidence gives a NaN loss (a diverged
+    network shows in the loss, as with any torch loss).
     """
+    if not isinstance(evidence, Tensor) or not isinstance(target, Tensor):
+        raise TypeError("evidence and target must be torch.Tensors")
     if evidence.ndim != 2:
         raise ValueError(f"evidence must be (N, K), got shape {tuple(evidence.shape)}")
+    if not evidence.is_floating_point():
+        raise TypeError(f"evidence must be floating point, got {evidence.dtype}")
+    if bool((evidence < 0).any()):
+        raise ValueError("evidence must be >= 0 (apply softplus/ReLU/exp to the logits)")
+    epoch = check_int(epoch, "epoch", low=0)
+    annealing_epochs = check_int(annealing_epochs, "annealing_epochs", low=1)
+    if kl_weight is not None:
+        check_real(kl_weight, "kl_weight", low=0.0)
     k = evidence.shape[-1]
     if target.ndim == 1:
         if target.numel() and (int(target.min()) < 0 or int(target.max()) >= k):

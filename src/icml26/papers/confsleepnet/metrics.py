@@ -19,9 +19,20 @@ __all__ = ["accuracy", "accuracy_coverage_curve", "cohen_kappa", "confusion_matr
            "selective_accuracy"]
 
 
+def _as_labels(values, name: str) -> np.ndarray:
+    if hasattr(values, "detach"):  # a torch tensor
+        values = values.detach().cpu().numpy()
+    arr = np.asarray(values).ravel()
+    if arr.dtype.kind == "b" or arr.dtype.kind not in "iuf":
+        raise TypeError(f"{name} must hold integer class labels, got dtype {arr.dtype}")
+    if arr.dtype.kind == "f" and not (np.isfinite(arr).all() and (arr == np.round(arr)).all()):
+        raise ValueError(f"{name} must hold integer class labels (NaN or fractional values found)")
+    return arr.astype(np.int64)
+
+
 def _labels(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
-    t = np.asarray(y_true).ravel().astype(np.int64)
-    p = np.asarray(y_pred).ravel().astype(np.int64)
+    t = _as_labels(y_true, "y_true")
+    p = _as_labels(y_pred, "y_pred")
     if t.shape != p.shape or t.size == 0:
         raise ValueError(f"y_true and y_pred must be non-empty and of equal length, got {t.size} and {p.size}")
     if min(t.min(), p.min()) < 0:
@@ -32,7 +43,10 @@ def _labels(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
 def confusion_matrix(y_true, y_pred, num_classes: int | None = None) -> np.ndarray:
     """``M[i, j]`` = number of epochs of true class ``i`` predicted as ``j``, ``(K, K)``."""
     t, p = _labels(y_true, y_pred)
-    k = int(max(t.max(), p.max()) + 1) if num_classes is None else num_classes
+    k = int(max(t.max(), p.max()) + 1) if num_classes is None else int(num_classes)
+    if num_classes is not None and (isinstance(num_classes, bool) or k != num_classes or k <= max(t.max(), p.max())):
+        raise ValueError(f"num_classes={num_classes!r} must be an integer above every label "
+                         f"(largest label {max(t.max(), p.max())})")
     return np.bincount(t * k + p, minlength=k * k).reshape(k, k)
 
 
@@ -76,10 +90,18 @@ def selective_accuracy(correct, uncertainty, coverage: float) -> float:
 
 def accuracy_coverage_curve(correct, uncertainty, coverages: Sequence[float]) -> list[float]:
     """:func:`selective_accuracy` at each coverage."""
+    if hasattr(correct, "detach"):
+        correct = correct.detach().cpu().numpy()
+    if hasattr(uncertainty, "detach"):
+        uncertainty = uncertainty.detach().cpu().numpy()
     ok = np.asarray(correct, dtype=np.float64).ravel()
     u = np.asarray(uncertainty, dtype=np.float64).ravel()
     if ok.shape != u.shape or ok.size == 0:
         raise ValueError("correct and uncertainty must be non-empty and of equal length")
+    if not np.isfinite(u).all():
+        raise ValueError("uncertainty contains NaN or inf; it cannot rank the epochs")
+    if not np.isin(ok, (0.0, 1.0)).all():
+        raise ValueError("correct must be booleans (or 0/1), one per epoch")
     ranked = ok[np.argsort(u, kind="stable")]
     cumulative = np.cumsum(ranked)
     out = []

@@ -22,10 +22,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Literal, Sequence
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.papers.confsleepnet.fusion import FusionRule, aggregate
 from icml26.papers.confsleepnet.opinion import FIVE_TO_THREE, STAGES, Opinion, lift, lifting_matrix
 
@@ -46,6 +48,11 @@ class ViewSpec:
     label_map: tuple[int, ...] = (0, 1, 2, 3, 4)
 
     def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"view name {self.name!r} must be a non-empty string")
+        if isinstance(self.channels, (str, bytes)) or not all(
+                isinstance(c, (int, np.integer)) and not isinstance(c, bool) for c in self.channels):
+            raise TypeError(f"view {self.name!r}: channels={self.channels!r} must be a tuple of channel indices")
         if not self.channels or min(self.channels) < 0:
             raise ValueError(f"view {self.name!r}: channels={self.channels!r} must list channel indices >= 0")
         lifting_matrix(self.label_map)  # validates
@@ -76,6 +83,19 @@ def default_views(eeg: int = 0, eog: int = 1, emg: int = 2, *, eog_five_class: b
             ViewSpec.five_class("fused", (eeg, eog, emg)))
 
 
+def _check_signals(x: Tensor, channels: int) -> Tensor:
+    """``(N, C, T)`` floating signals with at least ``channels`` channels, finite."""
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor of signals (N, C, T), got {type(x).__name__}")
+    if x.ndim != 3 or x.shape[1] < channels:
+        raise ValueError(f"x must be signals (N, C, T) with C >= {channels}, got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"x must be floating point, got {x.dtype}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("x contains NaN or inf; clean the signals (normalize_recordings refuses them too)")
+    return x
+
+
 class EpochEncoder(nn.Module):
     """A small 1-D CNN: ``(N, C, T)`` 30-s epochs to ``(N, out_features)`` features.
 
@@ -86,8 +106,10 @@ class EpochEncoder(nn.Module):
     def __init__(self, in_channels: int, sampling_rate: float = 100.0, width: int = 16,
                  dropout: float = 0.2) -> None:
         super().__init__()
-        if in_channels < 1 or width < 1:
-            raise ValueError(f"in_channels={in_channels} and width={width} must be >= 1")
+        check_int(in_channels, "in_channels", low=1)
+        check_int(width, "width", low=1)
+        check_real(sampling_rate, "sampling_rate", low=0.0, low_open=True)
+        check_real(dropout, "dropout", low=0.0, high=1.0, high_open=True)
         kernel = max(3, int(round(sampling_rate / 4)))
         stride = max(1, int(round(sampling_rate / 12.5)))
         self.body = nn.Sequential(
@@ -102,7 +124,8 @@ class EpochEncoder(nn.Module):
         self.out_features = 4 * width
 
     def forward(self, x: Tensor) -> Tensor:
-        h = self.body(x)
+        """x ``(N, C, T)`` → ``(N, out_features)``; T must cover the first kernel and two poolings."""
+        h = self.body(_check_signals(x, self.body[0].in_channels))
         return self.dropout(torch.cat([h.mean(-1), h.amax(-1)], dim=-1))
 
 
@@ -115,6 +138,7 @@ class EpochCNN(nn.Module):
     def __init__(self, in_channels: int, num_classes: int, sampling_rate: float = 100.0, width: int = 16,
                  dropout: float = 0.2) -> None:
         super().__init__()
+        check_int(num_classes, "num_classes", low=1)
         self.encoder = EpochEncoder(in_channels, sampling_rate, width, dropout)
         self.head = nn.Linear(self.encoder.out_features, num_classes)
 
@@ -142,6 +166,8 @@ class ConfSleepNet(nn.Module):
                  order: Literal["uncertainty", "given"] = "uncertainty") -> None:
         super().__init__()
         self.views = tuple(views) if views is not None else default_views()
+        if not all(isinstance(v, ViewSpec) for v in self.views):
+            raise TypeError("views must be ViewSpec objects (ViewSpec.five_class / ViewSpec.hybrid)")
         names = [v.name for v in self.views]
         if not names or len(set(names)) != len(names):
             raise ValueError(f"views must be non-empty with unique names, got {names}")
@@ -156,6 +182,7 @@ class ConfSleepNet(nn.Module):
 
     def evidence(self, x: Tensor) -> dict[str, Tensor]:
         """Each view's own evidence ``(N, K_view)`` for signals ``x: (N, C, T)``."""
+        _check_signals(x, 1 + max(max(v.channels) for v in self.views))
         return {v.name: self.nets[v.name](x[:, list(v.channels)]) for v in self.views}
 
     def opinions(self, x: Tensor | None = None, *, evidence: dict[str, Tensor] | None = None) -> dict[str, Opinion]:
@@ -164,6 +191,9 @@ class ConfSleepNet(nn.Module):
             if x is None:
                 raise ValueError("give signals x or per-view evidence")
             evidence = self.evidence(x)
+        missing = [v.name for v in self.views if v.name not in evidence]
+        if missing:
+            raise ValueError(f"evidence has no entry for views {missing}; give one (N, K_view) tensor per view")
         return {v.name: Opinion.from_evidence(lift(evidence[v.name], getattr(self, f"lift_{v.name}")))
                 for v in self.views}
 
@@ -171,6 +201,9 @@ class ConfSleepNet(nn.Module):
              rule: str | FusionRule | None = None, order: Literal["uncertainty", "given"] | None = None) -> Opinion:
         """Fuse the opinions of ``views`` (default all, in the model's order)."""
         names = list(views) if views is not None else [v.name for v in self.views]
+        unknown = [n for n in names if n not in opinions]
+        if unknown:
+            raise ValueError(f"views {unknown} have no opinion; known: {sorted(opinions)}")
         return aggregate([opinions[n] for n in names], rule=rule or self.rule, order=order or self.order)
 
     def forward(self, x: Tensor, *, rule: str | FusionRule | None = None,

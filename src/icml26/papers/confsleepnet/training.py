@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.common.progress import progress
 from icml26.papers.confsleepnet.loss import edl_loss
 from icml26.papers.confsleepnet.model import ConfSleepNet
@@ -34,11 +35,20 @@ class TrainLog:
     seconds: float
 
 
-def _as_tensors(signals, stages, device) -> tuple[Tensor, Tensor]:
+def _as_tensors(signals, stages, device, num_classes: int | None = None) -> tuple[Tensor, Tensor]:
     x = torch.as_tensor(np.asarray(signals, dtype=np.float32) if not isinstance(signals, Tensor) else signals)
-    y = torch.as_tensor(stages).long()
-    if x.ndim != 3 or y.shape != x.shape[:1]:
-        raise ValueError(f"signals must be (N, C, T) and stages (N,), got {tuple(x.shape)} and {tuple(y.shape)}")
+    y = torch.as_tensor(stages)
+    if x.ndim != 3 or y.shape != x.shape[:1] or x.shape[0] == 0:
+        raise ValueError(f"signals must be (N, C, T) and stages (N,) with N >= 1, got {tuple(x.shape)} and "
+                         f"{tuple(y.shape)}")
+    if y.is_floating_point() and not bool((y == y.round()).all()):
+        raise ValueError("stages must be integer labels")
+    y = y.long()
+    top = (num_classes or 5) - 1
+    if bool((y < 0).any()) or bool((y > top).any()):
+        raise ValueError(f"stages must lie in 0..{top}, got {int(y.min())}..{int(y.max())}")
+    if not bool(torch.isfinite(x).all()):
+        raise ValueError("signals contain NaN or inf; clean them before training")
     return x.to(device, torch.float32), y.to(device)
 
 
@@ -50,13 +60,15 @@ def _batches(n: int, batch_size: int, generator: torch.Generator | None):
 
 def _fit(model: nn.Module, signals, stages, batch_loss, *, epochs: int, batch_size: int, lr: float,
          weight_decay: float, generator: torch.Generator | None, device, show_progress: bool | None,
-         desc: str) -> TrainLog:
+         desc: str, num_classes: int | None = None) -> TrainLog:
     """AdamW over shuffled mini-batches; ``batch_loss(x, y, epoch)`` gives each batch's loss."""
-    if epochs < 1 or batch_size < 1 or lr <= 0:
-        raise ValueError(f"need epochs >= 1, batch_size >= 1 and lr > 0, got {epochs}, {batch_size}, {lr}")
+    check_int(epochs, "epochs", low=1)
+    check_int(batch_size, "batch_size", low=1)
+    check_real(lr, "lr", low=0.0, low_open=True)
+    check_real(weight_decay, "weight_decay", low=0.0)
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device)
-    x, y = _as_tensors(signals, stages, device)
+    x, y = _as_tensors(signals, stages, device, num_classes)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=weight_decay)
     losses, start = [], time.perf_counter()
     model.train()
@@ -91,6 +103,9 @@ def fit_confsleepnet(model: ConfSleepNet, signals, stages, *, epochs: int = 40, 
         generator: shuffles the mini-batches (CPU generator).
         device: where to train (default: the model's device).
     """
+    if not isinstance(model, ConfSleepNet):
+        raise TypeError(f"model must be a ConfSleepNet, got {type(model).__name__}")
+    check_int(annealing_epochs, "annealing_epochs", low=1)
     device = torch.device(device) if device is not None else next(model.parameters()).device
     label_maps = {v.name: torch.as_tensor(v.label_map, device=device) for v in model.views}
 
@@ -102,7 +117,7 @@ def fit_confsleepnet(model: ConfSleepNet, signals, stages, *, epochs: int = 40, 
 
     return _fit(model, signals, stages, batch_loss, epochs=epochs, batch_size=batch_size, lr=lr,
                 weight_decay=weight_decay, generator=generator, device=device, show_progress=show_progress,
-                desc="ConfSleepNet views")
+                desc="ConfSleepNet views", num_classes=model.num_stages)
 
 
 def fit_late_fusion(model: nn.Module, signals, stages, *, epochs: int = 40, batch_size: int = 320,
@@ -112,14 +127,18 @@ def fit_late_fusion(model: nn.Module, signals, stages, *, epochs: int = 40, batc
     with cross-entropy on the five stages; same schedule as :func:`fit_confsleepnet`."""
     return _fit(model, signals, stages, lambda x, y, epoch: F.cross_entropy(model(x), y), epochs=epochs,
                 batch_size=batch_size, lr=lr, weight_decay=weight_decay, generator=generator, device=device,
-                show_progress=show_progress, desc="late fusion")
+                show_progress=show_progress, desc="late fusion",
+                num_classes=getattr(getattr(model, "head", None), "out_features", None))
 
 
 @torch.no_grad()
 def predict_in_batches(fn, signals, *, batch_size: int = 1024, device: torch.device | str | None = None):
     """Apply ``fn`` to ``(N, C, T)`` signals in chunks and concatenate its tensor (or dict of
     tensors) outputs along the first dimension."""
+    batch_size = check_int(batch_size, "batch_size", low=1)
     x = torch.as_tensor(np.asarray(signals, dtype=np.float32) if not isinstance(signals, Tensor) else signals)
+    if x.ndim < 1 or len(x) == 0:
+        raise ValueError("signals is empty: nothing to predict")
     outs = [fn(x[i:i + batch_size].to(device) if device is not None else x[i:i + batch_size])
             for i in range(0, len(x), batch_size)]
     if isinstance(outs[0], dict):
