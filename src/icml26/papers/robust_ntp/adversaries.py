@@ -13,8 +13,15 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from icml26.common.progress import progress
-from icml26.papers.robust_ntp.learner import check_loss, smoothed_best_response
-from icml26.papers.robust_ntp.models import NextTokenModel, conditionals, log_likelihood, sample_sequences
+from icml26.papers.robust_ntp.learner import (
+    _count,
+    _distributions,
+    _generator,
+    _real,
+    check_loss,
+    smoothed_best_response,
+)
+from icml26.papers.robust_ntp.models import NextTokenModel, _check_model, conditionals, log_likelihood, sample_sequences
 
 __all__ = [
     "Adversary",
@@ -48,7 +55,11 @@ class Cycling:
     """A fixed cycle 0, 1, …, K−1, 0, 1, … (or any given pattern)."""
 
     def __init__(self, pattern: Sequence[int] | None = None):
-        self.pattern = None if pattern is None else [int(t) for t in pattern]
+        if pattern is not None:
+            pattern = [_count("pattern token", t) for t in pattern]
+            if not pattern:
+                raise ValueError("pattern=[] is empty; pass None for the cycle 0, 1, …, K−1")
+        self.pattern = pattern
 
     def next_token(self, history, mixture, loss, rng) -> int:
         pattern = self.pattern or list(range(loss.shape[1]))
@@ -66,6 +77,7 @@ class EpsilonGreedy:
     """Greedy, except that with probability ``epsilon`` it plays a uniformly random token."""
 
     def __init__(self, epsilon: float):
+        epsilon = _real("epsilon", epsilon)
         if not 0 <= epsilon <= 1:
             raise ValueError(f"epsilon={epsilon} must be in [0, 1]")
         self.epsilon = float(epsilon)
@@ -80,8 +92,9 @@ class ImitateThenSwitch:
     """Plays like the model D for the first ``switch`` rounds, then greedily."""
 
     def __init__(self, model: NextTokenModel, switch: int):
+        _check_model(model)
         self.model = model
-        self.switch = int(switch)
+        self.switch = _count("switch", switch)
 
     def next_token(self, history, mixture, loss, rng) -> int:
         if len(history) < self.switch:
@@ -97,6 +110,12 @@ class PlayResult:
     mixtures: np.ndarray
     regret_curve: np.ndarray
     trigger: int | None
+
+    def __post_init__(self) -> None:
+        t = len(self.tokens)
+        if np.shape(self.mixtures)[:1] != (t,) or np.shape(self.regret_curve) != (t,):
+            raise ValueError(f"tokens ({t},), mixtures {np.shape(self.mixtures)} and regret_curve "
+                             f"{np.shape(self.regret_curve)} must cover the same {t} rounds")
 
     @property
     def regret(self) -> float:
@@ -128,18 +147,34 @@ def play(
     *,
     show_progress: bool | None = False,
 ) -> PlayResult:
-    """Play ``horizon`` rounds of the learner Γ_β(model) against ``adversary``."""
+    """Play ``horizon`` rounds of the learner Γ_β(model) against ``adversary``.
+
+    ``horizon`` ≥ 1 rounds; ``beta`` β ≥ 0, finite; ``rng`` a Generator or a seed (default 0).
+    Every conditional the model predicts is checked (finite, non-negative, summing to 1, of
+    length K): a ``ValueError`` names the round, instead of a NaN or plausible regret.
+    """
+    _check_model(model)
     loss = check_loss(loss)
-    if horizon < 1:
-        raise ValueError(f"horizon={horizon} must be positive")
-    rng = rng if rng is not None else np.random.default_rng(0)
+    horizon = _count("horizon", horizon, 1)
+    beta = _real("beta", beta, low=0.0)
+    if model.n_tokens != loss.shape[1]:
+        raise ValueError(f"the model has {model.n_tokens} tokens but loss has {loss.shape[1]} token columns")
+    if not callable(getattr(adversary, "next_token", None)):
+        raise TypeError(f"adversary must have next_token(history, mixture, loss, rng), got {type(adversary).__name__}")
+    rng = _generator(rng) if rng is not None else np.random.default_rng(0)
     stream = model.stream() if hasattr(model, "stream") else _Recompute(model)
     tokens = np.zeros(horizon, dtype=np.int64)
     mixtures = np.zeros((horizon, loss.shape[0]))
     for t in progress(range(horizon), enabled=show_progress, desc="play"):
-        q = smoothed_best_response(stream.predict(), loss, beta)
+        p = stream.predict()
+        try:
+            p = _distributions("p", p, loss.shape[1])
+        except ValueError as exc:
+            raise ValueError(f"round {t}: the model's conditional is not a distribution over "
+                             f"{loss.shape[1]} tokens ({exc})") from None
+        q = smoothed_best_response(p, loss, beta)
         y = adversary.next_token(tokens[:t].tolist(), q, loss, rng)
-        if not 0 <= y < loss.shape[1]:
+        if isinstance(y, bool) or not isinstance(y, (int, np.integer)) or not 0 <= y < loss.shape[1]:
             raise ValueError(f"the adversary played token {y}, outside 0..{loss.shape[1] - 1}")
         mixtures[t], tokens[t] = q, y
         stream.observe(y)
@@ -161,10 +196,13 @@ def tv_distance_mc(
     TV = E_{y~A}[(1 − B(y)/A(y))₊], estimated on ``n`` samples of A. Returns
     ``(estimate, standard error)``. For B = D′ = Robustified(A) the ratio is 1 on every
     sequence that never triggers the fallback, so the estimate is at most the trigger
-    frequency.
+    frequency. ``horizon`` ≥ 1, ``n`` ≥ 2; ``rng`` a Generator or a seed.
     """
-    if n < 2:
-        raise ValueError(f"n={n} must be at least 2")
+    _check_model(model_a, "model_a")
+    _check_model(model_b, "model_b")
+    horizon, n, rng = _count("horizon", horizon, 1), _count("n", n, 2), _generator(rng)
+    if model_a.n_tokens != model_b.n_tokens:
+        raise ValueError(f"model_a has {model_a.n_tokens} tokens, model_b {model_b.n_tokens}")
     samples = sample_sequences(model_a, n, horizon, rng)
     values = np.empty(n)
     for i, seq in enumerate(samples):
@@ -174,7 +212,16 @@ def tv_distance_mc(
 
 
 def per_position_tv(model_a: NextTokenModel, model_b: NextTokenModel, sequences: np.ndarray) -> float:
-    """Mean over sequences and positions of TV(A(·|h), B(·|h)) = ½‖A(·|h) − B(·|h)‖₁."""
+    """Mean over sequences and positions of TV(A(·|h), B(·|h)) = ½‖A(·|h) − B(·|h)‖₁.
+
+    ``sequences``: ``(n, T)`` tokens with n, T ≥ 1.
+    """
+    _check_model(model_a, "model_a")
+    _check_model(model_b, "model_b")
+    if model_a.n_tokens != model_b.n_tokens:
+        raise ValueError(f"model_a has {model_a.n_tokens} tokens, model_b {model_b.n_tokens}")
+    if np.ndim(sequences) != 2 or min(np.shape(sequences)) < 1:
+        raise ValueError(f"sequences must be a non-empty (n, T) array of tokens, got shape {np.shape(sequences)}")
     total, count = 0.0, 0
     for seq in sequences:
         pa = conditionals(model_a, seq)[:-1]

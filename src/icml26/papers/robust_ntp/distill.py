@@ -24,9 +24,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml26.common.config import validate_numbers
 from icml26.common.progress import progress
 from icml26.papers.robust_ntp.adversaries import EpsilonGreedy, ImitateThenSwitch, play
-from icml26.papers.robust_ntp.models import NextTokenModel, TorchNextTokenModel, conditionals, sample_sequences
+from icml26.papers.robust_ntp.learner import _count, _generator, _real, _tokens, check_loss
+from icml26.papers.robust_ntp.models import (
+    NextTokenModel,
+    TorchNextTokenModel,
+    _check_model,
+    conditionals,
+    sample_sequences,
+)
 
 __all__ = ["DistillConfig", "TinyCausalTransformer", "distill", "training_histories"]
 
@@ -36,11 +44,15 @@ log = logging.getLogger(__name__)
 class TinyCausalTransformer(nn.Module):
     """A small pre-norm causal transformer over K tokens plus a BOS token (id K).
 
-    ``forward(input_ids: (batch, length)) -> logits (batch, length, K)``.
+    ``forward(input_ids: (batch, length)) -> logits (batch, length, K)``: integer ids in
+    0 … K (K is BOS), length at most ``max_len + 1``; logits in the module's dtype.
     """
 
     def __init__(self, n_tokens: int, max_len: int, *, d_model: int = 64, n_layers: int = 2, n_heads: int = 4):
         super().__init__()
+        n_tokens, max_len = _count("n_tokens", n_tokens, 1), _count("max_len", max_len, 1)
+        d_model, n_layers, n_heads = _count("d_model", d_model, 1), _count("n_layers", n_layers, 1), \
+            _count("n_heads", n_heads, 1)
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} must be divisible by n_heads={n_heads}")
         self.n_tokens = n_tokens
@@ -54,6 +66,13 @@ class TinyCausalTransformer(nn.Module):
         self.head = nn.Linear(d_model, n_tokens)
 
     def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
+        if not isinstance(input_ids, torch.Tensor) or input_ids.dtype not in (torch.int64, torch.int32) \
+                or input_ids.ndim != 2:
+            raise TypeError("input_ids must be a (batch, length) tensor of int64/int32 token ids, got "
+                            f"{getattr(input_ids, 'dtype', type(input_ids).__name__)} "
+                            f"{tuple(getattr(input_ids, 'shape', ()))}")
+        if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) > self.n_tokens):
+            raise ValueError(f"input_ids must lie in 0..{self.n_tokens} (token ids, {self.n_tokens} = BOS)")
         length = input_ids.shape[1]
         if length > self.max_len + 1:
             raise ValueError(f"sequence of {length} ids exceeds max_len + 1 = {self.max_len + 1}")
@@ -85,10 +104,27 @@ class DistillConfig:
     lr: float = 3e-3
     """Peak AdamW learning rate (cosine decay)."""
 
+    def __post_init__(self) -> None:
+        validate_numbers(self)
+        for name in ("horizon", "n_sequences", "d_model", "n_layers", "n_heads", "steps", "batch_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        if self.n_sequences < 3:
+            raise ValueError(f"n_sequences={self.n_sequences} must be at least 3 (a third of each kind)")
+        if self.d_model % self.n_heads:
+            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
+        if self.lr <= 0:
+            raise ValueError(f"lr={self.lr} must be positive")
+
 
 def training_histories(model: NextTokenModel, teacher: NextTokenModel, loss: np.ndarray, beta: float,
                        cfg: DistillConfig, rng: np.random.Generator) -> np.ndarray:
     """``(n_sequences, horizon)`` histories: D samples, ε-greedy and imitate-then-switch games."""
+    _check_model(model)
+    _check_model(teacher, "teacher")
+    loss, beta, rng = check_loss(loss), _real("beta", beta, low=0.0), _generator(rng)
+    if not isinstance(cfg, DistillConfig):
+        raise TypeError(f"cfg must be a DistillConfig, got {type(cfg).__name__}")
     third = cfg.n_sequences // 3
     d_samples = sample_sequences(model, cfg.n_sequences - 2 * third, cfg.horizon, rng)
     noisy = [play(teacher, EpsilonGreedy(float(rng.uniform(0, 0.5))), cfg.horizon, loss, beta, rng).tokens
@@ -107,7 +143,16 @@ def distill(
     device: str | torch.device = "cpu",
     show_progress: bool | None = None,
 ) -> TorchNextTokenModel:
-    """Train a :class:`TinyCausalTransformer` to match ``teacher``'s conditionals on ``histories``."""
+    """Train a :class:`TinyCausalTransformer` to match ``teacher``'s conditionals on ``histories``.
+
+    ``histories``: ``(n, T)`` token ids with n ≥ 1 and T ≤ ``cfg.horizon``.
+    """
+    _check_model(teacher, "teacher")
+    if not isinstance(cfg, DistillConfig):
+        raise TypeError(f"cfg must be a DistillConfig, got {type(cfg).__name__}")
+    histories = _tokens("histories", histories, teacher.n_tokens)
+    if histories.ndim != 2 or histories.shape[0] < 1 or not 1 <= histories.shape[1] <= cfg.horizon:
+        raise ValueError(f"histories must be (n >= 1, T <= cfg.horizon = {cfg.horizon}) tokens, got {histories.shape}")
     k = teacher.n_tokens
     targets = np.stack([conditionals(teacher, h)[:-1] for h in histories])  # (N, T, K)
     ids = np.concatenate([np.full((len(histories), 1), k), histories[:, :-1]], axis=1)  # BOS-shifted inputs

@@ -19,6 +19,8 @@ import math
 
 import numpy as np
 
+from icml26.common.config import validate_numbers
+from icml26.contract import Outcome, RunContext
 from icml26.papers.robust_ntp import (
     Cycling,
     DistillConfig,
@@ -31,13 +33,22 @@ from icml26.papers.robust_ntp import (
     per_position_tv,
     play,
     regret_bound,
-    rock_paper_scissors,
+    rock_paper_scissors_loss,
     running_regret,
     tv_distance_mc,
     training_histories,
     windowed,
 )
-from icml26.results import Outcome, check
+from icml26.papers.robust_ntp.analysis import markov_conditionals, max_ratio, ratio, regret_per_round, trigger_rate
+from icml26.papers.robust_ntp.claims import CHECKS
+from icml26.papers.robust_ntp.figures import plot
+
+__all__ = ["CHECKS", "STREAMS", "Config", "ExactSection", "HorizonResult", "StudentSection", "plot", "run"]
+
+#: Named random streams (name -> the integer offset of the earlier bare-offset API, so numbers stay).
+STREAMS = {"horizon": 0, "distill_histories": 100, "distill_eval": 101}
+"""``horizon``: every game and sample at the i-th T of ``horizons`` (index i); ``distill_histories``:
+the students' training histories; ``distill_eval``: D's sequences for the students' TV."""
 
 
 @dataclasses.dataclass
@@ -68,12 +79,25 @@ class Config:
     """D samples for the students' per-position TV."""
 
     def __post_init__(self) -> None:
+        validate_numbers(self)
         if not 0 <= self.stay <= 1:
             raise ValueError(f"stay={self.stay} must be in [0, 1]")
         if not self.horizons or min(self.horizons) < 8:
             raise ValueError(f"horizons={self.horizons} must be at least 8 each")
         if self.threshold_coef <= 0:
             raise ValueError(f"threshold_coef={self.threshold_coef} must be positive")
+        for name in ("n_model_samples", "n_tv_samples", "distill_sequences", "distill_steps", "distill_d_model",
+                     "distill_eval_samples"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        if self.n_tv_samples < 2:
+            raise ValueError(f"n_tv_samples={self.n_tv_samples} must be at least 2 (for a standard error)")
+        if self.distill_sequences < 3:
+            raise ValueError(f"distill_sequences={self.distill_sequences} must be at least 3 (a third of each kind)")
+        if self.distill_d_model % 4:
+            raise ValueError(f"distill_d_model={self.distill_d_model} must be divisible by the 4 attention heads")
+        if self.distill_horizon < 2:
+            raise ValueError(f"distill_horizon={self.distill_horizon} must be at least 2")
 
     @classmethod
     def quick(cls) -> "Config":
@@ -89,136 +113,154 @@ def _threshold(config: Config, horizon: int) -> float:
     return config.threshold_coef * math.sqrt(horizon)
 
 
-def run(config: Config, ctx) -> Outcome:
-    loss = rock_paper_scissors()
-    model = MarkovModel.sticky(3, config.stay)
-    raw_r, robust_r, window_r, trigger_rates, tv_mc, bound_ratio = {}, {}, {}, {}, {}, {}
-    curves_4k = {}
+@dataclasses.dataclass(frozen=True)
+class HorizonResult:
+    """Exact-conditional results at one horizon T."""
+
+    horizon: int
+    raw_regret: float
+    """Raw model D, regret per round vs the greedy adversary."""
+    robust_regret: float
+    """Robustified D′, regret per round vs the greedy adversary."""
+    windowed_regret: float
+    """D′ with its context cut to ``window`` tokens, regret per round vs greedy."""
+    bound_ratio: float
+    """max over adversaries of D′'s regret / its bound."""
+    trigger_rate: float
+    """Share of D's own samples on which D′ falls back."""
+    tv_mc: float
+    """Monte Carlo TV(D, D′) on D's samples."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ExactSection:
+    """Section 1: one :class:`HorizonResult` per T, and the greedy games' regret curves at the largest T."""
+
+    per_horizon: tuple[HorizonResult, ...]
+    raw_curve: np.ndarray
+    robust_curve: np.ndarray
+    trigger: int | None
+
+    def at(self, horizon: int) -> HorizonResult:
+        return next(r for r in self.per_horizon if r.horizon == horizon)
+
+
+@dataclasses.dataclass(frozen=True)
+class StudentSection:
+    """Section 2: regret per round vs greedy at the students' T, and the students' TV to D."""
+
+    horizon: int
+    raw_regret: float
+    teacher_regret: float
+    robust_student_regret: float
+    raw_student_regret: float
+    robust_student_tv: float
+    raw_student_tv: float
+
+
+def _exact_section(config: Config, ctx: RunContext, model: MarkovModel, loss: np.ndarray) -> ExactSection:
+    results, curves = [], None
     for i, horizon in enumerate(ctx.progress(config.horizons, desc="horizons")):
         beta = math.sqrt(horizon)
         tau = _threshold(config, horizon)
         robust = Robustified(model, loss, beta, tau)
-        rng = ctx.rng(i)
+        rng = ctx.rng("horizon", i)
         raw_game = play(model, Greedy(), horizon, loss, beta, rng)
         robust_game = play(robust, Greedy(), horizon, loss, beta, rng)
         window_game = play(windowed(robust, config.window), Greedy(), horizon, loss, beta, rng)
-        raw_r[horizon] = raw_game.regret / horizon
-        robust_r[horizon] = robust_game.regret / horizon
-        window_r[horizon] = window_game.regret / horizon
         if horizon == max(config.horizons):
-            curves_4k = {"raw": raw_game.regret_curve, "robustified": robust_game.regret_curve,
-                         "trigger": robust_game.trigger}
+            curves = (raw_game.regret_curve, robust_game.regret_curve, robust_game.trigger)
         # the bound must hold against every adversary
         bound = regret_bound(horizon, tau, beta, 3)
         others = [Greedy(), Cycling(), RandomTokens(), ImitateThenSwitch(model, horizon // 2)]
-        bound_ratio[horizon] = max(play(robust, adv, horizon, loss, beta, rng).regret for adv in others) / bound
+        worst = max_ratio([play(robust, adv, horizon, loss, beta, rng).regret for adv in others], bound)
         # trigger rate of D′ on D's own samples (vectorised running regret)
         seqs = model.sample(config.n_model_samples, horizon, rng)
-        p = np.concatenate([np.broadcast_to(model.initial, (len(seqs), 1, 3)), model.transition[seqs[:, :-1]]], axis=1)
-        trigger_rates[horizon] = float((running_regret(p, seqs, loss, beta)[:, 1:] > tau).any(axis=1).mean())
-        tv_mc[horizon] = tv_distance_mc(model, robust, horizon, config.n_tv_samples, rng)[0]
+        p = markov_conditionals(model.initial, model.transition, seqs)
+        rate = trigger_rate(running_regret(p, seqs, loss, beta), tau)
+        tv = tv_distance_mc(model, robust, horizon, config.n_tv_samples, rng)[0]
+        results.append(HorizonResult(horizon, regret_per_round(raw_game.regret, horizon),
+                                     regret_per_round(robust_game.regret, horizon),
+                                     regret_per_round(window_game.regret, horizon), worst, rate, tv))
+    return ExactSection(tuple(results), *curves)
 
-    # transformers
+
+def _student_section(config: Config, ctx: RunContext, model: MarkovModel, loss: np.ndarray) -> StudentSection:
     t_d = config.distill_horizon
     beta_d = math.sqrt(t_d)
     teacher = Robustified(model, loss, beta_d, _threshold(config, t_d))
     dcfg = DistillConfig(horizon=t_d, n_sequences=config.distill_sequences, d_model=config.distill_d_model,
                          steps=config.distill_steps)
-    histories = training_histories(model, teacher, loss, beta_d, dcfg, ctx.rng(100))
-    students = {
-        "distilled_robust": distill(teacher, histories, dcfg, seed=ctx.seed, device=ctx.device,
-                                    show_progress=ctx.show_progress),
-        "distilled_raw": distill(model, histories, dcfg, seed=ctx.seed, device=ctx.device,
-                                 show_progress=ctx.show_progress),
-    }
-    eval_seqs = model.sample(config.distill_eval_samples, t_d, ctx.rng(101))
+    histories = training_histories(model, teacher, loss, beta_d, dcfg, ctx.rng("distill_histories"))
+    robust_student = distill(teacher, histories, dcfg, seed=ctx.seed, device=ctx.device,
+                             show_progress=ctx.show_progress)
+    raw_student = distill(model, histories, dcfg, seed=ctx.seed, device=ctx.device, show_progress=ctx.show_progress)
+    eval_seqs = model.sample(config.distill_eval_samples, t_d, ctx.rng("distill_eval"))
     raw_t = play(model, Greedy(), t_d, loss, beta_d).regret
     teacher_t = play(teacher, Greedy(), t_d, loss, beta_d).regret
+    robust_student_r = regret_per_round(play(robust_student, Greedy(), t_d, loss, beta_d).regret, t_d)
+    robust_student_tv = per_position_tv(model, robust_student, eval_seqs)
+    raw_student_r = regret_per_round(play(raw_student, Greedy(), t_d, loss, beta_d).regret, t_d)
+    raw_student_tv = per_position_tv(model, raw_student, eval_seqs)
+    return StudentSection(t_d, regret_per_round(raw_t, t_d), regret_per_round(teacher_t, t_d),
+                          robust_student_r, raw_student_r, robust_student_tv, raw_student_tv)
 
-    tag = lambda h: f"T{h}"  # noqa: E731
+
+def run(config: Config, ctx: RunContext) -> Outcome:
+    loss = rock_paper_scissors_loss()
+    model = MarkovModel.sticky(3, config.stay)
+    exact = _exact_section(config, ctx, model, loss)
+    students = _student_section(config, ctx, model, loss)
+
+    h_max, t_d = max(config.horizons), students.horizon
+    per_h = exact.per_horizon
+    max_trigger = max(r.trigger_rate for r in per_h)
+    max_bound = max(r.bound_ratio for r in per_h)
     metrics: dict[str, dict[str, float]] = {
-        "robustified": {f"regret_per_round_{tag(h)}": robust_r[h] for h in config.horizons},
-        "raw": {f"regret_per_round_{tag(h)}": raw_r[h] for h in config.horizons},
-        "windowed_robustified": {f"regret_per_round_{tag(h)}": window_r[h] for h in config.horizons},
+        "robustified": {f"regret_per_round_T{r.horizon}": r.robust_regret for r in per_h},
+        "raw": {f"regret_per_round_T{r.horizon}": r.raw_regret for r in per_h},
+        "windowed_robustified": {f"regret_per_round_T{r.horizon}": r.windowed_regret for r in per_h},
     }
     metrics["robustified"].update({
-        "max_trigger_rate_on_D": max(trigger_rates.values()),
-        f"tv_mc_{tag(max(config.horizons))}": tv_mc[max(config.horizons)],
-        "max_regret_over_bound": max(bound_ratio.values()),
-        f"regret_per_round_{tag(t_d)}": teacher_t / t_d,
+        "max_trigger_rate_on_D": max_trigger,
+        f"tv_mc_T{h_max}": exact.at(h_max).tv_mc,
+        "max_regret_over_bound": max_bound,
+        f"regret_per_round_T{t_d}": students.teacher_regret,
     })
-    metrics["raw"][f"regret_per_round_{tag(t_d)}"] = raw_t / t_d
-    for name, student in students.items():
-        metrics[name] = {
-            f"regret_per_round_{tag(t_d)}": play(student, Greedy(), t_d, loss, beta_d).regret / t_d,
-            "tv_to_D_on_D_samples": per_position_tv(model, student, eval_seqs),
-        }
+    metrics["raw"][f"regret_per_round_T{t_d}"] = students.raw_regret
+    metrics["distilled_robust"] = {f"regret_per_round_T{t_d}": students.robust_student_regret,
+                                   "tv_to_D_on_D_samples": students.robust_student_tv}
+    metrics["distilled_raw"] = {f"regret_per_round_T{t_d}": students.raw_student_regret,
+                                "tv_to_D_on_D_samples": students.raw_student_tv}
 
-    h_max = max(config.horizons)
-    robust_student = metrics["distilled_robust"][f"regret_per_round_{tag(t_d)}"]
-    raw_student = metrics["distilled_raw"][f"regret_per_round_{tag(t_d)}"]
+    top = exact.at(h_max)
     checks = [
-        check(f"raw model: regret per round vs greedy at T={h_max} (≈ 1/2)", raw_r[h_max] - 0.5, "abs<=", 0.05),
-        check(f"robustified / raw regret at T={h_max} (exact conditionals)", robust_r[h_max] / raw_r[h_max], "<", 0.3),
-        check("trigger rate on the model's own samples (max over T)", max(trigger_rates.values()), "<", 0.01),
-        check("robustified regret / bound, every adversary and T", max(bound_ratio.values()), "<=", 1.0),
-        check(f"distilled robust / distilled raw regret at T={t_d}", robust_student / raw_student, "<", 0.5),
-        check(f"distilled robust: per-position TV to D on D samples (T={t_d})",
-              metrics["distilled_robust"]["tv_to_D_on_D_samples"], "<", 0.02),
+        CHECKS["raw_regret_half"].measure(top.raw_regret - 0.5, note=f"T = {h_max}"),
+        CHECKS["robust_over_raw"].measure(ratio(top.robust_regret, top.raw_regret), note=f"T = {h_max}"),
+        CHECKS["trigger_rate"].measure(max_trigger),
+        CHECKS["regret_over_bound"].measure(max_bound),
+        CHECKS["student_ratio"].measure(ratio(students.robust_student_regret, students.raw_student_regret),
+                                        note=f"T = {t_d}"),
+        CHECKS["student_tv"].measure(students.robust_student_tv, note=f"T = {t_d}"),
     ]
     curve_x = list(range(1, h_max + 1, max(1, h_max // 256)))
     curves = {
         "regret_per_round": {
             "x": list(config.horizons),
-            "series": {"raw": [raw_r[h] for h in config.horizons],
-                       "robustified": [robust_r[h] for h in config.horizons],
-                       f"robustified, context {config.window}": [window_r[h] for h in config.horizons]},
+            "series": {"raw": [r.raw_regret for r in per_h],
+                       "robustified": [r.robust_regret for r in per_h],
+                       f"robustified, context {config.window}": [r.windowed_regret for r in per_h]},
             "xlabel": "horizon T", "ylabel": "regret per round vs greedy adversary",
             "title": "Sticky-RPS model: regret per round", "logx": True,
         },
         "regret_curve": {
             "x": curve_x,
-            "series": {k: [float(curves_4k[k][t - 1]) for t in curve_x] for k in ("raw", "robustified")},
-            "trigger": curves_4k["trigger"],
+            "series": {"raw": [float(exact.raw_curve[t - 1]) for t in curve_x],
+                       "robustified": [float(exact.robust_curve[t - 1]) for t in curve_x]},
+            "trigger": exact.trigger,
             "xlabel": "round t", "ylabel": "cumulative regret",
-            "title": f"T={h_max}: greedy adversary (fallback at t={curves_4k['trigger']})",
+            "title": f"T={h_max}: greedy adversary (fallback at t={exact.trigger})",
         },
     }
     ctx.provenance["tau_rule"] = f"{config.threshold_coef} * sqrt(T)"
     return Outcome(metrics=metrics, checks=checks, curves=curves)
-
-
-def plot(data: dict) -> dict:
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    fig, (ax, ax2) = plt.subplots(1, 2, figsize=(11, 4.2), layout="constrained")
-    curve = data["curves"]["regret_per_round"]
-    for arm, ys in curve["series"].items():
-        ax.plot(curve["x"], ys, marker="o", label=arm)
-    t_d = data["config"]["distill_horizon"]
-    for arm, marker in (("distilled_raw", "s"), ("distilled_robust", "D")):
-        ax.scatter([t_d], [data["metrics"][arm][f"regret_per_round_T{t_d}"]], marker=marker, s=50,
-                   label=f"{arm} (transformer)", zorder=3)
-    ax.set_xscale("log")
-    ticks = sorted(set(curve["x"]) | {t_d})
-    ax.set_xticks(ticks, [str(t) for t in ticks])
-    ax.minorticks_off()
-    ax.set_xlabel(curve["xlabel"])
-    ax.set_ylabel(curve["ylabel"])
-    ax.set_title(curve["title"])
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-    rc = data["curves"]["regret_curve"]
-    for arm, ys in rc["series"].items():
-        ax2.plot(rc["x"], ys, label=arm)
-    if rc.get("trigger"):
-        ax2.axvline(rc["trigger"], color="k", ls="--", lw=1, label="fallback triggers")
-    ax2.set_xlabel(rc["xlabel"])
-    ax2.set_ylabel(rc["ylabel"])
-    ax2.set_title(rc["title"])
-    ax2.grid(True, alpha=0.3)
-    ax2.legend(fontsize="small")
-    return {"robust_ntp.png": fig}

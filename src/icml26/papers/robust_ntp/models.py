@@ -17,6 +17,8 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 import torch
 
+from icml26.papers.robust_ntp.learner import _count, _generator, _tokens
+
 __all__ = [
     "IIDModel",
     "MarkovModel",
@@ -41,25 +43,36 @@ class NextTokenModel(Protocol):
         ...
 
 
+def _check_model(model, name: str = "model") -> None:
+    if not (hasattr(model, "n_tokens") and callable(getattr(model, "conditional", None))):
+        raise TypeError(f"{name} must be a NextTokenModel (n_tokens and conditional(history)), "
+                        f"got {type(model).__name__}")
+
+
 def conditionals(model: NextTokenModel, sequence: Sequence[int]) -> np.ndarray:
-    """``(len(sequence) + 1, K)``: row t is D(·|sequence[:t])."""
+    """``(len(sequence) + 1, K)``: row t is D(·|sequence[:t]); tokens must lie in 0 … K − 1."""
+    _check_model(model)
+    seq = _tokens("sequence", sequence, model.n_tokens).reshape(-1)
     fast = getattr(model, "conditionals", None)
     if fast is not None:
-        return np.asarray(fast(sequence), dtype=np.float64)
-    seq = list(sequence)
+        return np.asarray(fast(seq), dtype=np.float64)
+    seq = seq.tolist()
     return np.stack([model.conditional(seq[:t]) for t in range(len(seq) + 1)])
 
 
 def log_likelihood(model: NextTokenModel, sequence: Sequence[int]) -> float:
-    """log D(y_1 … y_T) = Σ_t log D(y_t | y_<t)."""
-    seq = np.asarray(sequence, dtype=np.int64)
+    """log D(y_1 … y_T) = Σ_t log D(y_t | y_<t) (−inf for a sequence of probability 0)."""
+    _check_model(model)
+    seq = _tokens("sequence", sequence, model.n_tokens).reshape(-1)
     p = conditionals(model, seq)[:-1]
     with np.errstate(divide="ignore"):
         return float(np.log(p[np.arange(seq.size), seq]).sum())
 
 
-def sample_sequences(model: NextTokenModel, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
-    """``(n, length)`` sequences drawn token by token from the model."""
+def sample_sequences(model: NextTokenModel, n: int, length: int, rng: np.random.Generator | int) -> np.ndarray:
+    """``(n, length)`` sequences drawn token by token from the model (``rng``: a Generator or a seed)."""
+    _check_model(model)
+    n, length, rng = _count("n", n), _count("length", length), _generator(rng)
     fast = getattr(model, "sample", None)
     if fast is not None:
         return fast(n, length, rng)
@@ -88,12 +101,16 @@ class IIDModel:
         self.n_tokens = self.p.size
 
     def conditional(self, history: Sequence[int]) -> np.ndarray:
+        if len(history):
+            _tokens("history", history[-1:], self.n_tokens)
         return self.p.copy()
 
     def conditionals(self, sequence: Sequence[int]) -> np.ndarray:
-        return np.tile(self.p, (len(sequence) + 1, 1))
+        seq = _tokens("sequence", sequence, self.n_tokens).reshape(-1)
+        return np.tile(self.p, (seq.size + 1, 1))
 
-    def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, n: int, length: int, rng: np.random.Generator | int) -> np.ndarray:
+        n, length, rng = _count("n", n), _count("length", length), _generator(rng)
         return rng.choice(self.n_tokens, size=(n, length), p=self.p)
 
 
@@ -120,7 +137,8 @@ class MarkovModel:
 
     @classmethod
     def sticky(cls, n_tokens: int = 3, stay: float = 0.8) -> "MarkovModel":
-        """Repeat the last token with probability ``stay``, otherwise draw uniformly."""
+        """Repeat the last token with probability ``stay``, otherwise draw uniformly (``n_tokens`` >= 2)."""
+        n_tokens = _count("n_tokens", n_tokens, 2)
         if not 0 <= stay <= 1:
             raise ValueError(f"stay={stay} must be in [0, 1]")
         transition = np.full((n_tokens, n_tokens), (1 - stay) / n_tokens) + stay * np.eye(n_tokens)
@@ -129,13 +147,17 @@ class MarkovModel:
     def conditional(self, history: Sequence[int]) -> np.ndarray:
         if len(history) == 0:
             return self.initial.copy()
-        return self.transition[int(history[-1])].copy()
+        last = history[-1]
+        if isinstance(last, bool) or not isinstance(last, (int, np.integer)) or not 0 <= last < self.n_tokens:
+            _tokens("history", [last], self.n_tokens)  # raises, naming the token
+        return self.transition[int(last)].copy()
 
     def conditionals(self, sequence: Sequence[int]) -> np.ndarray:
-        seq = np.asarray(sequence, dtype=np.int64)
+        seq = _tokens("sequence", sequence, self.n_tokens).reshape(-1)
         return np.vstack([self.initial[None], self.transition[seq]])
 
-    def sample(self, n: int, length: int, rng: np.random.Generator) -> np.ndarray:
+    def sample(self, n: int, length: int, rng: np.random.Generator | int) -> np.ndarray:
+        n, length, rng = _count("n", n), _count("length", length), _generator(rng)
         out = np.zeros((n, length), dtype=np.int64)
         cum_init = np.cumsum(self.initial)
         cum = np.cumsum(self.transition, axis=1)
@@ -164,14 +186,17 @@ class TorchNextTokenModel:
 
     def __init__(self, module: torch.nn.Module, n_tokens: int, *, bos: int | None = None,
                  device: str | torch.device | None = None):
+        if not isinstance(module, torch.nn.Module):
+            raise TypeError(f"module must be a torch.nn.Module, got {type(module).__name__}")
         self.module = module.eval()
-        self.n_tokens = int(n_tokens)
-        self.bos = self.n_tokens if bos is None else int(bos)
+        self.n_tokens = _count("n_tokens", n_tokens, 1)
+        self.bos = self.n_tokens if bos is None else _count("bos", bos)
         self.device = torch.device(device) if device is not None else next(module.parameters()).device
 
     @torch.no_grad()
     def conditionals(self, sequence: Sequence[int]) -> np.ndarray:
-        ids = torch.tensor([[self.bos, *[int(t) for t in sequence]]], dtype=torch.long, device=self.device)
+        seq = _tokens("sequence", sequence, self.n_tokens).reshape(-1)
+        ids = torch.tensor([[self.bos, *[int(t) for t in seq]]], dtype=torch.long, device=self.device)
         out = self.module(ids)
         logits = getattr(out, "logits", out)[0, :, : self.n_tokens].double()
         return torch.softmax(logits, dim=-1).cpu().numpy()
@@ -184,10 +209,9 @@ class Windowed:
     """A bounded-context view: D_w(·|h) = D(·|last ``window`` tokens of h)."""
 
     def __init__(self, model: NextTokenModel, window: int):
-        if window < 0:
-            raise ValueError(f"window={window} must be non-negative")
+        _check_model(model)
+        self.window = _count("window", window)
         self.model = model
-        self.window = int(window)
         self.n_tokens = model.n_tokens
 
     def conditional(self, history: Sequence[int]) -> np.ndarray:

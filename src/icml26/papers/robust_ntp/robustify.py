@@ -32,7 +32,7 @@ from typing import Sequence
 
 import numpy as np
 
-from icml26.papers.robust_ntp.learner import check_loss, smoothed_best_response
+from icml26.papers.robust_ntp.learner import _count, _distributions, _real, _tokens, check_loss, smoothed_best_response
 from icml26.papers.robust_ntp.models import NextTokenModel, conditionals
 
 __all__ = ["Robustified", "azuma_trigger_bound", "regret_bound", "running_regret"]
@@ -42,12 +42,17 @@ def running_regret(p: np.ndarray, tokens: np.ndarray, loss: np.ndarray, beta: fl
     """R_s for s = 0 … T of the learner Γ_β(p_t), batched.
 
     Args:
-        p: ``(..., T, K)`` the model's conditionals at positions 0 … T−1.
-        tokens: ``(..., T)`` the realised tokens.
+        p: ``(..., T, K)`` the model's conditionals at positions 0 … T−1 (distributions).
+        tokens: ``(..., T)`` the realised tokens, in 0 … K − 1.
+        loss: ``(|A|, K)`` in [0, 1]; beta: β ≥ 0, finite.
     Returns:
         ``(..., T + 1)`` with R_0 = 0.
     """
-    tokens = np.asarray(tokens, dtype=np.int64)
+    loss = check_loss(loss)
+    tokens = _tokens("tokens", tokens, loss.shape[1])
+    p = _distributions("p", p, loss.shape[1])
+    if p.shape[:-1] != tokens.shape:
+        raise ValueError(f"p {p.shape} must be tokens' shape {tokens.shape} plus the token axis")
     q = smoothed_best_response(p, loss, beta)  # (..., T, A)
     # learner's loss at r: ⟨q_r, L e_{y_r}⟩
     column = np.moveaxis(loss[:, tokens], 0, -1)  # (..., T, A): L[a, y_r]
@@ -57,8 +62,17 @@ def running_regret(p: np.ndarray, tokens: np.ndarray, loss: np.ndarray, beta: fl
     return np.concatenate([zero, learner - best], axis=-1)
 
 
+def _bound_args(horizon, threshold, beta, n_actions) -> tuple[int, float, float, int]:
+    return (_count("horizon", horizon, 1), _real("threshold", threshold, low=0.0),
+            _real("beta", beta, low=0.0, strict=True), _count("n_actions", n_actions, 1))
+
+
 def regret_bound(horizon: int, threshold: float, beta: float, n_actions: int) -> float:
-    """τ + 1 + T ln|A| / β + (β/8)(1 + ln T): the robustified learner's regret bound."""
+    """τ + 1 + T ln|A| / β + (β/8)(1 + ln T): the robustified learner's regret bound.
+
+    ``horizon`` T ≥ 1 and ``n_actions`` |A| ≥ 1 integers, ``threshold`` τ ≥ 0, ``beta`` β > 0.
+    """
+    horizon, threshold, beta, n_actions = _bound_args(horizon, threshold, beta, n_actions)
     return threshold + 1.0 + horizon * math.log(n_actions) / beta + beta / 8.0 * (1.0 + math.log(horizon))
 
 
@@ -67,7 +81,9 @@ def azuma_trigger_bound(horizon: int, threshold: float, beta: float, n_actions: 
 
     The factor |A| is the union bound over the comparator action (the running regret is
     a maximum over actions, not a single martingale). Vacuous when τ ≤ T ln|A| / β.
+    Arguments as in :func:`regret_bound`.
     """
+    horizon, threshold, beta, n_actions = _bound_args(horizon, threshold, beta, n_actions)
     drift = horizon * math.log(n_actions) / beta
     if threshold <= drift:
         return 1.0
@@ -79,38 +95,46 @@ class Robustified:
     predicts the empirical frequency of the tokens since the crossing.
 
     Args:
-        model: the original next-token model D.
+        model: the original next-token model D. Every conditional it returns is checked
+            (finite, non-negative, summing to 1, of length K): a ``ValueError`` says which
+            position broke it, instead of a NaN or plausible regret downstream.
         loss: ``(|A|, K)`` loss matrix in [0, 1].
-        beta: β of the smoothed best response q = softmax(−β L p).
-        threshold: τ, the regret level that triggers the fallback.
+        beta: β > 0 of the smoothed best response q = softmax(−β L p).
+        threshold: τ ≥ 0 (finite), the regret level that triggers the fallback.
     """
 
     def __init__(self, model: NextTokenModel, loss: np.ndarray, beta: float, threshold: float):
+        if not (hasattr(model, "n_tokens") and callable(getattr(model, "conditional", None))):
+            raise TypeError(f"model must be a NextTokenModel (n_tokens and conditional(history)), "
+                            f"got {type(model).__name__}")
         self.loss = check_loss(loss)
         if self.loss.shape[1] != model.n_tokens:
             raise ValueError(f"loss has {self.loss.shape[1]} token columns but the model has {model.n_tokens} tokens")
-        if beta <= 0:
-            raise ValueError(f"beta={beta} must be positive")
-        if threshold < 0:
-            raise ValueError(f"threshold={threshold} must be non-negative")
         self.model = model
-        self.beta = float(beta)
-        self.threshold = float(threshold)
+        self.beta = _real("beta", beta, low=0.0, strict=True)
+        self.threshold = _real("threshold", threshold, low=0.0)
         self.n_tokens = model.n_tokens
+
+    def _base(self, seq: np.ndarray) -> np.ndarray:
+        base = conditionals(self.model, seq)
+        if base.shape != (seq.size + 1, self.n_tokens):
+            raise ValueError(f"the model returned conditionals of shape {base.shape} for a history of "
+                             f"{seq.size} tokens; expected ({seq.size + 1}, {self.n_tokens})")
+        return _distributions("the model's conditional", base, self.n_tokens)
 
     def trigger_time(self, history: Sequence[int]) -> int | None:
         """t₀: the number of tokens after which the running regret first exceeds τ, or None."""
-        seq = np.asarray(history, dtype=np.int64)
+        seq = _tokens("history", history, self.n_tokens).reshape(-1)
         if seq.size == 0:
             return None
-        p = conditionals(self.model, seq)[:-1]
+        p = self._base(seq)[:-1]
         crossed = np.flatnonzero(running_regret(p, seq, self.loss, self.beta)[1:] > self.threshold)
         return int(crossed[0]) + 1 if crossed.size else None
 
     def conditionals(self, sequence: Sequence[int]) -> np.ndarray:
         """``(T + 1, K)``: D′(·|sequence[:t]) for t = 0 … T."""
-        seq = np.asarray(sequence, dtype=np.int64)
-        base = conditionals(self.model, seq)
+        seq = _tokens("sequence", sequence, self.n_tokens).reshape(-1)
+        base = self._base(seq)
         if seq.size == 0:
             return base
         regrets = running_regret(base[:-1], seq, self.loss, self.beta)
@@ -153,11 +177,12 @@ class RobustStream:
             total = self.counts.sum()
             return self.counts / total if total else np.full(self.robust.n_tokens, 1.0 / self.robust.n_tokens)
         if self._base_p is None:
-            self._base_p = np.asarray(self.robust.model.conditional(self.history), dtype=np.float64)
+            self._base_p = _distributions("the model's conditional", self.robust.model.conditional(self.history),
+                                          self.robust.n_tokens)
         return self._base_p.copy()
 
     def observe(self, token: int) -> None:
-        if not 0 <= token < self.robust.n_tokens:
+        if isinstance(token, bool) or not isinstance(token, (int, np.integer)) or not 0 <= token < self.robust.n_tokens:
             raise ValueError(f"token {token} is out of range 0..{self.robust.n_tokens - 1}")
         if self.trigger is None:
             p = self.predict()
