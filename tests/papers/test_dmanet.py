@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from torch import nn
 
 from icml26.papers.dmanet import (
@@ -46,6 +48,7 @@ from icml26.papers.dmanet import (
     spectral_mix,
     standardized_splits,
 )
+from icml26.papers.dmanet.analysis import cascade_leakage, mse_ratio, spectrum_bands, summarize_fits
 
 N = 512
 
@@ -108,7 +111,7 @@ def test_filter_rejects_bad_arguments():
         anti_alias_filter(x)
     with pytest.raises(ValueError, match="cutoff"):
         anti_alias_filter(x, cutoff=20)
-    with pytest.raises(ValueError, match="real floating"):
+    with pytest.raises(TypeError, match="real floating"):
         anti_alias_filter(torch.arange(16), cutoff=2)
 
 
@@ -485,25 +488,6 @@ def test_baselines_share_the_call(cls):
     assert cls(48, 12, 5, **kwargs)(torch.randn(2, 48, 5)).shape == (2, 12, 5)
 
 
-def test_readme_example_trains_on_a_user_series():
-    # The usage example of README.md: a (T, C) array in, a trained forecaster out.
-    rng = np.random.default_rng(0)
-    steps = np.arange(1200)
-    series = np.stack([np.sin(steps / 8), np.cos(steps / 13)], axis=1) + 0.05 * rng.normal(size=(1200, 2))
-
-    torch.manual_seed(0)
-    data = standardized_splits(series, seq_len=48)
-    model = DMANet(seq_len=48, pred_len=12, n_channels=2, d_model=64)
-    result = fit_forecaster(model, data, pred_len=12, epochs=5, batch_size=32, lr=1e-2,
-                            generator=torch.Generator().manual_seed(0))
-
-    x, y = sliding_windows(data.test, 48, 12)
-    # predicting the mean scores ~1 on the standardised scale; the noise floor is ~0.005
-    assert float(np.mean(y ** 2)) > 0.9 and result.test_mse < 0.05
-    forecast = model(torch.as_tensor(x[:1]))
-    assert forecast.shape == (1, 12, 2)
-
-
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
 def test_runs_on_cuda():
     model = DMANet(48, 12, 3, d_model=32).cuda()
@@ -522,3 +506,95 @@ def test_experiment_config_validates():
         Config(datasets=("ettm1",))
     with pytest.raises(ValueError, match="divisible"):
         Config(d_model=100)
+
+
+# ---------------------------------------------------------------------------
+# Non-finite input (issue #29) and NumPy input (issue #18)
+# ---------------------------------------------------------------------------
+def test_non_finite_input_is_refused_by_the_filter_and_the_network():
+    x = torch.randn(2, 32, 3)
+    x[0, 5, 1] = float("nan")
+    with pytest.raises(ValueError, match="NaN"):
+        anti_alias_filter(x, cutoff=4, dim=1)
+    with pytest.raises(ValueError, match="NaN"):
+        DMANet(32, 8, 3, d_model=16, levels=2)(x)
+    x[0, 5, 1] = float("inf")
+    with pytest.raises(ValueError, match="inf"):
+        DMANet(32, 8, 3, d_model=16, levels=2, filter_axis="time")(x)
+
+
+def test_operators_take_numpy_and_return_numpy():
+    x = np.random.default_rng(0).normal(size=(3, 64))
+    for fn, args in ((anti_alias_filter, (0.5,)), (naive_downsample, (2,)), (avgpool_downsample, (2,)),
+                     (filtered_downsample, (2,)), (fourier_upsample, (128,))):
+        out = fn(x, *args)
+        assert isinstance(out, np.ndarray)
+        np.testing.assert_allclose(out, fn(torch.from_numpy(x), *args).numpy(), rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------------------
+# Property tests of the anti-aliasing filters (hypothesis)
+# ---------------------------------------------------------------------------
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(4, 96), seed=st.integers(0, 2**31 - 1), data=st.data())
+def test_anti_alias_filter_is_an_exact_projection(n, seed, data):
+    c = data.draw(st.integers(0, n // 2 + 1))
+    x = torch.randn(2, n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    y = anti_alias_filter(x, cutoff=c)
+    spec_x, spec_y = torch.fft.rfft(x), torch.fft.rfft(y)
+    scale = float(spec_x.abs().max())
+    # bins below c untouched, bins at or above c removed (to rounding), and filtering twice changes nothing
+    assert torch.allclose(spec_y[..., :c], spec_x[..., :c], atol=1e-10 * scale)
+    if c < spec_y.shape[-1]:
+        assert float(spec_y[..., c:].abs().max()) <= 1e-10 * scale
+    assert torch.allclose(anti_alias_filter(y, cutoff=c), y, atol=1e-12 * scale)
+    # linear: the filter of a sum is the sum of the filters
+    z = torch.randn(2, n, generator=torch.Generator().manual_seed(seed + 1), dtype=torch.float64)
+    assert torch.allclose(anti_alias_filter(x + 2 * z, cutoff=c), y + 2 * anti_alias_filter(z, cutoff=c),
+                          atol=1e-10 * scale)
+
+
+@settings(max_examples=40, deadline=None)
+@given(stride=st.integers(2, 6), m=st.integers(4, 24), seed=st.integers(0, 2**31 - 1))
+def test_filter_then_stride_leaks_nothing_for_any_signal(stride, m, seed):
+    n = stride * m
+    x = torch.randn(n, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    leak = aliasing_leakage(x, lambda v: filtered_downsample(v, stride), stride=stride)
+    assert leak <= 1e-20
+    # decimating a band-limited signal and interpolating it back recovers it exactly
+    band = anti_alias_filter(x, cutoff=(m - 1) // 2 + (1 if m % 2 else 0))
+    up = fourier_upsample(naive_downsample(band, stride), n)
+    assert torch.allclose(up, band, atol=1e-9 * float(band.abs().max() + 1e-300))
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(2, 200), ratio=st.floats(1e-3, 4.0))
+def test_cutoff_bin_matches_the_authors_formula(n, ratio):
+    n_f = n // 2 + 1
+    assert cutoff_bin(n, ratio) == min(n_f, math.floor(n_f * ratio / 2))
+
+
+# ---------------------------------------------------------------------------
+# The reproduction's analysis, by hand
+# ---------------------------------------------------------------------------
+def test_cascade_leakage_by_hand():
+    # n = 64. Stride 2 keeps 32 samples, new Nyquist at input bin 16; stride 4 keeps 16, Nyquist at bin 8.
+    # A tone at bin 12 survives one slicing (12 < 16) but folds at the second (12 >= 8, onto bin 12 - 16 = -4);
+    # the tone at bin 3 stays below both. Two unit tones of equal energy: leakage 0, then 1/2.
+    t = torch.arange(64, dtype=torch.float64)
+    signal = torch.cos(2 * math.pi * 3 * t / 64) + torch.cos(2 * math.pi * 12 * t / 64)
+    table = cascade_leakage(signal, {"slice": naive_downsample, "filter": filtered_downsample}, 2)
+    assert table["slice"][0] == pytest.approx(0.0, abs=1e-20)
+    assert table["slice"][1] == pytest.approx(0.5, rel=1e-12)  # two equal-energy tones, one folded
+    assert max(table["filter"]) <= 1e-25
+
+
+def test_summaries_and_ratios_by_hand():
+    s = summarize_fits([1.0, 3.0], [0.5, 1.5])
+    assert (s.mse, s.mse_std, s.mae) == (2.0, 1.0, 1.0)
+    assert mse_ratio(0.97, 1.0) == pytest.approx(0.97)
+    assert math.isnan(mse_ratio(1.0, math.nan)) and math.isnan(mse_ratio(1.0, 0.0))
+    series = np.cos(2 * np.pi * 8 * np.arange(64) / 64)[:, None]
+    x, y = spectrum_bands(series, bins=8)
+    assert sum(y) <= 1.0 + 1e-12 and len(x) == len(y)
+    assert x[int(np.argmax(y))] == pytest.approx(8 / 64, rel=0.3)  # the band holding the tone at 1/8 cycle

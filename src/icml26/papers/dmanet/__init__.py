@@ -12,9 +12,16 @@ Quick use on your own ``(batch, L, C)`` series::
     model = DMANet(seq_len=96, pred_len=24, n_channels=7, d_model=128)
     loss = frequency_loss(model(x), y)
 
+``METHOD`` is :class:`DMANet`; ``BASELINES`` holds the forecasters it is compared with, each
+built with the same ``(seq_len, pred_len, n_channels)`` (DLinear, PatchTST). The no-filter
+and average-pooling ablations are ``DMANet(..., anti_alias=False)`` and
+``DMANet(..., anti_alias=False, downsampler="avgpool")``.
+
 See ``README.md`` beside this file for the method, the departures from the authors'
 pre-release code, and the reproduction.
 """
+
+from typing import Callable
 
 from icml26.papers.dmanet.baselines import DLinear, PatchTST, moving_average
 from icml26.papers.dmanet.data import (
@@ -42,13 +49,20 @@ from icml26.papers.dmanet.spectral import (
     nyquist_bin,
     spectral_mix,
 )
-from icml26.papers.dmanet.training import FitResult, evaluate, fit_forecaster
+from icml26.papers.dmanet.training import ForecastFitResult, evaluate, fit_forecaster
+
+# METHOD is an alias of a name already in __all__, so it is not listed there itself.
+METHOD: Callable = DMANet
+"""The paper's forecaster."""
+BASELINES: dict[str, Callable] = {"dlinear": DLinear, "patchtst": PatchTST}
+"""Drop-in alternatives to :data:`METHOD`: ``(seq_len, pred_len, n_channels, **options)``."""
 
 __all__ = [
+    "BASELINES",
     "AntiAliasDownsample",
     "DLinear",
     "DMANet",
-    "FitResult",
+    "ForecastFitResult",
     "ForecastSplits",
     "MultiScaleEncoder",
     "PatchTST",

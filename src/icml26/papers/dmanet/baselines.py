@@ -19,6 +19,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.papers.dmanet.layers import RevIN
 
 __all__ = ["DLinear", "PatchTST", "moving_average"]
@@ -29,8 +30,11 @@ def moving_average(x: Tensor, kernel_size: int) -> Tensor:
 
     ``x: (batch, L, C)`` → ``(batch, L, C)``; ``kernel_size`` must be odd.
     """
-    if kernel_size < 1 or kernel_size % 2 == 0:
+    if check_int(kernel_size, "kernel_size", low=1) % 2 == 0:
         raise ValueError(f"kernel_size={kernel_size} must be a positive odd integer")
+    if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[1] < 1:
+        raise ValueError(f"x must be (batch, L, C) with L >= 1, got "
+                         f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
     pad = (kernel_size - 1) // 2
     padded = torch.cat([x[:, :1].expand(-1, pad, -1), x, x[:, -1:].expand(-1, pad, -1)], dim=1)
     # trend_t = mean(x_{t-pad .. t+pad})
@@ -38,6 +42,8 @@ def moving_average(x: Tensor, kernel_size: int) -> Tensor:
 
 
 def _check_input(x: Tensor, seq_len: int, n_channels: int) -> None:
+    if not isinstance(x, Tensor):
+        raise TypeError(f"x must be a torch.Tensor (batch, L, C), got {type(x).__name__}")
     if x.ndim != 3 or x.shape[1] != seq_len or x.shape[2] != n_channels:
         raise ValueError(f"expected input (batch, {seq_len}, {n_channels}), got {tuple(x.shape)}")
 
@@ -54,8 +60,10 @@ class DLinear(nn.Module):
     def __init__(self, seq_len: int, pred_len: int, n_channels: int, *, moving_avg: int = 25,
                  individual: bool = False) -> None:
         super().__init__()
-        if min(seq_len, pred_len, n_channels) < 1:
-            raise ValueError("seq_len, pred_len and n_channels must be positive")
+        for name, value in (("seq_len", seq_len), ("pred_len", pred_len), ("n_channels", n_channels)):
+            check_int(value, name, low=1)
+        if check_int(moving_avg, "moving_avg", low=1) % 2 == 0:
+            raise ValueError(f"moving_avg={moving_avg} must be a positive odd integer")
         self.seq_len, self.pred_len, self.n_channels = seq_len, pred_len, n_channels
         self.moving_avg = moving_avg
         copies = n_channels if individual else 1
@@ -94,6 +102,11 @@ class PatchTST(nn.Module):
                  patch_stride: int = 8, d_model: int = 64, n_heads: int = 4, n_layers: int = 2,
                  d_ff: int = 128, dropout: float = 0.1) -> None:
         super().__init__()
+        for name, value in (("seq_len", seq_len), ("pred_len", pred_len), ("n_channels", n_channels),
+                            ("patch_len", patch_len), ("patch_stride", patch_stride), ("d_model", d_model),
+                            ("n_heads", n_heads), ("n_layers", n_layers), ("d_ff", d_ff)):
+            check_int(value, name, low=1)
+        check_real(dropout, "dropout", low=0.0, high=1.0, high_open=True)
         if patch_len > seq_len or patch_stride < 1:
             raise ValueError(f"patch_len={patch_len} must be <= seq_len={seq_len} and patch_stride >= 1")
         if d_model % n_heads != 0:

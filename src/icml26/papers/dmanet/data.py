@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.common.extras import require
 
 __all__ = [
@@ -57,8 +58,14 @@ def lorenz63(
     ``burn_in`` samples (transient) are dropped. Returns ``(n_samples, 3)`` float64.
     (Plain floats: for one 3-dimensional state they beat NumPy's per-call overhead.)
     """
-    if n_samples < 1 or dt <= 0 or max_step <= 0 or burn_in < 0:
-        raise ValueError("n_samples must be positive, dt and max_step positive, burn_in non-negative")
+    check_int(n_samples, "n_samples", low=1)
+    check_int(burn_in, "burn_in", low=0)
+    check_real(dt, "dt", low=0.0, low_open=True)
+    check_real(max_step, "max_step", low=0.0, low_open=True)
+    for name, value in (("sigma", sigma), ("rho", rho), ("beta", beta)):
+        check_real(value, name)
+    if len(initial) != 3 or not all(np.isfinite(v) for v in initial):
+        raise ValueError(f"initial={initial!r} must be three finite numbers (x, y, z)")
     substeps = max(1, math.ceil(dt / max_step - 1e-9))
     h = dt / substeps
     h2, h6 = h / 2.0, h / 6.0
@@ -104,8 +111,13 @@ def aliasing_lorenz(
     Returns:
         ``(length, 3)`` float64 (not standardised; see :func:`standardized_splits`).
     """
-    if length < 16:
+    if check_int(length, "length") < 16:
         raise ValueError(f"length={length} is too short; use at least a few hundred samples")
+    check_real(dt, "dt", low=0.0, low_open=True)
+    check_real(fast_speed, "fast_speed", low=0.0, low_open=True)
+    check_real(fast_scale, "fast_scale", low=0.0)
+    if rng is not None and not isinstance(rng, np.random.Generator):
+        raise TypeError(f"rng must be a numpy.random.Generator, got {type(rng).__name__}")
     rng = np.random.default_rng(0) if rng is None else rng
     starts = rng.normal(size=(4, 3)) * np.array([5.0, 5.0, 5.0]) + np.array([0.0, 0.0, 25.0])
     slow = lorenz63(length, dt, initial=tuple(starts[0]))
@@ -155,6 +167,12 @@ class ForecastSplits:
     std: np.ndarray
     seq_len: int
 
+    def __post_init__(self) -> None:
+        shapes = [np.shape(a) for a in (self.train, self.val, self.test)]
+        if any(len(sh) != 2 for sh in shapes) or len({sh[1] for sh in shapes}) != 1:
+            raise ValueError(f"train, val and test must be (T, C) with the same C, got {shapes}")
+        check_int(self.seq_len, "seq_len", low=1)
+
     @property
     def n_channels(self) -> int:
         return self.train.shape[1]
@@ -168,7 +186,13 @@ def standardized_splits(series: np.ndarray, seq_len: int, *, train_fraction: flo
     validation; borders ``[0, n_train - L, T - n_test - L]`` to ``[n_train, n_train +
     n_val, T]``. Every segment is z-scored with the training segment's mean and std.
     """
-    series = np.asarray(series, dtype=np.float64)
+    check_int(seq_len, "seq_len", low=1)
+    check_real(train_fraction, "train_fraction")
+    check_real(test_fraction, "test_fraction")
+    try:
+        series = np.asarray(series, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"series must be numbers, a (T, C) array, got {type(series).__name__}") from None
     if series.ndim == 1:
         series = series[:, None]
     if series.ndim != 2:
@@ -202,8 +226,11 @@ def sliding_windows(segment: np.ndarray, seq_len: int, pred_len: int, *, step: i
 
     Returns ``X: (N, seq_len, C)`` and ``Y: (N, pred_len, C)``, copies in the segment's dtype.
     """
-    if seq_len < 1 or pred_len < 1 or step < 1:
-        raise ValueError("seq_len, pred_len and step must be positive")
+    for name, value in (("seq_len", seq_len), ("pred_len", pred_len), ("step", step)):
+        check_int(value, name, low=1)
+    segment = np.asarray(segment)
+    if segment.ndim != 2:
+        raise ValueError(f"segment must be (T, C), got shape {segment.shape}; reshape a 1-D series with [:, None]")
     n = segment.shape[0] - seq_len - pred_len + 1
     if n < 1:
         raise ValueError(f"segment of {segment.shape[0]} steps holds no window of {seq_len}+{pred_len}")

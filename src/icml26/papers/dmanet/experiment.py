@@ -23,9 +23,11 @@ from typing import Any, Literal
 import numpy as np
 import torch
 
-from icml26.results import Outcome, check
-from icml26.runner import RunContext
+from icml26.common.config import validate_numbers
+from icml26.contract import Outcome, RunContext
+from icml26.papers.dmanet.analysis import cascade_leakage, mse_ratio, spectrum_bands, summarize_fits
 from icml26.papers.dmanet.baselines import DLinear, PatchTST
+from icml26.papers.dmanet.claims import CHECKS
 from icml26.papers.dmanet.data import (
     aliasing_lorenz,
     load_sunspots,
@@ -33,16 +35,22 @@ from icml26.papers.dmanet.data import (
     sliding_windows,
     standardized_splits,
 )
+from icml26.papers.dmanet.figures import plot
 from icml26.papers.dmanet.model import DMANet
-from icml26.papers.dmanet.spectral import (
-    aliasing_leakage,
-    avgpool_downsample,
-    filtered_downsample,
-    naive_downsample,
-)
-from icml26.papers.dmanet.training import fit_forecaster
+from icml26.papers.dmanet.spectral import avgpool_downsample, filtered_downsample, naive_downsample
+from icml26.papers.dmanet.training import ForecastFitResult, fit_forecaster
+
+__all__ = ["CHECKS", "Config", "DATASETS", "MODELS", "STREAMS", "plot", "run"]
 
 log = logging.getLogger(__name__)
+
+STREAMS = {
+    "chaotic": 0,    # initial states of the aliasing-Lorenz series
+    "batches": 100,  # mini-batch order of every fit; index = replicate
+}
+"""Named random streams, each mapped to the integer offset the pre-contract code used. (Model
+initialisation seeds torch's global generator with ``1000 * seed + replicate``, as before, so
+every arm starts from the same seed.)"""
 
 MODELS = ("dmanet", "dmanet_no_filter", "dmanet_nyquist", "timemixer_pool", "dlinear", "patchtst")
 DATASETS = ("chaotic", "taylor", "sunspots")
@@ -101,6 +109,7 @@ class Config:
     """torch intra-op threads for the run (0: the runner's setting). Tiny models run faster on one."""
 
     def __post_init__(self) -> None:
+        validate_numbers(self)
         unknown = [d for d in self.datasets if d not in DATASETS]
         if unknown or not self.datasets:
             raise ValueError(f"datasets={self.datasets!r}: choose from {', '.join(DATASETS)}")
@@ -127,6 +136,8 @@ class Config:
             raise ValueError(f"chaotic_length={self.chaotic_length} is too short for the windows; raise it")
         if self.loss not in ("frequency", "mse"):
             raise ValueError(f"loss={self.loss!r} must be 'frequency' or 'mse'")
+        if not 0 <= self.dropout < 1 or self.lr <= 0:
+            raise ValueError(f"need 0 <= dropout < 1 and lr > 0, got dropout={self.dropout}, lr={self.lr}")
 
     @classmethod
     def quick(cls) -> "Config":
@@ -163,37 +174,15 @@ def _build(name: str, seq_len: int, pred_len: int, channels: int, config: Config
     raise ValueError(f"unknown model {name!r}")
 
 
-def _leakage(signal: torch.Tensor, levels: int) -> dict[str, list[float]]:
-    """Leakage of each operator cascaded ``l`` times with stride 2, ``l = 1..levels``."""
-    out: dict[str, list[float]] = {}
-    for name, op in OPERATORS.items():
-        values = []
-        for level in range(1, levels + 1):
-            def cascade(x: torch.Tensor, level: int = level, op=op) -> torch.Tensor:
-                for _ in range(level):
-                    x = op(x, 2)
-                return x
-            values.append(aliasing_leakage(signal, cascade, stride=2 ** level))
-        out[name] = values
-    return out
-
-
-def _spectrum_curve(series: np.ndarray, bins: int = 128) -> dict[str, Any]:
-    """Mean power per frequency band (log-spaced) of a ``(T, C)`` series, as cycles per sample."""
-    power = (np.abs(np.fft.rfft(series - series.mean(0), axis=0)) ** 2).mean(1)
-    freqs = np.fft.rfftfreq(series.shape[0])
-    edges = np.unique(np.geomspace(1, len(freqs) - 1, bins + 1).astype(int))
-    x, y = [], []
-    for lo, hi in zip(edges[:-1], edges[1:]):
-        x.append(float(freqs[lo:hi].mean()))
-        y.append(float(power[lo:hi].mean() / power.sum()))
+def _spectrum_curve(series: np.ndarray) -> dict[str, Any]:
+    x, y = spectrum_bands(series)
     return {"x": x, "series": {"power share": y}, "xlabel": "frequency (cycles / sample)",
             "ylabel": "power share per bin", "title": "aliasing Lorenz: spectrum", "logx": True, "logy": True}
 
 
 def _load(name: str, config: Config, ctx: RunContext) -> tuple[np.ndarray, int]:
     if name == "chaotic":
-        return aliasing_lorenz(config.chaotic_length, rng=ctx.rng(0)), config.chaotic_seq_len
+        return aliasing_lorenz(config.chaotic_length, rng=ctx.rng("chaotic")), config.chaotic_seq_len
     if name == "taylor":
         return load_taylor(), config.taylor_seq_len
     return load_sunspots(), config.taylor_seq_len
@@ -214,15 +203,16 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
     notes: list[str] = []
     series = {name: _load(name, config, ctx) for name in config.datasets}
     splits = {name: standardized_splits(values, seq_len) for name, (values, seq_len) in series.items()}
-    chaotic = series["chaotic"][0] if "chaotic" in series else aliasing_lorenz(config.chaotic_length, rng=ctx.rng(0))
+    chaotic = series["chaotic"][0] if "chaotic" in series else aliasing_lorenz(config.chaotic_length,
+                                                                               rng=ctx.rng("chaotic"))
 
     # 1. model-free leakage on the chaotic series (all channels, full length)
     start = time.perf_counter()
-    leakage = _leakage(torch.as_tensor(chaotic.T.copy()), config.levels)
+    leakage = cascade_leakage(torch.as_tensor(chaotic.T.copy()), OPERATORS, config.levels)
     leak_seconds = time.perf_counter() - start
 
     # 2. forecasting
-    results: dict[tuple[str, str, int], list] = {}
+    results: dict[tuple[str, str, int], list[ForecastFitResult]] = {}
     example: dict[str, Any] = {}
     jobs = [(d, h, m, s) for d in config.datasets for h in config.horizons for m in config.models
             for s in range(config.seeds)]
@@ -234,7 +224,7 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
             model, data, horizon, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
             loss=config.loss, patience=config.patience, train_step=config.train_step,
             max_batches_per_epoch=config.max_batches_per_epoch or None,
-            generator=ctx.torch_generator(100 + seed_index), device=ctx.device,
+            generator=ctx.torch_generator("batches", seed_index), device=ctx.device,
         )
         results.setdefault((dataset, model_name, horizon), []).append(fit)
         log.info("%s H=%d %s seed %d: test mse %.4f (%.1f s)", dataset, horizon, model_name, seed_index,
@@ -258,12 +248,11 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
             per_h = []
             for horizon in config.horizons:
                 fits = results[(dataset, model_name, horizon)]
-                mse = np.array([f.test_mse for f in fits])
-                mae = np.array([f.test_mae for f in fits])
-                arm[f"{dataset}_h{horizon}_mse"] = float(mse.mean())
-                arm[f"{dataset}_h{horizon}_mse_std"] = float(mse.std())
-                arm[f"{dataset}_h{horizon}_mae"] = float(mae.mean())
-                per_h.append(float(mse.mean()))
+                summary = summarize_fits([f.test_mse for f in fits], [f.test_mae for f in fits])
+                arm[f"{dataset}_h{horizon}_mse"] = summary.mse
+                arm[f"{dataset}_h{horizon}_mse_std"] = summary.mse_std
+                arm[f"{dataset}_h{horizon}_mae"] = summary.mae
+                per_h.append(summary.mse)
             arm[f"{dataset}_mse"] = float(np.mean(per_h))
         fits = [f for (d, m, h), fs in results.items() if m == model_name for f in fs]
         arm["params"] = float(fits[0].n_parameters)
@@ -275,21 +264,19 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
         metrics[name] = {f"leak_l{l + 1}": v for l, v in enumerate(values)}
 
     # checks (issue 8, "Figures to reach")
-    checks = [
-        check("filter+stride leakage, worst of levels 1-3", max(leakage["filter+stride"]), "<=", 1e-10),
-        check("naive slicing leakage, level 1", leakage["naive slicing"][0], ">=", 0.03),
-    ]
+    checks = [CHECKS["filter_leakage"].measure(max(leakage["filter+stride"])),
+              CHECKS["naive_leakage_l1"].measure(leakage["naive slicing"][0])]
     if config.levels >= 3:
-        checks += [check("naive slicing leakage, level 2", leakage["naive slicing"][1], ">=", 0.08),
-                   check("naive slicing leakage, level 3", leakage["naive slicing"][2], ">=", 0.12)]
+        checks += [CHECKS["naive_leakage_l2"].measure(leakage["naive slicing"][1]),
+                   CHECKS["naive_leakage_l3"].measure(leakage["naive slicing"][2])]
     dm = metrics["dmanet"]
     if "chaotic" in config.datasets and "dmanet_no_filter" in metrics:
-        checks.append(check("DMANet / no-filter MSE, chaotic (mean over horizons)",
-                            dm["chaotic_mse"] / metrics["dmanet_no_filter"]["chaotic_mse"], "<=", 0.97))
+        checks.append(CHECKS["no_filter_ratio_chaotic"].measure(
+            mse_ratio(dm["chaotic_mse"], metrics["dmanet_no_filter"]["chaotic_mse"])))
     for dataset in ("chaotic", "taylor"):
         if dataset in config.datasets and "dlinear" in metrics:
-            checks.append(check(f"DMANet / DLinear MSE, {dataset} (mean over horizons)",
-                                dm[f"{dataset}_mse"] / metrics["dlinear"][f"{dataset}_mse"], "<=", 1.0))
+            checks.append(CHECKS[f"dlinear_ratio_{dataset}"].measure(
+                mse_ratio(dm[f"{dataset}_mse"], metrics["dlinear"][f"{dataset}_mse"])))
 
     curves: dict[str, Any] = {
         "leakage": {"x": list(range(1, config.levels + 1)),
@@ -316,7 +303,7 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
             "title": f"{config.datasets[0]}: one test window, H={config.horizons[0]}, seed 0",
         }
 
-    ratio = dm.get("chaotic_mse", math.nan) / metrics.get("dmanet_no_filter", {}).get("chaotic_mse", math.nan)
+    ratio = mse_ratio(dm.get("chaotic_mse", math.nan), metrics.get("dmanet_no_filter", {}).get("chaotic_mse", math.nan))
     notes.append(
         f"Leakage (levels 1-3): naive slicing {', '.join(f'{v:.3%}' for v in leakage['naive slicing'])}; "
         f"average pooling {', '.join(f'{v:.3%}' for v in leakage['avg pooling'])}; filter+stride "
@@ -336,71 +323,8 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
                          "content; see the dmanet_nyquist arm.")
     for dataset in ("chaotic", "taylor"):
         if dataset in config.datasets and "dlinear" in metrics:
-            r = dm[f"{dataset}_mse"] / metrics["dlinear"][f"{dataset}_mse"]
+            r = mse_ratio(dm[f"{dataset}_mse"], metrics["dlinear"][f"{dataset}_mse"])
             if r > 1.0:
                 notes.append(f"Not reproduced on {dataset}: DMANet's MSE is {r:.3f} x DLinear's (mean over "
                              f"horizons {', '.join(map(str, config.horizons))}).")
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
-
-
-def plot(data: dict[str, Any]) -> dict[str, Any]:
-    """Three figures from the result JSON: leakage, forecast MSE per data set, one forecast."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    curves = data["curves"]
-    figures: dict[str, Any] = {}
-
-    fig, (ax_s, ax_l) = plt.subplots(1, 2, figsize=(11, 4), layout="constrained")
-    spec = curves["spectrum"]
-    ax_s.loglog(spec["x"], spec["series"]["power share"], color="k", lw=1)
-    for level, color in zip((1, 2, 3), ("tab:blue", "tab:orange", "tab:red")):
-        ax_s.axvline(0.5 / 2 ** level, color=color, ls="--", lw=1, label=f"new Nyquist, level {level}")
-    ax_s.set_xlabel(spec["xlabel"]); ax_s.set_ylabel(spec["ylabel"]); ax_s.set_title(spec["title"])  # noqa: E702
-    ax_s.legend(fontsize="small"); ax_s.grid(True, alpha=0.3)  # noqa: E702
-    leak = curves["leakage"]
-    names = list(leak["series"])
-    width = 0.8 / len(names)
-    for i, name in enumerate(names):
-        pos = np.arange(len(leak["x"])) + (i - (len(names) - 1) / 2) * width
-        values = [100 * v for v in leak["series"][name]]
-        bars = ax_l.bar(pos, values, width, label=name)
-        for bar, v in zip(bars, leak["series"][name]):
-            ax_l.annotate(f"{v:.0e}" if v < 1e-4 else f"{100 * v:.1f}%", (bar.get_x() + width / 2, bar.get_height()),
-                          ha="center", va="bottom", fontsize=7)
-    ax_l.set_xticks(np.arange(len(leak["x"])), [f"level {l}\n(stride {2 ** l})" for l in leak["x"]])
-    ax_l.set_ylabel("leakage: % of output energy folded from above Nyquist", fontsize=9)
-    ax_l.set_title(leak["title"]); ax_l.legend(fontsize="small"); ax_l.grid(True, axis="y", alpha=0.3)  # noqa: E702
-    figures["leakage.png"] = fig
-
-    mse_curves = [(k, v) for k, v in curves.items() if k.startswith("mse_")]
-    if mse_curves:
-        fig, axes = plt.subplots(1, len(mse_curves), figsize=(5.5 * len(mse_curves), 4), layout="constrained",
-                                 squeeze=False)
-        for ax, (name, curve) in zip(axes[0], mse_curves):
-            arms = list(curve["series"])
-            width = 0.8 / len(arms)
-            for i, arm in enumerate(arms):
-                pos = np.arange(len(curve["x"])) + (i - (len(arms) - 1) / 2) * width
-                ax.bar(pos, curve["series"][arm], width, yerr=curve["std"][arm], capsize=2, label=arm)
-            ax.set_xticks(np.arange(len(curve["x"])), [f"H={h}" for h in curve["x"]])
-            values = [v for ys in curve["series"].values() for v in ys]
-            ax.set_ylim(min(values) * 0.9, max(values) * 1.05)
-            ax.set_ylabel(curve["ylabel"]); ax.set_title(curve["title"]); ax.grid(True, axis="y", alpha=0.3)  # noqa: E702
-        axes[0][0].legend(fontsize="small")
-        figures["forecast_mse.png"] = fig
-
-    if "example_forecast" in curves:
-        ex = curves["example_forecast"]
-        fig, ax = plt.subplots(figsize=(8, 3.5), layout="constrained")
-        for arm, ys in ex["series"].items():
-            ys = [np.nan if v is None else v for v in ys]
-            ax.plot(ex["x"], ys, lw=1.6 if arm == "truth" else 1.2, color="k" if arm == "truth" else None,
-                    label=arm)
-        ax.axvline(0.5, color="gray", ls=":")
-        ax.set_xlabel(ex["xlabel"]); ax.set_ylabel(ex["ylabel"]); ax.set_title(ex["title"])  # noqa: E702
-        ax.legend(fontsize="small"); ax.grid(True, alpha=0.3)  # noqa: E702
-        figures["example_forecast.png"] = fig
-    return figures

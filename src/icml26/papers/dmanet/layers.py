@@ -21,10 +21,12 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.papers.dmanet.spectral import (
     InterpNorm,
-    anti_alias_filter,
+    _low_pass,
     capacity_ratio,
+    cutoff_bin,
     joint_interpolation,
 )
 
@@ -43,16 +45,22 @@ class RevIN(nn.Module):
 
     def __init__(self, n_channels: int, *, eps: float = 1e-5, affine: bool = True) -> None:
         super().__init__()
-        if n_channels < 1:
-            raise ValueError(f"n_channels={n_channels} must be positive")
-        self.eps = float(eps)
+        check_int(n_channels, "n_channels", low=1)
+        self.eps = check_real(eps, "eps", low=0.0)
+        self.n_channels = n_channels
         self.affine = affine
         if affine:
             self.gamma = nn.Parameter(torch.ones(n_channels))
             self.beta = nn.Parameter(torch.zeros(n_channels))
 
     def normalize(self, x: Tensor) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        """``x: (batch, time, channels)`` → (normalised ``x``, ``(mean, std)`` each ``(batch, 1, channels)``)."""
+        """``x: (batch, time, channels)`` → (normalised ``x``, ``(mean, std)`` each ``(batch, 1, channels)``).
+
+        NaN propagates through its own channel (mean and std are per instance and channel).
+        """
+        if not isinstance(x, Tensor) or x.ndim != 3 or x.shape[2] != self.n_channels or not x.is_floating_point():
+            raise ValueError(f"x must be a floating (batch, time, {self.n_channels}) tensor, got "
+                             f"{tuple(x.shape) if isinstance(x, Tensor) else type(x).__name__}")
         mean = x.mean(dim=1, keepdim=True).detach()
         std = torch.sqrt(x.var(dim=1, keepdim=True, unbiased=False) + self.eps).detach()
         # x_hat = (x - mu) / sigma * gamma + beta
@@ -72,8 +80,9 @@ class RevIN(nn.Module):
 
 def channel_schedule(n_channels: int, levels: int, factor: float) -> list[int]:
     """``[C_0, C_1, …, C_M]`` with ``C_l = max(1, floor(C_{l-1} * factor))`` (7 → 3 → 1 → 1)."""
-    if n_channels < 1 or levels < 1:
-        raise ValueError(f"n_channels={n_channels} and levels={levels} must be positive")
+    check_int(n_channels, "n_channels", low=1)
+    check_int(levels, "levels", low=1)
+    check_real(factor, "factor")
     if not 0 < factor <= 1:
         raise ValueError(f"channel factor {factor} must lie in (0, 1]; the authors use 0.5")
     schedule = [n_channels]
@@ -116,12 +125,14 @@ class AntiAliasDownsample(nn.Module):
         legacy_double_gelu: bool = False,
     ) -> None:
         super().__init__()
+        for name, value in (("in_channels", in_channels), ("out_channels", out_channels),
+                            ("kernel_size", kernel_size), ("stride", stride)):
+            check_int(value, name, low=1)
         if downsampler not in ("conv", "avgpool"):
             raise ValueError(f"downsampler={downsampler!r} must be 'conv' or 'avgpool'")
-        if cutoff_ratio is not None and not cutoff_ratio > 0:
-            raise ValueError(f"cutoff_ratio={cutoff_ratio} must be positive (2/stride is the Nyquist cutoff)")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout={dropout} must lie in [0, 1)")
+        if cutoff_ratio is not None:
+            check_real(cutoff_ratio, "cutoff_ratio", low=0.0, low_open=True)
+        check_real(dropout, "dropout", low=0.0, high=1.0, high_open=True)
         self.in_channels, self.out_channels = in_channels, out_channels
         self.stride = stride
         self.anti_alias = anti_alias
@@ -141,12 +152,13 @@ class AntiAliasDownsample(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, h: Tensor) -> Tensor:
-        """``h: (batch, C_{l-1}, n)`` → ``(batch, C_l, n / s)``."""
-        if h.shape[1] != self.in_channels:
-            raise ValueError(f"expected {self.in_channels} channels, got {h.shape[1]}")
+        """``h: (batch, C_{l-1}, n)`` → ``(batch, C_l, n / s)``. NaN propagates (checked at the network's input)."""
+        if not isinstance(h, Tensor) or h.ndim != 3 or h.shape[1] != self.in_channels or h.shape[-1] < 1:
+            raise ValueError(f"expected (batch, {self.in_channels}, n) features, got "
+                             f"{tuple(h.shape) if isinstance(h, Tensor) else type(h).__name__}")
         if self.anti_alias:
-            # Prevention: zero rFFT bins j >= floor(n_f * rho_l / 2)
-            h = anti_alias_filter(h, self.ratio, dim=-1)
+            # Prevention: zero rFFT bins j >= floor(n_f * rho_l / 2)  (anti_alias_filter without the NaN sync)
+            h = _low_pass(h, cutoff_bin(h.shape[-1], self.ratio), h.ndim - 1)
         # Decomposition: depthwise stride-s conv (temporal), pointwise conv (channels)
         h = self.depthwise(h)
         if self.bn_in is not None:
@@ -191,6 +203,11 @@ class MultiScaleEncoder(nn.Module):
         init_std: float = 0.02,
     ) -> None:
         super().__init__()
+        check_int(n_channels, "n_channels", low=1)
+        check_int(length, "length", low=1)
+        check_int(levels, "levels", low=1)
+        check_int(stride, "stride")
+        check_real(init_std, "init_std", low=0.0)
         if stride < 2:
             raise ValueError(f"stride={stride} must be at least 2 to downsample")
         if length % (stride ** levels) != 0:

@@ -15,10 +15,16 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from icml26.common.argcheck import check_int, check_real
+
 __all__ = ["fredf_loss", "frequency_loss", "mse_loss"]
 
 
 def _check_pair(pred: Tensor, target: Tensor) -> None:
+    if not isinstance(pred, Tensor) or not isinstance(target, Tensor):
+        raise TypeError("pred and target must be torch.Tensors")
+    if pred.numel() == 0:
+        raise ValueError("pred is empty")
     if pred.shape != target.shape:
         raise ValueError(f"prediction {tuple(pred.shape)} and target {tuple(target.shape)} differ in shape")
 
@@ -33,8 +39,14 @@ def frequency_loss(pred: Tensor, target: Tensor, *, dim: int = 1, weight: float 
         weight: ``lambda`` (``auxi_lambda``; 1, or 0.5 for Exchange).
         power: 1 is the authors' loss (mean modulus); 2 the squared modulus, which by
             Parseval equals ``n * mean((pred - target)^2)`` for ``n`` steps on ``dim``.
+
+    NaN in ``pred`` or ``target`` gives a NaN loss (as any torch loss).
     """
     _check_pair(pred, target)
+    check_int(dim, "dim")
+    if not -pred.ndim <= dim < pred.ndim:
+        raise ValueError(f"dim={dim} is out of range for a tensor with {pred.ndim} dimension(s)")
+    check_real(weight, "weight", low=0.0)
     if power not in (1, 2):
         raise ValueError(f"power={power} must be 1 (authors' MAE of the modulus) or 2")
     # FFT is linear: FFT(Y_hat) - FFT(Y) = FFT(Y_hat - Y)
@@ -50,6 +62,7 @@ def mse_loss(pred: Tensor, target: Tensor) -> Tensor:
 
 def fredf_loss(pred: Tensor, target: Tensor, *, alpha: float = 1.0, dim: int = 1) -> Tensor:
     """FreDF: ``alpha * frequency_loss + (1 - alpha) * mse``; ``alpha = 1`` is DMANet's setting."""
+    check_real(alpha, "alpha")
     if not 0.0 <= alpha <= 1.0:
         raise ValueError(f"alpha={alpha} must lie in [0, 1]")
     loss = alpha * frequency_loss(pred, target, dim=dim) if alpha > 0 else pred.new_zeros(())

@@ -22,6 +22,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.papers.dmanet.layers import Downsampler, MultiScaleEncoder, RevIN
 from icml26.papers.dmanet.spectral import InterpNorm
 
@@ -88,8 +89,11 @@ class DMANet(nn.Module):
         for name, value in (("seq_len", seq_len), ("pred_len", pred_len), ("n_channels", n_channels),
                             ("d_model", d_model), ("levels", levels), ("e_layers", e_layers),
                             ("d_ff", d_ff), ("kernel_size", kernel_size)):
-            if not isinstance(value, int) or value < 1:
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
+        check_int(stride, "stride", low=2)
+        check_real(channel_factor, "channel_factor", low=0.0, high=1.0, low_open=True)
+        check_real(dropout, "dropout", low=0.0, high=1.0, high_open=True)
         if filter_axis not in ("latent", "time"):
             raise ValueError(f"filter_axis={filter_axis!r} must be 'latent' (authors' code) or 'time'")
         self.seq_len, self.pred_len, self.n_channels = seq_len, pred_len, n_channels
@@ -133,11 +137,21 @@ class DMANet(nn.Module):
         return z
 
     def forward(self, x: Tensor) -> Tensor:
-        """``x: (batch, seq_len, n_channels)`` → ``(batch, pred_len, n_channels)``."""
+        """``x: (batch, seq_len, n_channels)`` → ``(batch, pred_len, n_channels)``.
+
+        Non-finite input is a ``ValueError`` (the Fourier layers would spread one NaN over the
+        whole series, and RevIN over its channel).
+        """
+        if not isinstance(x, Tensor):
+            raise TypeError(f"x must be a torch.Tensor (batch, seq_len, n_channels), got {type(x).__name__}")
         if x.ndim != 3 or x.shape[1] != self.seq_len or x.shape[2] != self.n_channels:
             raise ValueError(
                 f"expected input (batch, {self.seq_len}, {self.n_channels}), got {tuple(x.shape)}"
             )
+        if not x.is_floating_point():
+            raise TypeError(f"x must be floating point, got {x.dtype}")
+        if not bool(torch.isfinite(x).all()):
+            raise ValueError("x contains NaN or inf; fill or drop them before forecasting")
         x_hat, stats = self.revin.normalize(x)
         z = x_hat.transpose(1, 2)  # (B, C, L)
         if self.filter_axis == "time":

@@ -22,16 +22,25 @@ Steps the functions here implement:
    with the authors' FFT scaling and complex-to-real cast available for comparison.
 
 All functions act on torch tensors along ``dim`` and follow the input's device and
-dtype; nothing is allocated on a fixed device.
+dtype; nothing is allocated on a fixed device. The filters, resamplers and downsamplers also
+take NumPy arrays and then return NumPy arrays. Non-finite input to a Fourier operator
+(:func:`anti_alias_filter`, :func:`filtered_downsample`, :func:`fourier_upsample`,
+:func:`aliasing_leakage`) is a ``ValueError``: the FFT would spread one NaN over the whole
+axis. :func:`naive_downsample` and :func:`avgpool_downsample` are local: NaN stays where
+it is (slicing) or in its window (pooling).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Callable, Literal
 
+import numpy as np
 import torch
 from torch import Tensor
+
+from icml26.common.argcheck import check_int, check_real
 
 __all__ = [
     "InterpNorm",
@@ -51,14 +60,31 @@ __all__ = [
 InterpNorm = Literal["exact", "backward"]
 
 
-def _check_dim(x: Tensor, dim: int) -> int:
+def _check_dim(x: Tensor, dim: int, *, name: str = "x", finite: bool = False) -> int:
     if not isinstance(x, Tensor):
-        raise ValueError(f"expected a torch.Tensor, got {type(x).__name__}; wrap arrays with torch.as_tensor")
+        raise TypeError(f"{name} must be a torch.Tensor or a NumPy array, got {type(x).__name__}")
     if x.is_complex() or not x.is_floating_point():
-        raise ValueError(f"expected a real floating tensor, got dtype {x.dtype}; cast with .float() or .double()")
+        raise TypeError(f"{name} must be a real floating tensor, got dtype {x.dtype}; cast with .float() or .double()")
+    dim = check_int(dim, "dim")
     if not -x.ndim <= dim < x.ndim:
         raise ValueError(f"dim={dim} is out of range for a tensor with {x.ndim} dimension(s)")
+    if x.shape[dim] == 0:
+        raise ValueError(f"{name} is empty along dim={dim}")
+    if finite and not bool(torch.isfinite(x).all()):
+        raise ValueError(f"{name} contains NaN or inf; the Fourier transform would spread it over the whole axis")
     return dim % x.ndim
+
+
+def _numpy_in_out(fn):
+    """Let ``fn(x, ...)`` take a NumPy array (as a CPU tensor) and return a NumPy array for it."""
+
+    @functools.wraps(fn)
+    def wrapper(x, *args, **kwargs):
+        if isinstance(x, np.ndarray):
+            return fn(torch.from_numpy(x), *args, **kwargs).numpy()
+        return fn(x, *args, **kwargs)
+
+    return wrapper
 
 
 def cutoff_bin(length: int, ratio: float) -> int:
@@ -68,10 +94,8 @@ def cutoff_bin(length: int, ratio: float) -> int:
     authors' ``apply_antialias_mask``. ``ratio`` is the code's ``ICR`` (rho_l).
     With ``ratio = 2 / s`` the cutoff is the Nyquist bin of a stride-``s`` output.
     """
-    if length < 1:
-        raise ValueError(f"length={length} must be positive")
-    if not ratio > 0:
-        raise ValueError(f"ratio={ratio} must be positive (the share of the spectrum kept is ratio/2)")
+    check_int(length, "length", low=1)
+    check_real(ratio, "ratio", low=0.0, low_open=True)
     n_f = length // 2 + 1
     # c = floor(n_f * rho / 2)
     return min(n_f, int(math.floor(n_f * ratio / 2.0)))
@@ -79,11 +103,9 @@ def cutoff_bin(length: int, ratio: float) -> int:
 
 def capacity_ratio(in_channels: int, out_channels: int, kernel_size: int, stride: int) -> float:
     """The authors' rho_l ("ICR", "ESR" in the rebuttal): ``min(C_l / C_{l-1}, k) / s``."""
-    if min(in_channels, out_channels, kernel_size, stride) < 1:
-        raise ValueError(
-            f"channels ({in_channels}, {out_channels}), kernel_size={kernel_size} and stride={stride} "
-            "must all be positive integers"
-        )
+    for name, value in (("in_channels", in_channels), ("out_channels", out_channels),
+                        ("kernel_size", kernel_size), ("stride", stride)):
+        check_int(value, name, low=1)
     # rho_l = min(C_l / C_{l-1}, k) / s
     return min(out_channels / in_channels, float(kernel_size)) / stride
 
@@ -94,11 +116,12 @@ def nyquist_bin(length: int, stride: int) -> int:
     ``x[::s]`` has ``m = ceil(length / s)`` samples; bin ``k`` of ``x`` lands on
     ``k * s / length`` cycles per output sample, which reaches 1/2 at ``k = m / 2``.
     """
-    if length < 1 or stride < 1:
-        raise ValueError(f"length={length} and stride={stride} must be positive")
+    check_int(length, "length", low=1)
+    check_int(stride, "stride", low=1)
     return math.ceil(math.ceil(length / stride) / 2)
 
 
+@_numpy_in_out
 def anti_alias_filter(
     x: Tensor,
     ratio: float | None = None,
@@ -109,22 +132,30 @@ def anti_alias_filter(
     """Ideal low-pass: zero every rFFT bin at or above the cutoff, keep the rest exactly.
 
     Args:
-        x: real tensor, any shape; filtered along ``dim`` (length ``n``).
+        x: real tensor (or NumPy array), any shape; filtered along ``dim`` (length ``n``).
+            NaN or inf is a ``ValueError``.
         ratio: rho, giving the cutoff ``floor((n//2 + 1) * rho / 2)`` (:func:`cutoff_bin`).
         dim: the axis to filter.
         cutoff: the first removed bin, set directly (``0..n//2+1``); exclusive with ``ratio``.
 
     Returns:
-        A tensor of ``x``'s shape, dtype and device.
+        A tensor of ``x``'s shape, dtype and device (a NumPy array for NumPy input).
     """
-    dim = _check_dim(x, dim)
+    dim = _check_dim(x, dim, finite=True)
     n = x.shape[dim]
     if (ratio is None) == (cutoff is None):
         raise ValueError("give exactly one of ratio (rho, the authors' formula) or cutoff (a bin index)")
     n_f = n // 2 + 1
-    c = cutoff_bin(n, ratio) if ratio is not None else int(cutoff)
+    c = cutoff_bin(n, ratio) if ratio is not None else check_int(cutoff, "cutoff")
     if not 0 <= c <= n_f:
         raise ValueError(f"cutoff={c} must lie in 0..{n_f} (the rFFT of length {n} has {n_f} bins)")
+    return _low_pass(x, c, dim)
+
+
+def _low_pass(x: Tensor, c: int, dim: int) -> Tensor:
+    """The filter of :func:`anti_alias_filter` without the argument checks (for layers inside a network)."""
+    n = x.shape[dim]
+    n_f = n // 2 + 1
     spec = torch.fft.rfft(x, dim=dim)
     # F_j <- 0 for j >= c  (everything below c passes untouched)
     keep = torch.arange(n_f, device=x.device) < c
@@ -134,23 +165,27 @@ def anti_alias_filter(
     return torch.fft.irfft(spec, n=n, dim=dim)
 
 
+@_numpy_in_out
 def naive_downsample(x: Tensor, stride: int, dim: int = -1) -> Tensor:
-    """Keep every ``stride``-th sample (``x[..., ::stride]``): folds everything above the new Nyquist."""
+    """Keep every ``stride``-th sample (``x[..., ::stride]``): folds everything above the new Nyquist.
+
+    NaN stays where it is (this is slicing).
+    """
     dim = _check_dim(x, dim)
-    if stride < 1:
-        raise ValueError(f"stride={stride} must be a positive integer")
+    check_int(stride, "stride", low=1)
     index = torch.arange(0, x.shape[dim], stride, device=x.device)
     return x.index_select(dim, index)
 
 
+@_numpy_in_out
 def avgpool_downsample(x: Tensor, stride: int, dim: int = -1) -> Tensor:
     """Mean over non-overlapping windows of ``stride`` samples (TimeMixer's ``AvgPool1d``).
 
-    A trailing partial window is dropped, as ``nn.AvgPool1d`` does.
+    A trailing partial window is dropped, as ``nn.AvgPool1d`` does. NaN makes its own
+    window's mean NaN and no other.
     """
     dim = _check_dim(x, dim)
-    if stride < 1:
-        raise ValueError(f"stride={stride} must be a positive integer")
+    check_int(stride, "stride", low=1)
     n = x.shape[dim]
     m = n // stride
     if m == 0:
@@ -160,6 +195,7 @@ def avgpool_downsample(x: Tensor, stride: int, dim: int = -1) -> Tensor:
     return pooled.movedim(-1, dim)
 
 
+@_numpy_in_out
 def filtered_downsample(
     x: Tensor,
     stride: int,
@@ -172,9 +208,10 @@ def filtered_downsample(
 
     By default the cutoff is the new Nyquist bin (:func:`nyquist_bin`), the mildest
     filter that removes all aliasing; ``ratio`` (the authors' rho) or ``cutoff`` set it
-    otherwise.
+    otherwise. NaN or inf in ``x`` is a ``ValueError``.
     """
-    dim = _check_dim(x, dim)
+    dim = _check_dim(x, dim, finite=True)
+    check_int(stride, "stride", low=1)
     if ratio is None and cutoff is None:
         cutoff = nyquist_bin(x.shape[dim], stride)
     return naive_downsample(anti_alias_filter(x, ratio, dim, cutoff=cutoff), stride, dim)
@@ -200,10 +237,21 @@ def aliasing_leakage(
         downsample: the operator, ``(…, n, …) -> (…, m, …)`` along ``dim``.
         dim: the time axis.
         stride: the total downsampling factor; inferred as ``n / m`` when omitted.
+
+    A NumPy ``signal`` is converted to a tensor (``downsample`` then receives tensors).
+    NaN or inf in ``signal`` is a ``ValueError``.
     """
-    dim = _check_dim(signal, dim)
+    if isinstance(signal, np.ndarray):
+        signal = torch.from_numpy(signal)
+    dim = _check_dim(signal, dim, name="signal", finite=True)
+    if not callable(downsample):
+        raise TypeError(f"downsample must be a callable tensor -> tensor, got {type(downsample).__name__}")
+    if stride is not None:
+        check_real(stride, "stride", low=1.0)
     n = signal.shape[dim]
     out = downsample(signal)
+    if not isinstance(out, Tensor) or out.ndim != signal.ndim:
+        raise ValueError(f"downsample must return a tensor with the signal's {signal.ndim} dimensions")
     m = out.shape[dim]
     if m < 1 or m > n:
         raise ValueError(f"downsample returned {m} samples from {n}; it must shorten the axis dim={dim}")
@@ -229,6 +277,11 @@ def spectral_mix(h_freq: Tensor, w_freq: Tensor) -> Tensor:
         h_freq: ``(batch, c_in, n_freq)`` complex spectrum of the features.
         w_freq: ``(c_out, c_in, n_freq)`` complex spectrum of the weights.
     """
+    if not isinstance(h_freq, Tensor) or not isinstance(w_freq, Tensor):
+        raise TypeError("h_freq and w_freq must be torch.Tensors (complex spectra from torch.fft.rfft)")
+    if h_freq.ndim != 3 or w_freq.ndim != 3:
+        raise ValueError(f"h_freq must be (batch, c_in, n_freq) and w_freq (c_out, c_in, n_freq); got "
+                         f"{tuple(h_freq.shape)} and {tuple(w_freq.shape)}")
     if h_freq.shape[-2:] != w_freq.shape[-2:]:
         raise ValueError(
             f"feature spectrum (…, {h_freq.shape[-2]}, {h_freq.shape[-1]}) and weight spectrum "
@@ -260,6 +313,7 @@ def _split_nyquist(spec: Tensor, n: int, length: int) -> Tensor:
     return spec * half
 
 
+@_numpy_in_out
 def fourier_upsample(x: Tensor, length: int, dim: int = -1) -> Tensor:
     """Exact band-limited (periodic sinc) interpolation of ``x`` to ``length`` samples.
 
@@ -271,8 +325,11 @@ def fourier_upsample(x: Tensor, length: int, dim: int = -1) -> Tensor:
         x: real tensor, time along ``dim`` (``n`` samples).
         length: output length, ``>= n``.
         dim: the time axis.
+
+    NaN or inf in ``x`` is a ``ValueError``; NumPy in, NumPy out.
     """
-    dim = _check_dim(x, dim)
+    dim = _check_dim(x, dim, finite=True)
+    check_int(length, "length", low=1)
     n = x.shape[dim]
     if length < n:
         raise ValueError(f"length={length} is shorter than the input ({n}); fourier_upsample only lengthens")
@@ -307,8 +364,12 @@ def joint_interpolation(
             becomes time-symmetric).
 
     Returns:
-        ``(batch, c_out, length)``.
+        ``(batch, c_out, length)``. NaN propagates (this runs inside the network; the
+        network's input is checked).
     """
+    if not isinstance(h, Tensor) or not isinstance(weight, Tensor):
+        raise TypeError("h and weight must be torch.Tensors")
+    check_int(length, "length", low=1)
     if h.ndim != 3 or weight.ndim != 3:
         raise ValueError(f"h must be (batch, c_in, m) and weight (c_out, c_in, m); got {tuple(h.shape)}, {tuple(weight.shape)}")
     m = h.shape[-1]

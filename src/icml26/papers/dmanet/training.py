@@ -18,19 +18,23 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.common.progress import progress as _progress
 from icml26.papers.dmanet.data import ForecastSplits, sliding_windows
 from icml26.papers.dmanet.losses import frequency_loss, mse_loss
 
-__all__ = ["FitResult", "evaluate", "fit_forecaster"]
+__all__ = ["ForecastFitResult", "evaluate", "fit_forecaster"]
 
 log = logging.getLogger(__name__)
 LossName = Literal["frequency", "mse"]
 
 
 @dataclasses.dataclass(frozen=True)
-class FitResult:
-    """What :func:`fit_forecaster` measured (MSE/MAE on the standardised scale)."""
+class ForecastFitResult:
+    """What :func:`fit_forecaster` measured (MSE/MAE on the standardised scale).
+
+    Renamed from ``FitResult``: revit's field-model fit returns a different record.
+    """
 
     val_mse: float
     test_mse: float
@@ -44,6 +48,11 @@ class FitResult:
 @torch.no_grad()
 def evaluate(model: nn.Module, x: Tensor, y: Tensor, *, batch_size: int = 256) -> tuple[float, float]:
     """Mean squared and absolute error of ``model`` on windows ``x: (N, L, C)``, ``y: (N, H, C)``."""
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    if not isinstance(x, Tensor) or not isinstance(y, Tensor):
+        raise TypeError("x and y must be torch.Tensors of windows")
+    if x.shape[0] == 0 or x.shape[0] != y.shape[0]:
+        raise ValueError(f"x ({x.shape[0]} windows) and y ({y.shape[0]}) must be non-empty and paired")
     was_training = model.training
     model.eval()
     sq, ab, count = 0.0, 0.0, 0
@@ -73,7 +82,7 @@ def fit_forecaster(
     generator: torch.Generator | None = None,
     device: torch.device | str | None = None,
     show_progress: bool | None = False,
-) -> FitResult:
+) -> ForecastFitResult:
     """Train ``model`` on ``data``'s training windows; keep the weights with the best validation MSE.
 
     Args:
@@ -94,8 +103,16 @@ def fit_forecaster(
     """
     if loss not in ("frequency", "mse"):
         raise ValueError(f"loss={loss!r} must be 'frequency' or 'mse'")
-    if epochs < 1 or batch_size < 1 or lr <= 0 or patience < 1:
-        raise ValueError("epochs, batch_size and patience must be positive and lr > 0")
+    if not isinstance(data, ForecastSplits):
+        raise TypeError(f"data must be ForecastSplits (standardized_splits(series, seq_len)), got "
+                        f"{type(data).__name__}")
+    for name, value in (("pred_len", pred_len), ("epochs", epochs), ("batch_size", batch_size),
+                        ("patience", patience), ("train_step", train_step)):
+        check_int(value, name, low=1)
+    if max_batches_per_epoch is not None:
+        check_int(max_batches_per_epoch, "max_batches_per_epoch", low=1)
+    check_real(lr, "lr", low=0.0, low_open=True)
+    check_real(lr_decay, "lr_decay", low=0.0, high=1.0, low_open=True)
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device)
     as_tensor = lambda a: torch.as_tensor(a, device=device)  # noqa: E731
@@ -137,7 +154,7 @@ def fit_forecaster(
     if best_state is not None:
         model.load_state_dict(best_state)
     test_mse, test_mae = evaluate(model, x_te, y_te)
-    return FitResult(
+    return ForecastFitResult(
         val_mse=best_val, test_mse=test_mse, test_mae=test_mae, epochs=epochs_run,
         best_epoch=best_epoch, train_seconds=seconds,
         n_parameters=sum(p.numel() for p in model.parameters()),

@@ -1,0 +1,26 @@
+"""The checks of DMANet's reproduction (issue #8, "Figures to reach"), declared before any run.
+
+The issue asks that naive slicing leak "several per cent (more at each level)"; the three
+per-level bars (3 %, 8 %, 12 %) are our reading of that, so their source is ``ours``.
+"""
+
+from icml26.contract import CheckSpec, declare
+
+_SEVERAL = "issue #8 asks for 'several per cent, more at each level'; {} is our threshold for level {}"
+
+CHECKS = declare(
+    CheckSpec("filter_leakage", "filter+stride leakage, worst of levels 1-3", "<=", 1e-10,
+              source="issue", ref="issue #8"),
+    CheckSpec("naive_leakage_l1", "naive slicing leakage, level 1", ">=", 0.03,
+              source="ours", ref=_SEVERAL.format("3 %", 1)),
+    CheckSpec("naive_leakage_l2", "naive slicing leakage, level 2", ">=", 0.08,
+              source="ours", ref=_SEVERAL.format("8 %", 2)),
+    CheckSpec("naive_leakage_l3", "naive slicing leakage, level 3", ">=", 0.12,
+              source="ours", ref=_SEVERAL.format("12 %", 3)),
+    CheckSpec("no_filter_ratio_chaotic", "DMANet / no-filter MSE, chaotic (mean over horizons)", "<=", 0.97,
+              source="issue", ref="issue #8"),
+    CheckSpec("dlinear_ratio_chaotic", "DMANet / DLinear MSE, chaotic (mean over horizons)", "<=", 1.0,
+              source="issue", ref="issue #8"),
+    CheckSpec("dlinear_ratio_taylor", "DMANet / DLinear MSE, taylor (mean over horizons)", "<=", 1.0,
+              source="issue", ref="issue #8"),
+)
