@@ -71,6 +71,7 @@ from icml26.papers.confsleepnet.opinion import (
 )
 from icml26.papers.confsleepnet.training import TrainLog, fit_confsleepnet, fit_late_fusion, predict_in_batches
 
+# METHOD is an alias of a name already in __all__, so it is not listed there itself.
 METHOD: Callable = fuse_conflict_aware
 """The paper's pairwise fusion rule."""
 BASELINES: dict[str, Callable] = {"dempster": fuse_dempster, "average": fuse_average}
@@ -79,7 +80,6 @@ BASELINES: dict[str, Callable] = {"dempster": fuse_dempster, "average": fuse_ave
 __all__ = [
     "AASM_STAGE_MAP",
     "BASELINES",
-    "METHOD",
     "CHANNELS",
     "CORRUPTION_MODES",
     "ConfSleepNet",

@@ -27,6 +27,7 @@ from icml26.papers.llr.layerwise import (
 )
 from icml26.papers.llr.muon import Muon, newton_schulz
 
+# METHOD is an alias of a name already in __all__, so it is not listed there itself.
 METHOD: Callable = LayerwiseLR
 """The method: heavy-tail guided multipliers on any optimizer."""
 BASELINES: dict[str, Callable] = {"uniform": uniform_layerwise_lr, "shuffled": shuffled_layerwise_lr}
@@ -34,7 +35,6 @@ BASELINES: dict[str, Callable] = {"uniform": uniform_layerwise_lr, "shuffled": s
 
 __all__ = [
     "BASELINES",
-    "METHOD",
     "AlphaFit",
     "LLRHistory",
     "LayerwiseLR",
