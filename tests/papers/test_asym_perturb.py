@@ -26,11 +26,23 @@ from icml26.papers.asym_perturb import (
     perturbed_dynamics,
     project_simplex,
     random_game,
-    rock_paper_scissors,
+    rock_paper_scissors_game,
     solve_lp,
     solve_matrix_game,
 )
-from icml26.papers.asym_perturb.experiment import summarize, tail_fit
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from icml26.papers.asym_perturb import BASELINES, DYNAMICS, METHOD, asymmetric_reference
+from icml26.papers.asym_perturb.analysis import (
+    half_gaps,
+    iterations_to,
+    quantile_bands,
+    speedup,
+    summarize,
+    tail_fit,
+)
 
 pyspiel = pytest.importorskip("pyspiel")
 
@@ -195,15 +207,15 @@ def test_cfr_plus_matches_openspiel(kuhn):
                                     "ogda"])
 def test_rock_paper_scissors_converges_to_uniform(method):
     """From a random start (uniform would already be the answer)."""
-    sol = solve_matrix_game(rock_paper_scissors(), method, eta=0.1, mu=1.0, iterations=4000,
+    sol = solve_matrix_game(rock_paper_scissors_game(), method, eta=0.1, mu=1.0, iterations=4000,
                             seed=0, show_progress=False)
     assert float(sol.nash_conv[0]) > 0.1
     torch.testing.assert_close(sol.x, torch.full((3,), 1 / 3, dtype=torch.float64), atol=1e-8, rtol=0)
     torch.testing.assert_close(sol.y, torch.full((3,), 1 / 3, dtype=torch.float64), atol=1e-8, rtol=0)
 
 
-def test_plain_gda_does_not_converge_on_rock_paper_scissors():
-    sol = solve_matrix_game(rock_paper_scissors(), "gda", eta=0.1, iterations=4000,
+def test_plain_gda_does_not_converge_on_rock_paper_scissors_game():
+    sol = solve_matrix_game(rock_paper_scissors_game(), "gda", eta=0.1, iterations=4000,
                             show_progress=False, seed=0)
     assert float(sol.nash_conv[-1000:].min()) > 1e-2
 
@@ -312,12 +324,11 @@ def test_pairing_is_exact_below_both_thresholds():
 def test_experiment_splits_the_pair_into_its_x_and_y_halves():
     """The reproduction's diagnostic: at μ = 0.3 (above μ̄_y, below μ̄_x) the x half of the
     pair is exact and the y half is not; the two gaps add up to the pair's NashConv."""
-    from icml26.papers.asym_perturb.experiment import _pair_halves
-
     A = torch.as_tensor(_degenerate())[None]
     sol = solve_matrix_game(A, "asymmetric", eta=0.4, mu=0.3, iterations=3000, alternating=True,
                             show_progress=False)
-    halves = _pair_halves(A, sol)
+    values = np.array([solve_lp(a)[0] for a in A])
+    halves = half_gaps(values, sol.best_y_value[:, -1].numpy(), sol.best_x_value[:, -1].numpy())
     assert halves["frac_x_half_below_1e-8"] == 1.0 and halves["frac_y_half_below_1e-8"] == 0.0
     assert halves["median_final_y_gap"] > 1e-4
     assert halves["median_final_x_gap"] + halves["median_final_y_gap"] == pytest.approx(
@@ -379,7 +390,7 @@ def test_asymmetric_pairs_the_two_one_sided_instances():
 
 
 def test_iterations_to_and_reference_updates():
-    sol = solve_matrix_game(rock_paper_scissors(), "symmetric_reference", eta=0.1, mu=0.3,
+    sol = solve_matrix_game(rock_paper_scissors_game(), "symmetric_reference", eta=0.1, mu=0.3,
                             iterations=1000, reference_period=100, seed=1, show_progress=False)
     assert int(sol.reference_updates) == 10
     first = int(sol.iterations_to(1e-3))
@@ -400,24 +411,7 @@ def test_bad_input_raises_with_advice(kwargs, match):
     kwargs = {"eta": 0.1, "mu": 0.3, "iterations": 10, **kwargs}
     method = kwargs.pop("method")
     with pytest.raises(ValueError, match=match):
-        solve_matrix_game(rock_paper_scissors(), method, show_progress=False, **kwargs)
-
-
-def test_readme_example():
-    import numpy as np
-
-    from icml26.papers.asym_perturb import solve_efg, solve_matrix_game
-
-    A = np.array([[0.0, -3.0, 1.0], [3.0, 0.0, -1.0], [-1.0, 1.0, 0.0]])  # x's loss (biased RPS)
-    sol = solve_matrix_game(A, "asymmetric_reference", eta=0.05, mu=1.0, iterations=3000)
-    assert sol.nash_conv[-1] < 1e-8
-    assert int(sol.iterations_to(1e-6)) > 0
-    torch.testing.assert_close(sol.x, torch.tensor([0.2, 0.2, 0.6], dtype=torch.float64))
-
-    kuhn = solve_efg("kuhn_poker", "asymmetric_reference", eta=1.0, mu=1.0, iterations=3000)
-    assert kuhn.nash_conv[-1] < 1e-6
-    policy = kuhn.policy()  # an OpenSpiel TabularPolicy
-    assert policy.action_probability_array.shape[0] == 12
+        solve_matrix_game(rock_paper_scissors_game(), method, show_progress=False, **kwargs)
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
@@ -427,3 +421,126 @@ def test_runs_on_cuda():
     gpu = solve_matrix_game(A, "asymmetric_reference", iterations=300, device="cuda",
                             show_progress=False)
     torch.testing.assert_close(gpu.nash_conv.cpu(), cpu.nash_conv, atol=1e-10, rtol=0)
+
+
+# ---------------------------------------------------------------------------
+# Issues #17 / #18 / #29: names, types, analysis, properties
+# ---------------------------------------------------------------------------
+def test_method_baselines_and_dynamics_table():
+    assert METHOD is asymmetric_reference
+    assert set(BASELINES) == {"symmetric", "symmetric_reference", "ogda", "gda", "cfr_plus"}
+    assert set(DYNAMICS) == {"asymmetric", "asymmetric_reference", *BASELINES}
+    # drop-in: every baseline runs with the method's call
+    A, X = random_game(torch.Generator().manual_seed(3), 3, batch=2), Treeplex.simplex(3)
+    for fn in (METHOD, *BASELINES.values()):
+        run = fn(A, X, X, eta=0.05, mu=0.5, iterations=20)
+        assert run.nash_conv.shape == (2, 21)
+
+
+def test_nash_conv_and_gaps_return_the_callers_type():
+    u = np.full(3, 1 / 3)
+    pure = np.array([1.0, 0.0, 0.0])
+    # rock against uniform: y's best response (paper) gains 1, x's best response to uniform gains 0
+    # NashConv = max_y' xᵀAy' − min_x' x'ᵀAy = 1 − 0
+    v = nash_conv(rock_paper_scissors_game().numpy(), pure, u)
+    assert type(v) is float and v == pytest.approx(1.0)
+    gx, gy = duality_gaps(rock_paper_scissors_game().numpy(), pure, u)  # v* = 0
+    assert type(gx) is float and (gx, gy) == (pytest.approx(1.0), pytest.approx(0.0))
+    batch = nash_conv(np.stack([rock_paper_scissors_game().numpy()] * 2), np.stack([pure, u]), np.stack([u, u]))
+    assert isinstance(batch, np.ndarray) and batch.tolist() == pytest.approx([1.0, 0.0])
+    t = nash_conv(rock_paper_scissors_game(), torch.tensor(pure), torch.tensor(u))
+    assert isinstance(t, torch.Tensor) and t.dim() == 0
+
+
+def test_project_simplex_nan_rows_give_nan_and_others_are_untouched():
+    v = torch.tensor([[float("nan"), 0.0, 1.0], [0.2, 0.3, 0.9]], dtype=torch.float64)
+    p = project_simplex(v)
+    assert torch.isnan(p[0]).all()
+    torch.testing.assert_close(p[1], project_simplex(v[1]))
+    assert project_simplex([0.2, 0.5]).tolist() == pytest.approx([0.35, 0.65])  # lists / NumPy accepted
+
+
+def test_iterations_to_and_speedup_by_hand():
+    curves = np.array([[1.0, 1e-3, 1e-7, 1e-9], [1.0, 0.5, 0.4, 0.3]])
+    # row 0 first reaches ≤ 1e-6 at t = 2; row 1 never: T + 1 = 4
+    assert iterations_to(curves, 1e-6).tolist() == [2, 4]
+    assert speedup([400.0, 300.0], 100.0) == 3.0
+
+
+def test_summarize_by_hand():
+    # two seeds, T = 29: a geometric run that halves every step from 1e-3, and a flat one
+    geometric = 1e-3 * 0.5 ** np.arange(30)
+    flat = np.full(30, 0.02)
+    stats = summarize(np.stack([geometric, flat]), evaluations_per_iteration=2)
+    assert stats["frac_below_1e-8"] == 0.5                 # 1e-3 · 2^-29 ≈ 1.9e-12 < 1e-8; 0.02 is not
+    # iterations to 1e-6: 1e-3·2^-t ≤ 1e-6 ⇔ t ≥ log2(1000) = 9.97 → 10; flat never → 30; median 20
+    assert stats["median_iters_to_1e-6"] == 20.0 and stats["median_grad_evals_to_1e-6"] == 40.0
+    assert stats["frac_reaching_1e-6"] == 0.5
+    assert stats["median_final_nashconv"] == pytest.approx((geometric[-1] + 0.02) / 2)
+    # NashConv(29)/NashConv(14): 2^-15 for the geometric run, 1 for the flat one → median (2^-15 + 1)/2
+    assert stats["median_final_over_half"] == pytest.approx((0.5 ** 15 + 1) / 2, rel=1e-12)
+    # only the geometric run has a tail (≥ 10 points ≤ 1e-3): a perfect line with rate 1/2
+    assert stats["frac_with_tail"] == 0.5
+    assert stats["median_tail_r2"] == pytest.approx(1.0) and stats["median_tail_rate"] == pytest.approx(0.5)
+
+
+def test_half_gaps_and_quantile_bands_by_hand():
+    values = np.array([0.0, 0.5])
+    halves = half_gaps(values, best_y_value=np.array([1e-9, 0.6]), best_x_value=np.array([-0.2, 0.5 - 1e-12]))
+    # x-gaps 1e-9, 0.1; y-gaps 0.2, 1e-12
+    assert halves["frac_x_half_below_1e-8"] == 0.5 and halves["frac_y_half_below_1e-8"] == 0.5
+    assert halves["median_final_x_gap"] == pytest.approx((1e-9 + 0.1) / 2)
+    curves = np.array([[4.0, 2.0, 1.0], [8.0, 4.0, 0.0], [0.0, 6.0, 3.0], [4.0, 8.0, 2.0]])
+    x, lo, mid, hi = quantile_bands(curves, points=3)
+    assert x.tolist() == [0, 1, 2]
+    # column 1 sorted: 2, 4, 6, 8 → quartiles 3.5, 5, 6.5 (linear interpolation); 0 is clipped to 1e-16
+    assert (lo[1], mid[1], hi[1]) == (3.5, 5.0, 6.5)
+    assert mid[2] == 1.5 and lo[0] == pytest.approx(3.0)
+
+
+@settings(max_examples=200, deadline=None)
+@given(arrays(np.float64, st.integers(1, 8), elements=st.floats(-1e3, 1e3)))
+def test_property_simplex_projection(v):
+    p = project_simplex(torch.as_tensor(v)).numpy()
+    # on the simplex
+    assert (p >= 0).all() and abs(p.sum() - 1.0) < 1e-9
+    # optimality (variational inequality): ⟨v − p, q − p⟩ ≤ 0 for every vertex q of the simplex
+    assert ((v - p) - (v - p) @ p <= 1e-7 * (1 + np.abs(v).max())).all()
+    # idempotent, and a shift along (1, …, 1) does not move it
+    np.testing.assert_allclose(project_simplex(torch.as_tensor(p)).numpy(), p, atol=1e-12)
+    np.testing.assert_allclose(project_simplex(torch.as_tensor(v + 3.7)).numpy(), p, atol=1e-9)
+    if len(v) <= 5:
+        np.testing.assert_allclose(p, _brute_force_projection(v), atol=1e-9)
+
+
+_KUHN = {}
+
+
+def _kuhn_space(player: int) -> Treeplex:
+    if not _KUHN:
+        from icml26.papers.asym_perturb import sequence_form_game
+
+        game = sequence_form_game("kuhn_poker")
+        _KUHN.update({0: game.X, 1: game.Y})
+    return _KUHN[player]
+
+
+@settings(max_examples=40, deadline=None)
+@given(player=st.integers(0, 1), seed=st.integers(0, 2**31 - 1), scale=st.floats(0.01, 100.0))
+def test_property_treeplex_prox(player, seed, scale):
+    space = _kuhn_space(player)
+    g = torch.Generator().manual_seed(seed)
+    c = torch.randn(space.size, generator=g, dtype=torch.float64) * scale
+    x = space.to_sequence(space.prox(c))
+    E, e = space.constraints()
+    # feasible: x ≥ 0 and the sequence-form flow constraints E x = e
+    assert (x >= 0).all() and (x @ E.T - e).abs().max() < 1e-10
+    # optimal: no treeplex point, nor a small step towards one, has a lower ⟨c, x⟩ + ψ(x)
+    objective = lambda z: (z * c).sum(-1) + _psi(space, z)  # noqa: E731
+    others = space.to_sequence(space.random(g, (200,)))
+    tol = 1e-10 * (1 + scale)
+    assert (objective(others) >= objective(x) - tol).all()
+    assert (objective((1 - 1e-3) * x + 1e-3 * others) >= objective(x) - tol).all()
+    # the prox of −∇ψ(x) is x itself
+    back = space.to_sequence(space.prox(-space.mirror_grad(space.to_behavioural(x))))
+    torch.testing.assert_close(back, x, atol=1e-9, rtol=0)

@@ -6,13 +6,19 @@ player's equilibrium strategy is an exact equilibrium strategy of the original g
 last-iterate rate; moving σ to the iterate removes the need for a small μ.
 
 >>> import torch
->>> from icml26.papers.asym_perturb import solve_matrix_game, rock_paper_scissors
->>> sol = solve_matrix_game(rock_paper_scissors(), "asymmetric_reference", seed=0, iterations=3000)
+>>> from icml26.papers.asym_perturb import solve_matrix_game, rock_paper_scissors_game
+>>> sol = solve_matrix_game(rock_paper_scissors_game(), "asymmetric_reference", seed=0, iterations=3000)
 >>> bool(sol.nash_conv[0] > 0.1 and sol.nash_conv[-1] < 1e-8)
 True
 
+``METHOD`` is :func:`asymmetric_reference`; ``BASELINES`` are the dynamics the paper compares
+against, drop-in alternatives with its signature ``(A, X, Y, *, eta, mu, iterations, …)``.
+``DYNAMICS`` maps every ``method=`` name of the solvers to its dynamics function.
+
 See README.md in this folder for the method, usage and the reproduction.
 """
+
+from typing import Callable
 
 from icml26.papers.asym_perturb.asymp_gda import asymmetric, asymmetric_reference
 from icml26.papers.asym_perturb.baselines import cfr_plus, gda, ogda, symmetric, symmetric_reference
@@ -23,15 +29,29 @@ from icml26.papers.asym_perturb.games import (
     duality_gaps,
     nash_conv,
     random_game,
-    rock_paper_scissors,
+    rock_paper_scissors_game,
     sequence_form_game,
     solve_lp,
 )
-from icml26.papers.asym_perturb.solve import METHODS, GameSolution, solve_efg, solve_matrix_game
+from icml26.papers.asym_perturb.solve import DYNAMICS, GameSolution, solve_efg, solve_matrix_game
 from icml26.papers.asym_perturb.treeplex import InfosetGroup, Treeplex, project_simplex
 
+METHOD: Callable = asymmetric_reference
+"""The method: parameter-free AsymP-GDA (``solve_matrix_game``'s default)."""
+
+BASELINES: dict[str, Callable] = {
+    "symmetric": symmetric,
+    "symmetric_reference": symmetric_reference,
+    "ogda": ogda,
+    "gda": gda,
+    "cfr_plus": cfr_plus,
+}
+"""The paper's baselines, drop-in alternatives to :data:`METHOD`."""
+
 __all__ = [
-    "METHODS",
+    "BASELINES",
+    "DYNAMICS",
+    "METHOD",
     "Dynamics",
     "GameSolution",
     "InfosetGroup",
@@ -48,7 +68,7 @@ __all__ = [
     "perturbed_dynamics",
     "project_simplex",
     "random_game",
-    "rock_paper_scissors",
+    "rock_paper_scissors_game",
     "sequence_form_game",
     "solve_efg",
     "solve_lp",

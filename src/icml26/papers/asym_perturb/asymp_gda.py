@@ -36,13 +36,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from icml26.papers.asym_perturb.dynamics import Dynamics, perturbed_dynamics
+from icml26.papers.asym_perturb.dynamics import Dynamics, _check_mu, check_game, perturbed_dynamics
 from icml26.papers.asym_perturb.treeplex import Treeplex
 
 __all__ = ["asymmetric", "asymmetric_reference"]
 
 
-def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float, iterations: int,
+def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 1.0,
+               iterations: int = 10_000,
                reference_period: int | None = None, alternating: bool = False,
                bx0: Tensor | None = None, by0: Tensor | None = None,
                show_progress: bool | None = False) -> Dynamics:
@@ -68,6 +69,8 @@ def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float, it
     if reference_period is not None:
         raise ValueError("asymmetric keeps its reference fixed; use asymmetric_reference for "
                          "reference updates")
+    _check_mu(mu)
+    check_game(A, X, Y, iterations, bx0, by0)
     B = A.shape[0]
     zeros = torch.zeros(B, dtype=A.dtype, device=A.device)
     mus = torch.full((B,), float(mu), dtype=A.dtype, device=A.device)
@@ -83,8 +86,8 @@ def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float, it
                     evaluations_per_step=2)
 
 
-def asymmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float,
-                         iterations: int, reference_period: int | None = None,
+def asymmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 1.0,
+                         iterations: int = 10_000, reference_period: int | None = None,
                          alternating: bool = False, bx0: Tensor | None = None,
                          by0: Tensor | None = None,
                          show_progress: bool | None = False) -> Dynamics:
@@ -102,8 +105,7 @@ def asymmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu:
         bx0, by0: initial behavioural strategies (default uniform); σ starts at bx0.
         show_progress: progress bar.
     """
-    if mu <= 0:
-        raise ValueError(f"mu={mu} must be > 0 for a perturbed method")
+    _check_mu(mu)
     return perturbed_dynamics(A, X, Y, eta=eta, mu_x=mu, mu_y=0.0, iterations=iterations,
                               reference="adaptive" if reference_period is None else reference_period,
                               alternating=alternating, bx0=bx0, by0=by0,

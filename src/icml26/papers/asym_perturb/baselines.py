@@ -14,7 +14,9 @@
   linear averaging) on the sequence-form matrices; the *average* iterate converges
   at roughly O(1/T). Matches OpenSpiel's ``CFRPlusSolver`` to machine precision.
 
-All take A of shape (B, n, m) and return a :class:`~.dynamics.Dynamics`.
+All take A of shape (B, n, m) and return a :class:`~.dynamics.Dynamics`. Their defaults
+(η = 0.05, μ = 1, 10⁴ iterations) are :func:`~.solve.solve_matrix_game`'s, so that each is
+a drop-in alternative to :func:`~.asymp_gda.asymmetric_reference` (``BASELINES``).
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ import torch
 from torch import Tensor
 
 from icml26.common.progress import progress
-from icml26.papers.asym_perturb.dynamics import Dynamics, perturbed_dynamics
+from icml26.papers.asym_perturb.dynamics import Dynamics, _check_mu, check_game, perturbed_dynamics
 from icml26.papers.asym_perturb.treeplex import Treeplex
 
 __all__ = ["cfr_plus", "gda", "ogda", "symmetric", "symmetric_reference"]
 
 
-def symmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float, iterations: int,
+def symmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 1.0,
+              iterations: int = 10_000,
               reference_period: int | None = None, alternating: bool = False,
               bx0: Tensor | None = None, by0: Tensor | None = None,
               show_progress: bool | None = False) -> Dynamics:
@@ -37,13 +40,14 @@ def symmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float, ite
     if reference_period is not None:
         raise ValueError("symmetric keeps its reference fixed; use symmetric_reference for "
                          "reference updates")
+    _check_mu(mu)
     return perturbed_dynamics(A, X, Y, eta=eta, mu_x=mu, mu_y=mu, iterations=iterations,
                               alternating=alternating, bx0=bx0, by0=by0,
                               show_progress=show_progress, desc="symmetric")
 
 
-def symmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float,
-                        iterations: int, reference_period: int | None = None,
+def symmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 1.0,
+                        iterations: int = 10_000, reference_period: int | None = None,
                         alternating: bool = False, bx0: Tensor | None = None,
                         by0: Tensor | None = None,
                         show_progress: bool | None = False) -> Dynamics:
@@ -52,15 +56,14 @@ def symmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: 
     ``reference_period=None`` uses the same adaptive rule as
     :func:`~.asymp_gda.asymmetric_reference`, so the two differ only in who is perturbed.
     """
-    if mu <= 0:
-        raise ValueError(f"mu={mu} must be > 0 for a perturbed method")
+    _check_mu(mu)
     return perturbed_dynamics(A, X, Y, eta=eta, mu_x=mu, mu_y=mu, iterations=iterations,
                               reference="adaptive" if reference_period is None else reference_period,
                               alternating=alternating, bx0=bx0, by0=by0,
                               show_progress=show_progress, desc="symmetric_reference")
 
 
-def ogda(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float = 0.0, iterations: int,
+def ogda(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 0.0, iterations: int = 10_000,
          reference_period: int | None = None, alternating: bool = False,
          bx0: Tensor | None = None, by0: Tensor | None = None,
          show_progress: bool | None = False) -> Dynamics:
@@ -70,7 +73,7 @@ def ogda(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float = 0.0, it
                               desc="ogda")
 
 
-def gda(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float, mu: float = 0.0, iterations: int,
+def gda(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 0.0, iterations: int = 10_000,
         reference_period: int | None = None, alternating: bool = False,
         bx0: Tensor | None = None, by0: Tensor | None = None,
         show_progress: bool | None = False) -> Dynamics:
@@ -112,7 +115,7 @@ def _regret_matching(space: Treeplex, regrets: Tensor) -> Tensor:
 
 
 def cfr_plus(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.0, mu: float = 0.0,
-             iterations: int, reference_period: int | None = None, alternating: bool = False,
+             iterations: int = 10_000, reference_period: int | None = None, alternating: bool = False,
              bx0: Tensor | None = None, by0: Tensor | None = None,
              show_progress: bool | None = False) -> Dynamics:
     """CFR+ on the sequence form; records NashConv of the linearly weighted *average*.
@@ -123,6 +126,7 @@ def cfr_plus(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.0, mu: float
     ``reference_period`` and ``alternating`` are unused (CFR+ is step-size free and
     always alternates).
     """
+    check_game(A, X, Y, iterations, bx0, by0)
     B = A.shape[0]
     X, Y = X.to(A.device), Y.to(A.device)
     At = A.transpose(-1, -2)

@@ -32,13 +32,14 @@ import dataclasses
 import logging
 from typing import Literal
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from icml26.common.progress import progress
 from icml26.papers.asym_perturb.treeplex import Treeplex
 
-__all__ = ["Dynamics", "perturbed_dynamics"]
+__all__ = ["Dynamics", "check_game", "perturbed_dynamics"]
 
 log = logging.getLogger(__name__)
 Reference = int | Literal["adaptive"] | None
@@ -65,21 +66,65 @@ class Dynamics:
     reference_updates: Tensor
     evaluations_per_step: int = 1
 
+    def __post_init__(self) -> None:
+        if self.best_y_value.shape != self.best_x_value.shape:
+            raise ValueError(f"best_y_value {tuple(self.best_y_value.shape)} and best_x_value "
+                             f"{tuple(self.best_x_value.shape)} must have one shape (B, T+1)")
+
     @property
     def nash_conv(self) -> Tensor:
         """(B, T+1) NashConv of (x_t, y_t)."""
         return self.best_y_value - self.best_x_value
 
 
-def _per_instance(value: float | Tensor, batch: int, like: Tensor) -> Tensor:
-    v = torch.as_tensor(value, dtype=like.dtype, device=like.device)
+def _per_instance(value: float | Tensor, batch: int, like: Tensor, name: str = "eta and mu") -> Tensor:
+    try:
+        v = torch.as_tensor(value, dtype=like.dtype, device=like.device)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name}={value!r} must be a number or a ({batch},) tensor") from None
     if v.dim() == 0:
         v = v.expand(batch)
     if v.shape != (batch,):
-        raise ValueError(f"eta and mu must be numbers or have shape ({batch},), got {tuple(v.shape)}")
+        raise ValueError(f"{name} must be numbers or have shape ({batch},), got {tuple(v.shape)}")
+    if not torch.isfinite(v).all():
+        raise ValueError(f"{name} must be finite, got {value!r}")
     if (v < 0).any():
-        raise ValueError("eta and mu must be >= 0")
+        raise ValueError(f"{name} must be >= 0, got {value!r}")
     return v.unsqueeze(-1)
+
+
+def _check_mu(mu) -> None:
+    """μ of a perturbed method: a finite number > 0."""
+    if isinstance(mu, bool) or not isinstance(mu, (int, float, np.integer, np.floating)) \
+            or not 0 < mu < float("inf"):
+        raise ValueError(f"mu={mu!r} must be a finite number > 0 for a perturbed method")
+
+
+def check_game(A: Tensor, X: Treeplex, Y: Treeplex, iterations: int,
+               bx0: Tensor | None = None, by0: Tensor | None = None) -> None:
+    """``ValueError``/``TypeError`` unless A is a finite (B, n, m) float tensor matching the
+    polytopes X (size n) and Y (size m), ``iterations`` a non-negative integer and the initial
+    behavioural strategies (B, n) / (B, m) when given. Every dynamics function calls it."""
+    if not isinstance(A, Tensor):
+        raise TypeError(f"A must be a (B, n, m) torch tensor (solve_matrix_game takes NumPy), got {type(A).__name__}")
+    if A.dim() != 3:
+        raise ValueError(f"A must be (B, n, m), got shape {tuple(A.shape)}")
+    if not A.is_floating_point():
+        raise TypeError(f"A must be a floating tensor (float64 for accuracy), got {A.dtype}")
+    if not isinstance(X, Treeplex) or not isinstance(Y, Treeplex):
+        raise TypeError(f"X and Y must be Treeplex objects (Treeplex.simplex(n) for a matrix game), "
+                        f"got {type(X).__name__} and {type(Y).__name__}")
+    batch, n, m = A.shape
+    if (X.size, Y.size) != (n, m):
+        raise ValueError(f"A is (B, {n}, {m}) but the polytopes have sizes {X.size}, {Y.size}")
+    if isinstance(iterations, bool) or not isinstance(iterations, int) or iterations < 0:
+        raise ValueError(f"iterations={iterations!r} must be an integer >= 0")
+    if not torch.isfinite(A).all():
+        raise ValueError("A has NaN or infinite entries")
+    for name, b, size in (("bx0", bx0, n), ("by0", by0, m)):
+        if b is not None and (not isinstance(b, Tensor) or tuple(b.shape) != (batch, size)):
+            raise ValueError(f"{name} must be a ({batch}, {size}) behavioural strategy tensor, "
+                             f"got {tuple(getattr(b, 'shape', ()))}")
 
 
 def perturbed_dynamics(
@@ -120,19 +165,14 @@ def perturbed_dynamics(
         show_progress: progress bar (``None``: only on a terminal).
         desc: progress-bar label.
     """
-    if A.dim() != 3:
-        raise ValueError(f"A must be (B, n, m), got shape {tuple(A.shape)}")
-    if iterations < 0:
-        raise ValueError(f"iterations={iterations} must be >= 0")
+    check_game(A, X, Y, iterations, bx0, by0)
     if isinstance(reference, bool) or not (
             reference is None or reference == "adaptive" or (isinstance(reference, int) and reference >= 1)):
         raise ValueError(f"reference={reference!r} must be None, a period >= 1, or 'adaptive'")
     batch, n, m = A.shape
     X, Y = X.to(A.device), Y.to(A.device)
-    if (X.size, Y.size) != (n, m):
-        raise ValueError(f"A is (B, {n}, {m}) but the polytopes have sizes {X.size}, {Y.size}")
-    mux, muy = _per_instance(mu_x, batch, A), _per_instance(mu_y, batch, A)
-    eta = _per_instance(eta, batch, A)
+    mux, muy = _per_instance(mu_x, batch, A, "mu_x"), _per_instance(mu_y, batch, A, "mu_y")
+    eta = _per_instance(eta, batch, A, "eta")
     if not (eta > 0).all():
         raise ValueError("step sizes eta must be > 0")
     At = A.transpose(-1, -2)

@@ -34,7 +34,7 @@ __all__ = [
     "duality_gaps",
     "nash_conv",
     "random_game",
-    "rock_paper_scissors",
+    "rock_paper_scissors_game",
     "sequence_form_game",
     "solve_lp",
     "strategy_spaces",
@@ -42,26 +42,66 @@ __all__ = [
 
 
 def _as_tensor(a: Any, dtype: torch.dtype = torch.float64,
-               device: torch.device | str | None = None) -> Tensor:
+               device: torch.device | str | None = None, name: str = "input") -> Tensor:
     if isinstance(a, Tensor):
         return a.to(dtype=dtype, device=device if device is not None else a.device)
-    return torch.as_tensor(np.asarray(a), dtype=dtype, device=device)
+    try:
+        return torch.as_tensor(np.asarray(a, dtype=np.float64), dtype=dtype, device=device)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a tensor or an array of numbers, got {type(a).__name__}") from None
 
 
 def strategy_spaces(A: Tensor, X: Treeplex | None = None,
                     Y: Treeplex | None = None) -> tuple[Treeplex, Treeplex]:
     """The two players' polytopes (simplices unless given), checked against A's shape."""
+    if A.dim() < 2 or 0 in A.shape[-2:]:
+        raise ValueError(f"A must be a non-empty (..., n, m) matrix, got shape {tuple(A.shape)}")
     n, m = A.shape[-2:]
     X = Treeplex.simplex(n) if X is None else X
     Y = Treeplex.simplex(m) if Y is None else Y
+    if not isinstance(X, Treeplex) or not isinstance(Y, Treeplex):
+        raise TypeError(f"X and Y must be Treeplex objects or None, got {type(X).__name__} and {type(Y).__name__}")
     if (X.size, Y.size) != (n, m):
         raise ValueError(f"A has shape {tuple(A.shape)} but the strategy spaces have sizes "
                          f"{X.size} and {Y.size}; A must be (..., X.size, Y.size)")
     return X.to(A.device), Y.to(A.device)
 
 
-def nash_conv(A: Tensor, x: Tensor, y: Tensor, X: Treeplex | None = None,
-              Y: Treeplex | None = None) -> Tensor:
+#: How far a strategy may sit off its polytope (sum / flow constraints, negativity) in nash_conv.
+STRATEGY_TOL = 1e-6
+
+
+def _strategies(A: Any, x: Any, y: Any, X: Treeplex | None, Y: Treeplex | None):
+    """Tensors (A, x, y), the polytopes, and whether the caller passed NumPy (not torch)."""
+    numpy_in = not any(isinstance(t, Tensor) for t in (A, x, y))
+    x = _as_tensor(x, name="x")
+    A, y = _as_tensor(A, device=x.device, name="A"), _as_tensor(y, device=x.device, name="y")
+    X, Y = strategy_spaces(A, X, Y)
+    for name, z, space in (("x", x, X), ("y", y, Y)):
+        if z.dim() == 0 or z.shape[-1] != space.size:
+            raise ValueError(f"{name} must be (..., {space.size}) for A of shape {tuple(A.shape)}, got {tuple(z.shape)}")
+        if not torch.isfinite(z).all():
+            raise ValueError(f"{name} holds NaN or inf; pass a strategy (a probability vector / sequence-form vector)")
+        E, e = space.constraints(z.dtype)
+        residual = (z @ E.to(z.device).T - e.to(z.device)).abs().max()
+        if float(residual) > STRATEGY_TOL or float(z.min()) < -STRATEGY_TOL:
+            raise ValueError(f"{name} is not a strategy of its polytope (constraint residual {float(residual):.1e}, "
+                             f"min entry {float(z.min()):.1e}); pass a probability vector / sequence-form strategy")
+    if not torch.isfinite(A).all():
+        raise ValueError("A has NaN or infinite entries")
+    return A, x, y, X, Y, numpy_in
+
+
+def _out(t: Tensor, numpy_in: bool):
+    """Torch in → the tensor; NumPy in → a Python float for one game, an array for a batch."""
+    if not numpy_in:
+        return t
+    t = t.detach().cpu()
+    return float(t) if t.dim() == 0 else t.numpy()
+
+
+def nash_conv(A: Tensor | np.ndarray, x: Tensor | np.ndarray, y: Tensor | np.ndarray,
+              X: Treeplex | None = None, Y: Treeplex | None = None) -> Tensor | np.ndarray | float:
     """NashConv(x, y) = max_{y'∈Y} xᵀAy' − min_{x'∈X} x'ᵀAy.
 
     Args:
@@ -71,42 +111,44 @@ def nash_conv(A: Tensor, x: Tensor, y: Tensor, X: Treeplex | None = None,
         X, Y: the polytopes (default: simplices).
 
     Returns:
-        (...,) NashConv, zero exactly at an equilibrium.
+        (...,) NashConv, zero exactly at an equilibrium: a torch tensor when any input is
+        one; for NumPy (or list) input a Python ``float`` for one game and a NumPy array
+        for a batch. Non-finite input and vectors off their polytope raise ``ValueError``.
     """
-    x = _as_tensor(x)
-    A, y = _as_tensor(A, device=x.device), _as_tensor(y, device=x.device)
-    X, Y = strategy_spaces(A, X, Y)
+    A, x, y, X, Y, numpy_in = _strategies(A, x, y, X, Y)
     # max_{y'} xᵀAy' = −min_{y'} ⟨−Aᵀx, y'⟩
     best_y = -Y.min_linear(-(x.unsqueeze(-2) @ A).squeeze(-2))
     best_x = X.min_linear((A @ y.unsqueeze(-1)).squeeze(-1))
-    return best_y - best_x
+    return _out(best_y - best_x, numpy_in)
 
 
-def duality_gaps(A: Tensor, x: Tensor, y: Tensor, value: float | Tensor | None = None,
-                 X: Treeplex | None = None, Y: Treeplex | None = None) -> tuple[Tensor, Tensor]:
+def duality_gaps(A: Tensor | np.ndarray, x: Tensor | np.ndarray, y: Tensor | np.ndarray,
+                 value: float | Tensor | None = None, X: Treeplex | None = None,
+                 Y: Treeplex | None = None) -> tuple[Tensor, Tensor] | tuple[float, float] | tuple[np.ndarray, np.ndarray]:
     """The x-gap max_{y'} xᵀAy' − v* and the y-gap v* − min_{x'} x'ᵀAy.
 
     Each is ≥ 0 and zero exactly when that player's strategy is an equilibrium one;
-    they sum to :func:`nash_conv`.
+    they sum to :func:`nash_conv`. Types as in :func:`nash_conv` (Python floats for one
+    game given as NumPy).
 
     Args:
         A: (..., n, m) loss of x.
         x, y: (..., n) and (..., m) strategies.
-        value: v* = min_x max_y xᵀAy; solved by :func:`solve_lp` when ``None``
+        value: v* = min_x max_y xᵀAy (finite); solved by :func:`solve_lp` when ``None``
             (then A must be a single (n, m) matrix).
     """
-    x = _as_tensor(x)
-    A, y = _as_tensor(A, device=x.device), _as_tensor(y, device=x.device)
-    X, Y = strategy_spaces(A, X, Y)
+    A, x, y, X, Y, numpy_in = _strategies(A, x, y, X, Y)
     if value is None:
         if A.dim() != 2:
             raise ValueError("duality_gaps solves v* only for one (n, m) matrix; pass value= "
                              "for a batch")
         value = solve_lp(A, X, Y)[0]
-    value = _as_tensor(value, device=x.device)
+    value = _as_tensor(value, device=x.device, name="value")
+    if not torch.isfinite(value).all():
+        raise ValueError(f"value={value!r} must be finite (the game's value v*)")
     best_y = -Y.min_linear(-(x.unsqueeze(-2) @ A).squeeze(-2))
     best_x = X.min_linear((A @ y.unsqueeze(-1)).squeeze(-1))
-    return best_y - value, value - best_x
+    return _out(best_y - value, numpy_in), _out(value - best_x, numpy_in)
 
 
 def solve_lp(A: Tensor | np.ndarray, X: Treeplex | None = None,
@@ -118,16 +160,18 @@ def solve_lp(A: Tensor | np.ndarray, X: Treeplex | None = None,
     sequence-form LP of Koller, Megiddo & von Stengel 1996.) For y*, call it on −Aᵀ.
 
     Args:
-        A: (n, m) loss of x.
+        A: (n, m) loss of x (finite).
         X, Y: the polytopes (default: simplices).
 
     Returns:
         ``(value, x)`` with x an (n,) NumPy array (sequence form).
     """
     from scipy import optimize as scipy_optimize
-    A_t = _as_tensor(A, device="cpu")
+    A_t = _as_tensor(A, device="cpu", name="A")
     if A_t.dim() != 2:
         raise ValueError(f"solve_lp takes one (n, m) matrix, got shape {tuple(A_t.shape)}")
+    if not torch.isfinite(A_t).all():
+        raise ValueError("A has NaN or infinite entries")
     X, Y = strategy_spaces(A_t, X, Y)
     E, e = (t.numpy() for t in X.constraints())
     F, f = (t.numpy() for t in Y.constraints())
@@ -147,7 +191,16 @@ def solve_lp(A: Tensor | np.ndarray, X: Treeplex | None = None,
 # ---------------------------------------------------------------------------
 # Matrix games
 # ---------------------------------------------------------------------------
-def random_game(generator: torch.Generator, n: int, m: int | None = None, *,
+def _generator(generator) -> torch.Generator:
+    """A ``torch.Generator`` as given, or a new one seeded with an integer seed."""
+    if isinstance(generator, torch.Generator):
+        return generator
+    if isinstance(generator, (int, np.integer)) and not isinstance(generator, bool):
+        return torch.Generator().manual_seed(int(generator))
+    raise TypeError(f"generator={generator!r} must be a torch.Generator or an integer seed")
+
+
+def random_game(generator: torch.Generator | int, n: int, m: int | None = None, *,
                 batch: int | None = None) -> Tensor:
     """U(−1, 1) payoff matrices (the authors' random games), float64 on CPU.
 
@@ -155,13 +208,19 @@ def random_game(generator: torch.Generator, n: int, m: int | None = None, *,
         (n, m) or (batch, n, m).
     """
     m = n if m is None else m
+    generator = _generator(generator)
+    for name, v in (("n", n), ("m", m)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}={v!r} must be an integer")
+    if batch is not None and (isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1):
+        raise ValueError(f"batch={batch!r} must be None or an integer >= 1")
     if n < 1 or m < 1:
         raise ValueError(f"a game needs n, m >= 1, got n={n}, m={m}")
     shape = (n, m) if batch is None else (batch, n, m)
     return torch.rand(*shape, generator=generator, dtype=torch.float64) * 2.0 - 1.0
 
 
-def degenerate_game(generator: torch.Generator, base: int, duplicates: int, *,
+def degenerate_game(generator: torch.Generator | int, base: int, duplicates: int, *,
                     batch: int | None = None) -> Tensor:
     """A random U(−1, 1) base × base game with ``duplicates`` rows and columns copied.
 
@@ -173,6 +232,9 @@ def degenerate_game(generator: torch.Generator, base: int, duplicates: int, *,
     Returns:
         (base + d, base + d) or (batch, base + d, base + d).
     """
+    for name, v in (("base", base), ("duplicates", duplicates)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise TypeError(f"{name}={v!r} must be an integer")
     if not 0 <= duplicates <= base:
         raise ValueError(f"duplicates={duplicates} must be between 0 and base={base}")
     core = random_game(generator, base, base, batch=batch)
@@ -180,8 +242,14 @@ def degenerate_game(generator: torch.Generator, base: int, duplicates: int, *,
     return torch.cat([rows, rows[..., :duplicates]], dim=-1)
 
 
-def rock_paper_scissors() -> Tensor:
-    """Rock–paper–scissors as x's loss matrix (unique equilibrium: uniform for both)."""
+def rock_paper_scissors_game() -> Tensor:
+    """Rock–paper–scissors as the zero-sum game's loss matrix of x, entries in {−1, 0, 1}.
+
+    Rows are x's actions, columns y's, both rock, paper, scissors; A[i, j] = 1 when x loses
+    (its action is beaten by y's), −1 when it wins. Unique equilibrium: uniform for both.
+    (Renamed from ``rock_paper_scissors``: robust_ntp's ``rock_paper_scissors_loss`` is a
+    learner's loss in [0, 1] with ½ on a tie.)
+    """
     return torch.tensor([[0.0, 1.0, -1.0], [-1.0, 0.0, 1.0], [1.0, -1.0, 0.0]], dtype=torch.float64)
 
 
@@ -236,6 +304,8 @@ def sequence_form_game(game: Any) -> SequenceFormGame:
     sfu = require("open_spiel.python.algorithms.sequence_form_utils", "games")
     if isinstance(game, str):
         game = pyspiel.load_game(game)
+    if not hasattr(game, "get_type") or not hasattr(game, "num_players"):
+        raise TypeError(f"game must be a pyspiel.Game or a game name such as 'kuhn_poker', got {type(game).__name__}")
     info = game.get_type()
     if game.num_players() != 2 or info.utility != pyspiel.GameType.Utility.ZERO_SUM:
         raise ValueError(f"{info.short_name} is not a two-player zero-sum game; the sequence "

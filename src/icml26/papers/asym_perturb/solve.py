@@ -31,11 +31,11 @@ from icml26.papers.asym_perturb.dynamics import Dynamics
 from icml26.papers.asym_perturb.games import SequenceFormGame, sequence_form_game, strategy_spaces
 from icml26.papers.asym_perturb.treeplex import Treeplex
 
-__all__ = ["METHODS", "GameSolution", "Method", "solve_efg", "solve_matrix_game"]
+__all__ = ["DYNAMICS", "GameSolution", "Method", "solve_efg", "solve_matrix_game"]
 
 Method = Literal["asymmetric", "asymmetric_reference", "symmetric", "symmetric_reference",
                  "ogda", "gda", "cfr_plus"]
-METHODS: dict[str, Callable[..., Dynamics]] = {
+DYNAMICS: dict[str, Callable[..., Dynamics]] = {
     "asymmetric": asymmetric,
     "asymmetric_reference": asymmetric_reference,
     "symmetric": symmetric,
@@ -44,6 +44,8 @@ METHODS: dict[str, Callable[..., Dynamics]] = {
     "gda": gda,
     "cfr_plus": cfr_plus,
 }
+"""Each method's dynamics function by name (``method=`` of the solvers). Renamed from
+``METHODS`` (hamu's ``UNLEARN_METHODS`` is a tuple of names): one meaning per name."""
 _REFERENCE_METHODS = ("asymmetric_reference", "symmetric_reference")
 _PERTURBED = ("asymmetric", "symmetric") + _REFERENCE_METHODS
 
@@ -86,15 +88,19 @@ class GameSolution:
         return self.best_y_value.shape[-1] - 1
 
     def iterations_to(self, tol: float) -> Tensor:
-        """First iteration t with NashConv ≤ ``tol``, or −1 where it never gets there."""
+        """First iteration t with NashConv ≤ ``tol`` (a finite number), or −1 where it never gets there."""
+        if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not np.isfinite(tol):
+            raise ValueError(f"tol={tol!r} must be a finite number")
         hit = self.nash_conv <= tol
         first = hit.to(torch.int64).argmax(dim=-1)
         return torch.where(hit.any(dim=-1), first, torch.full_like(first, -1))
 
     def duality_gaps(self, value: float | Tensor) -> tuple[Tensor, Tensor]:
-        """(x-gap, y-gap) curves: max_{y'} x_tᵀAy' − v* and v* − min_{x'} x'ᵀAy_t."""
+        """(x-gap, y-gap) curves: max_{y'} x_tᵀAy' − v* and v* − min_{x'} x'ᵀAy_t (v* finite)."""
         value = torch.as_tensor(value, dtype=self.best_y_value.dtype,
                                 device=self.best_y_value.device)
+        if not torch.isfinite(value).all():
+            raise ValueError(f"value={value!r} must be finite (the game's value v*, e.g. from solve_lp)")
         if value.dim() > 0:
             value = value.unsqueeze(-1)
         return self.best_y_value - value, value - self.best_x_value
@@ -106,16 +112,26 @@ class GameSolution:
         return self.game.to_policy(self.x, self.y)
 
 
+def _finite(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}={value!r} must be a number")
+    if not np.isfinite(value):
+        raise ValueError(f"{name}={value!r} must be finite")
+    return float(value)
+
+
 def _check(method: str, eta: float, mu: float, iterations: int,
-           reference_period: int | None) -> Callable[..., Dynamics]:
-    if method not in METHODS:
-        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+           reference_period: int | None, seed: int | None = None) -> Callable[..., Dynamics]:
+    if method not in DYNAMICS:
+        raise ValueError(f"unknown method {method!r}; choose one of {', '.join(DYNAMICS)}")
     if not isinstance(iterations, int) or isinstance(iterations, bool) or iterations < 0:
         raise ValueError(f"iterations={iterations!r} must be a non-negative integer")
-    if method != "cfr_plus" and not eta > 0:
+    if method != "cfr_plus" and not _finite("eta", eta) > 0:
         raise ValueError(f"eta={eta} must be > 0 (the step size)")
-    if method in _PERTURBED and not mu > 0:
+    if method in _PERTURBED and not _finite("mu", mu) > 0:
         raise ValueError(f"mu={mu} must be > 0 for the perturbed method {method!r}")
+    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
+        raise TypeError(f"seed={seed!r} must be an integer or None")
     if reference_period is not None:
         if method not in _REFERENCE_METHODS:
             raise ValueError(f"reference_period applies to {' and '.join(_REFERENCE_METHODS)} "
@@ -124,14 +140,14 @@ def _check(method: str, eta: float, mu: float, iterations: int,
                 or reference_period < 1:
             raise ValueError(f"reference_period={reference_period!r} must be an integer >= 1 "
                              "(or None for the adaptive rule)")
-    return METHODS[method]
+    return DYNAMICS[method]
 
 
 def _solve(A: Tensor, X: Treeplex, Y: Treeplex, method: str, *, eta: float, mu: float,
            iterations: int, reference_period: int | None, alternating: bool,
            x0: Tensor | None, y0: Tensor | None, seed: int | None,
            show_progress: bool | None, game: SequenceFormGame | None = None) -> GameSolution:
-    fn = _check(method, eta, mu, iterations, reference_period)
+    fn = _check(method, eta, mu, iterations, reference_period, seed)
     single = A.dim() == 2
     A3 = A.unsqueeze(0) if single else A
     B = A3.shape[0]
@@ -145,7 +161,15 @@ def _solve(A: Tensor, X: Treeplex, Y: Treeplex, method: str, *, eta: float, mu: 
     def initial(z0: Tensor | None, space: Treeplex, name: str) -> Tensor | None:
         if z0 is None:
             return None
-        z0 = torch.as_tensor(z0, dtype=A.dtype, device=A.device)
+        try:
+            z0 = torch.as_tensor(z0 if isinstance(z0, Tensor) else np.asarray(z0, dtype=np.float64),
+                                 dtype=A.dtype, device=A.device)
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a tensor or an array of numbers") from None
+        if z0.shape not in ((space.size,), (B, space.size)):
+            raise ValueError(f"{name} must have shape ({space.size},) or ({B}, {space.size}), got {tuple(z0.shape)}")
+        if not torch.isfinite(z0).all():
+            raise ValueError(f"{name} holds NaN or inf; pass a probability vector / sequence-form strategy")
         z0 = z0.expand(B, space.size) if z0.dim() == 1 else z0
         E, e = space.constraints(A.dtype)
         residual = (z0 @ E.to(A.device).T - e.to(A.device)).abs().max()
@@ -176,7 +200,7 @@ def solve_matrix_game(A: Tensor | np.ndarray, method: Method = "asymmetric_refer
     Args:
         A: (n, m) loss of the row player x (= payoff of the column player y), or a
             batch (B, n, m) solved in parallel. Computed in float64.
-        method: one of :data:`METHODS` (default: the parameter-free asymmetric method).
+        method: one of :data:`DYNAMICS` (default: the parameter-free asymmetric method).
         eta: step size η (default 0.05, the authors' APGA learning rate).
         mu: perturbation strength μ (default 1.0, the authors' APGA value). For
             ``"asymmetric"`` exactness needs μ below both players' (game-dependent)
@@ -194,7 +218,10 @@ def solve_matrix_game(A: Tensor | np.ndarray, method: Method = "asymmetric_refer
     Returns:
         A :class:`GameSolution`.
     """
-    A_t = torch.as_tensor(A if isinstance(A, Tensor) else np.asarray(A), dtype=torch.float64)
+    try:
+        A_t = torch.as_tensor(A if isinstance(A, Tensor) else np.asarray(A, dtype=np.float64), dtype=torch.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"A must be a tensor or an array of numbers, got {type(A).__name__}") from None
     if device is not None:
         A_t = A_t.to(device)
     elif isinstance(A, Tensor):

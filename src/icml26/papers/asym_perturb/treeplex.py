@@ -30,29 +30,44 @@ from __future__ import annotations
 import dataclasses
 from typing import Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
 __all__ = ["InfosetGroup", "Treeplex", "project_simplex"]
 
 
-def project_simplex(v: Tensor) -> Tensor:
+def project_simplex(v: Tensor | np.ndarray) -> Tensor | np.ndarray:
     """Euclidean projection of each row of ``v`` onto the probability simplex.
 
     Args:
-        v: (..., n) points.
+        v: (..., n) points, a torch tensor (any device; integers are cast to float64) or a
+            NumPy array / list (the result is then a NumPy array).
 
     Returns:
         (..., n) the projections argmin_{p∈Δ} ‖p − v‖ (sort-based, Held et al. 1974).
+        A row holding NaN or +inf comes back as NaN (NaN in, NaN out; no error, so that the
+        batched solvers need no device synchronisation); −inf entries project to 0.
     """
-    if v.shape[-1] == 0:
-        raise ValueError("project_simplex needs at least one coordinate")
+    if not isinstance(v, Tensor):
+        try:
+            array = np.asarray(v, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"v must be a tensor or an array of numbers, got {type(v).__name__}") from None
+        if array.ndim == 0:
+            raise ValueError("v must have at least one dimension (..., n)")
+        return project_simplex(torch.from_numpy(array)).numpy()
+    if v.dim() == 0 or v.shape[-1] == 0:
+        raise ValueError(f"project_simplex needs at least one coordinate, got shape {tuple(v.shape)}")
+    if not v.is_floating_point():
+        v = v.to(torch.float64)
     n = v.shape[-1]
     u, _ = torch.sort(v, dim=-1, descending=True)
     cumsum = u.cumsum(dim=-1) - 1.0
     k = torch.arange(1, n + 1, device=v.device, dtype=v.dtype)
     # ρ = max{k : u_k − (Σ_{j≤k} u_j − 1)/k > 0}; the condition holds for a prefix of k.
-    rho = (u - cumsum / k > 0).sum(dim=-1, keepdim=True)
+    # (ρ ≥ 1 for finite rows; the clamp turns a NaN row into NaN instead of an index error)
+    rho = (u - cumsum / k > 0).sum(dim=-1, keepdim=True).clamp_min(1)
     # θ = (Σ_{j≤ρ} u_j − 1)/ρ and p = max(v − θ, 0)
     theta = cumsum.gather(-1, rho - 1) / rho.to(v.dtype)
     return (v - theta).clamp_min(0.0)
@@ -70,6 +85,14 @@ class InfosetGroup:
 
     actions: Tensor
     parents: Tensor | None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.actions, Tensor) or self.actions.dim() != 2 or self.actions.dtype != torch.long \
+                or self.actions.shape[1] < 1:
+            raise TypeError("actions must be a (k, m) int64 tensor of sequence indices, m >= 1")
+        if self.parents is not None and (not isinstance(self.parents, Tensor) or self.parents.dtype != torch.long
+                                         or self.parents.shape != self.actions.shape[:1]):
+            raise TypeError(f"parents must be None or a ({self.actions.shape[0]},) int64 tensor")
 
     def to(self, device: torch.device) -> "InfosetGroup":
         return InfosetGroup(self.actions.to(device),
@@ -100,6 +123,9 @@ class Treeplex:
     @classmethod
     def simplex(cls, n: int) -> "Treeplex":
         """The probability simplex Δ_n as a one-infoset treeplex."""
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+            raise TypeError(f"n={n!r} must be an integer")
+        n = int(n)
         if n < 1:
             raise ValueError(f"a simplex needs n >= 1 actions, got n={n}")
         group = InfosetGroup(torch.arange(n).view(1, n), None)
@@ -118,6 +144,8 @@ class Treeplex:
             infosets: for each infoset, ``(parent_sequence, [action sequences])``.
             names: optional infoset names.
         """
+        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 2:
+            raise ValueError(f"size={size!r} must be an integer >= 2 (the empty sequence and at least one action)")
         owner = {}
         for j, (parent, actions) in enumerate(infosets):
             if len(actions) == 0:
@@ -171,10 +199,18 @@ class Treeplex:
     def num_infosets(self) -> int:
         return sum(g.actions.shape[0] for g in self.groups)
 
+    def _check_last(self, t: Tensor, name: str) -> None:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name} must be a torch tensor (..., {self.size}), got {type(t).__name__}")
+        if t.dim() == 0 or t.shape[-1] != self.size:
+            raise ValueError(f"{name} must have shape (..., {self.size}) for this treeplex, got {tuple(t.shape)}")
+
     # ------------------------------------------------------------ representation
     def uniform(self, batch_shape: Sequence[int] = (), *, dtype: torch.dtype = torch.float64,
                 device: torch.device | str | None = None) -> Tensor:
         """The uniform behavioural strategy, (*batch_shape, n)."""
+        if any(isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0 for d in batch_shape):
+            raise ValueError(f"batch_shape={tuple(batch_shape)!r} must hold non-negative integers")
         b = torch.ones(*batch_shape, self.size, dtype=dtype, device=device)
         for g in self.groups:
             b[..., g.actions] = 1.0 / g.actions.shape[1]
@@ -198,6 +234,7 @@ class Treeplex:
         Returns:
             (..., n) sequence-form strategies.
         """
+        self._check_last(b, "b")
         if not self.has_root:
             return b
         x = b.clone()
@@ -212,6 +249,7 @@ class Treeplex:
         Args:
             x: (..., n) sequence-form strategies.
         """
+        self._check_last(x, "x")
         if not self.has_root:
             return x.clone()
         b = torch.ones_like(x)
@@ -256,6 +294,7 @@ class Treeplex:
             (..., n) with entry (J,a) equal to b_J(a) − Σ_{J'∈C(J,a)} ½‖b_{J'}‖²
             (entry ∅ is 0: x_∅ is fixed, so it never matters).
         """
+        self._check_last(b, "b")
         grad = b.clone()
         if self.has_root:
             grad[..., 0] = 0.0
@@ -271,8 +310,10 @@ class Treeplex:
             c: (..., n) linear term.
 
         Returns:
-            (..., n) behavioural strategies of the minimiser.
+            (..., n) behavioural strategies of the minimiser (NaN propagates, see
+            :func:`project_simplex`).
         """
+        self._check_last(c, "c")
         if not self.has_root:
             return project_simplex(-c)
         c = c.clone()
@@ -296,6 +337,7 @@ class Treeplex:
         Returns:
             (...,) the minimum.
         """
+        self._check_last(g, "g")
         if not self.has_root:
             return g.min(dim=-1).values
         c = g.clone()
@@ -312,6 +354,7 @@ class Treeplex:
         Returns:
             (..., n) sequence-form best response.
         """
+        self._check_last(g, "g")
         if not self.has_root:
             return torch.nn.functional.one_hot(g.argmin(-1), self.size).to(g.dtype)
         c = g.clone()
