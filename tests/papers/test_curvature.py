@@ -482,31 +482,6 @@ def test_layerwise_analysis_skips_right_padding(small_model):
 # ---------------------------------------------------------------------------
 # The README example and the config
 # ---------------------------------------------------------------------------
-def test_readme_example_runs():
-    from icml26.common.tiny_lm import TinyLMConfig, build_model
-    from icml26.papers.curvature import CurvatureLoss, layerwise_curvature_entropy, perturb_and_measure
-
-    model = build_model(TinyLMConfig(vocab_size=512, d_model=32, n_layers=2, n_heads=2, context=64)).eval()
-    input_ids = torch.randint(0, 512, (8, 64))               # (batch, T) held-out text
-
-    analysis = layerwise_curvature_entropy(model, input_ids, window=3)
-    print(analysis.spearman, analysis.mean_curvature)        # one value per hidden_states index
-    layer = analysis.best_layer()
-
-    aligned = perturb_and_measure(model, input_ids, layer, alpha=0.5, kind="aligned")
-    control = perturb_and_measure(model, input_ids, layer, alpha=0.5, kind="misaligned",
-                                  generator=torch.Generator().manual_seed(0))
-    print(aligned.delta_entropy.mean(), control.delta_entropy.mean())
-
-    aux = CurvatureLoss(layers=(1,), weight=0.1)             # add to the LM loss in training
-    out = model(input_ids=input_ids, output_hidden_states=True)
-    loss = torch.nn.functional.cross_entropy(out.logits[:, :-1].flatten(0, 1), input_ids[:, 1:].flatten()) + aux(out)
-    loss.backward()
-
-    assert analysis.curvature.shape == (3, 8 * 60) and 0 <= layer <= 2
-    assert torch.isfinite(aligned.delta_entropy).all() and torch.isfinite(loss)
-
-
 def test_config_validation():
     from icml26.papers.curvature.experiment import Config
 
@@ -515,3 +490,63 @@ def test_config_validation():
                 {"window": 0}, {"perturb_layer": 7}, {"perturb_length": 2}, {"reg_weight": 0.0}):
         with pytest.raises(ValueError):
             Config(**bad)
+
+
+# -- hostile input and the NaN contract (issues #18, #30) ---------------------------------------------------
+
+def test_next_token_entropy_of_nan_logits_is_nan_not_zero():
+    logits = torch.tensor([[float("nan"), 0.0, 0.0], [0.0, 0.0, 0.0], [float("inf"), 0.0, 0.0],
+                           [-float("inf")] * 3])
+    h = next_token_entropy(logits)
+    assert torch.isnan(h[0]) and torch.isnan(h[2]) and torch.isnan(h[3])
+    assert math.isclose(float(h[1]), math.log(3), rel_tol=1e-6)
+
+
+def test_paired_test_result_is_a_dataclass_that_reads_as_the_old_mapping():
+    r = paired_test([-1.0, -3.0, float("nan")])
+    # mean -2, sd sqrt(2), sem 1, t = -2 with 1 degree of freedom: two-sided p = 1 - 2 atan(2) / pi
+    assert (r.mean, r.n, r.n_nonfinite) == (-2.0, 2.0, 1.0)
+    assert r["sem"] == pytest.approx(1.0) and r.t == pytest.approx(-2.0)
+    assert r.p == pytest.approx(1 - 2 * math.atan(2) / math.pi)
+    assert r.p_less == pytest.approx(r.p / 2)
+    assert r.to_dict()["frac_negative"] == 1.0
+
+
+def test_perturb_layer_minus_one_is_a_documented_sentinel():
+    import dataclasses
+
+    from icml26.common.config import ConfigError
+    from icml26.papers.curvature.experiment import Config
+
+    assert dataclasses.replace(Config.tiny(), perturb_layer=-1).perturb_layer == -1
+    with pytest.raises(ConfigError, match="perturb_layer"):
+        dataclasses.replace(Config.tiny(), perturb_layer=-2)
+    with pytest.raises(ValueError, match="alpha"):
+        dataclasses.replace(Config.tiny(), alpha=-0.5)
+
+
+# -- the reproduction's analysis, by hand ------------------------------------------------------------------------
+
+def test_reproduction_analysis_by_hand():
+    from icml26.papers.curvature.analysis import (
+        best_inner_layer,
+        correlation_summary,
+        effect_ratio,
+        fraction_removed,
+        relative_change,
+        straightening_summary,
+    )
+
+    rho = np.array([0.9, 0.1, 0.3, 0.2, 0.95])
+    assert best_inner_layer(rho) == 2  # layers 1 .. L-1 only
+    assert best_inner_layer(np.array([0.1, 0.4])) == 1  # L = 1: no inner layer, the overall best
+    s = straightening_summary([2.0, 1.9, 1.7, 1.8])
+    assert (s.curvature_layer0, s.curvature_min, s.min_curvature_layer) == (2.0, 1.7, 2.0)
+    assert s.curvature_drop == pytest.approx(0.3)
+    c = correlation_summary(np.array([0.1, np.nan, -0.5, 0.3]), [1.0, 2.0, 3.0, 4.0], [5.0, 6.0, 7.0, 8.0])
+    assert (c.best_layer, c.best_spearman, c.best_pearson, c.best_partial_spearman) == (3.0, 0.3, 4.0, 8.0)
+    assert c.max_abs_spearman == 0.5
+    assert fraction_removed(0.65, 1.0) == pytest.approx(0.35) and relative_change(1.026, 1.0) == pytest.approx(0.026)
+    assert effect_ratio(-0.5, 0.1) == pytest.approx(5.0) and effect_ratio(0.1, 0.0) == math.inf
+    with pytest.raises(ValueError, match="finite"):
+        correlation_summary([np.nan, np.nan], [0.0, 0.0], [0.0, 0.0])

@@ -7,9 +7,15 @@ state toward or away from a straight continuation (:func:`straighten`,
 :func:`misaligned`, :func:`perturb_and_measure`), and straighten trajectories during
 training (:func:`curvature_regularizer`, :class:`CurvatureLoss`). Works on any Hugging
 Face causal LM; see README.md.
+
+``METHOD`` is the aligned perturbation :func:`straighten`; ``BASELINES`` holds its control,
+:func:`misaligned` (norm-matched, orthogonal to the local trajectory plane), with the same
+``(hidden, alpha)`` arguments.
 """
 
-from icml26.papers.curvature.analysis import (
+from typing import Callable
+
+from icml26.papers.curvature.layerwise import (
     CurvatureEntropyAnalysis,
     layerwise_curvature_entropy,
     unigram_log_frequency,
@@ -25,11 +31,19 @@ from icml26.papers.curvature.geometry import (
 from icml26.papers.curvature.hooks import decoder_blocks, num_layers, patch_hidden_state
 from icml26.papers.curvature.perturb import PerturbationResult, perturb_and_measure, straighten
 from icml26.papers.curvature.regularizer import CurvatureLoss, curvature_regularizer
-from icml26.papers.curvature.stats import paired_test, partial_correlation, pearson, spearman
+from icml26.papers.curvature.stats import PairedTest, paired_test, partial_correlation, pearson, spearman
+
+# METHOD is an alias of a name already in __all__, so it is not listed there itself.
+METHOD: Callable = straighten
+"""The aligned perturbation of the paper's causal test."""
+BASELINES: dict[str, Callable] = {"misaligned": misaligned}
+"""The control: a drop-in for :data:`METHOD` (same ``hidden, alpha``)."""
 
 __all__ = [
+    "BASELINES",
     "CurvatureEntropyAnalysis",
     "CurvatureLoss",
+    "PairedTest",
     "PerturbationResult",
     "contextual_curvature",
     "curvature_regularizer",

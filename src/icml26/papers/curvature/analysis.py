@@ -1,209 +1,104 @@
-"""Layer-wise contextual curvature against next-token entropy, for any HF causal LM.
+"""The curvature reproduction's verdicts from per-layer statistics (pure NumPy, tested by hand).
 
-Steps of :func:`layerwise_curvature_entropy` (paper: the correlation between the
-curvature of the recent trajectory and the entropy of the next-token distribution peaks
-in the middle layers, r ~ 0.15 for GPT-2 XL and Pythia-2.8B):
+The library's model analysis is :func:`~icml26.papers.curvature.layerwise.layerwise_curvature_entropy`
+(this module was its home before the reproduction's verdict functions moved in; the library
+part now lives in :mod:`icml26.papers.curvature.layerwise`).
 
-1. run the model on ``(batch, T)`` token ids with ``output_hidden_states=True``;
-2. at every layer ``l = 0 .. L``, the causal contextual curvature ``kappa_l(t; W)`` of each
-   row's trajectory (:func:`~icml26.papers.curvature.geometry.contextual_curvature`) and
-   the mean turning angle (the straightening measure);
-3. the entropy ``H_t`` of the logits at each position;
-4. over all tokens with a defined ``kappa``: Pearson and Spearman correlations of
-   ``kappa_l(t)`` with ``H_t`` per layer, and partial correlations controlling for the
-   token's position ``t`` and the log unigram frequency of the token at ``t``.
+* :func:`best_inner_layer`: the inner layer (``1 .. L-1``) of maximal Spearman rho;
+* :func:`straightening_summary`: curvature at layer 0, at the flattest later layer, and the drop;
+* :func:`correlation_summary`: the correlations at the layer of maximal Spearman rho;
+* :func:`fraction_removed`, :func:`relative_change`, :func:`effect_ratio`: the regulariser's and the control's check values.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
+import math
 
 import numpy as np
-import torch
-from torch import Tensor, nn
 
-from icml26.common.progress import progress
-from icml26.papers.curvature.entropy import next_token_entropy
-from icml26.papers.curvature.geometry import contextual_curvature, turning_angles
-from icml26.papers.curvature.hooks import num_layers
-from icml26.papers.curvature.stats import partial_correlation, pearson, spearman
-
-__all__ = ["CurvatureEntropyAnalysis", "layerwise_curvature_entropy", "unigram_log_frequency"]
-
-log = logging.getLogger(__name__)
+__all__ = ["CorrelationSummary", "StraighteningSummary", "best_inner_layer", "correlation_summary",
+           "effect_ratio", "fraction_removed", "relative_change", "straightening_summary"]
 
 
-@dataclasses.dataclass
-class CurvatureEntropyAnalysis:
-    """Per-token curvature and entropy, and per-layer statistics (layers ``0 .. L``)."""
-
-    window: int
-    """``W`` of ``kappa(t; W)``."""
-    curvature: np.ndarray
-    """``(L + 1, N)``: ``kappa_l(t)`` of each analysed token (NaN at undefined angles)."""
-    entropy: np.ndarray
-    """``(N,)``: ``H_t`` (nats)."""
-    position: np.ndarray
-    """``(N,)``: ``t`` within its row."""
-    log_frequency: np.ndarray
-    """``(N,)``: log unigram frequency of the token at ``t``."""
-    mean_curvature: np.ndarray
-    """``(L + 1,)``: mean turning angle (radians) over every vertex of every row."""
-    pearson: np.ndarray
-    """``(L + 1,)``: Pearson ``r(kappa_l, H)``."""
-    spearman: np.ndarray
-    """``(L + 1,)``: Spearman ``rho(kappa_l, H)``."""
-    partial_pearson: np.ndarray
-    """``(L + 1,)``: Pearson ``r`` controlling for position and log frequency."""
-    partial_spearman: np.ndarray
-    """``(L + 1,)``: Spearman ``rho`` controlling for position and log frequency (on ranks)."""
-    n_tokens: np.ndarray
-    """``(L + 1,)``: tokens entering each layer's correlations."""
-
-    @property
-    def num_layers(self) -> int:
-        """``L``: the analysis covers ``hidden_states[0 .. L]``."""
-        return len(self.mean_curvature) - 1
-
-    def best_layer(self, statistic: str = "spearman") -> int:
-        """The layer with the largest correlation of the named statistic."""
-        values = getattr(self, statistic)
-        if not np.isfinite(values).any():
-            raise ValueError(f"no layer has a finite {statistic}")
-        return int(np.nanargmax(values))
-
-    def summary(self) -> dict[str, list[float]]:
-        """The per-layer statistics as plain lists (JSON-ready)."""
-        names = ("mean_curvature", "pearson", "spearman", "partial_pearson", "partial_spearman", "n_tokens")
-        return {name: [float(v) for v in getattr(self, name)] for name in names}
+def _finite_argmax(values: np.ndarray, name: str) -> int:
+    if not np.isfinite(values).any():
+        raise ValueError(f"no layer has a finite {name}")
+    return int(np.nanargmax(values))
 
 
-def unigram_log_frequency(ids: Tensor, vocab_size: int) -> Tensor:
-    """Add-one smoothed log unigram frequency of every word: ``log((c_w + 1) / (N + V))``.
-
-    Args:
-        ids: token ids of any shape (e.g. the training stream).
-        vocab_size: ``V``.
-
-    Returns:
-        ``(V,)`` float64.
-    """
-    ids = ids.reshape(-1).to("cpu", torch.int64)
-    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
-        raise ValueError(f"token ids must lie in [0, {vocab_size}); got [{int(ids.min())}, {int(ids.max())}]")
-    counts = torch.bincount(ids, minlength=vocab_size).to(torch.float64)
-    return torch.log((counts + 1.0) / (counts.sum() + vocab_size))
+def best_inner_layer(spearman) -> int:
+    """The inner layer ``1 .. L-1`` with the largest Spearman rho (over all layers if there is no
+    finite inner one, e.g. ``L = 1``)."""
+    rho = np.asarray(spearman, dtype=float)
+    inner = rho[1:-1]
+    if inner.size == 0 or not np.isfinite(inner).any():
+        return _finite_argmax(rho, "spearman")
+    return 1 + int(np.nanargmax(inner))
 
 
-def _vocab_size(model: nn.Module) -> int:
-    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
-    return int(config.vocab_size)
+@dataclasses.dataclass(frozen=True)
+class StraighteningSummary:
+    """Mean turning angle (rad) at layer 0, at the flattest layer after it, and the drop between them."""
+
+    curvature_layer0: float
+    curvature_min: float
+    min_curvature_layer: float
+    curvature_drop: float
 
 
-def _check_mask(attention_mask: Tensor | None, input_ids: Tensor) -> Tensor:
-    if attention_mask is None:
-        return torch.ones_like(input_ids, dtype=torch.bool)
-    if attention_mask.shape != input_ids.shape:
-        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, input_ids {tuple(input_ids.shape)}")
-    mask = attention_mask.to(torch.bool)
-    # Right padding only: once a row's mask is 0 it stays 0.
-    if (mask[:, 1:] & ~mask[:, :-1]).any():
-        raise ValueError("attention_mask must be right-padded (ones, then zeros); tokenize with padding_side='right'")
-    return mask
+def straightening_summary(mean_curvature) -> StraighteningSummary:
+    """From the per-layer mean curvature ``(L + 1,)``: the flattest layer among ``1 .. L``."""
+    curv = np.asarray(mean_curvature, dtype=float)
+    if curv.size < 2:
+        raise ValueError(f"mean_curvature needs layers 0 .. L with L >= 1, got {curv.size} values")
+    deepest = 1 + _finite_argmin(curv[1:])
+    return StraighteningSummary(curvature_layer0=float(curv[0]), curvature_min=float(curv[deepest]),
+                                min_curvature_layer=float(deepest), curvature_drop=float(curv[0] - curv[deepest]))
 
 
-@torch.no_grad()
-def layerwise_curvature_entropy(
-    model: nn.Module,
-    input_ids: Tensor,
-    window: int = 3,
-    *,
-    attention_mask: Tensor | None = None,
-    token_log_frequency: Tensor | None = None,
-    batch_size: int = 16,
-    eps: float = 1e-8,
-    show_progress: bool | None = None,
-) -> CurvatureEntropyAnalysis:
-    """Curvature-entropy statistics at every layer of a Hugging Face causal LM.
+def _finite_argmin(values: np.ndarray) -> int:
+    if not np.isfinite(values).any():
+        raise ValueError("no layer after 0 has a finite mean curvature")
+    return int(np.nanargmin(values))
 
-    Args:
-        model: any causal LM that returns ``hidden_states`` (call ``model.eval()`` first).
-        input_ids: ``(batch, T)`` token ids (held-out text).
-        window: ``W`` of ``kappa(t; W)``; tokens at ``t < W + 1`` are not analysed.
-        attention_mask: ``(batch, T)`` right-padded mask; padded positions are skipped.
-        token_log_frequency: ``(vocab,)`` log unigram frequencies for the partial-correlation
-            control (e.g. :func:`unigram_log_frequency` of the training data); default:
-            estimated from ``input_ids`` itself.
-        batch_size: rows per forward pass.
-        eps: zero-length threshold of the turning angles.
-        show_progress: progress bar (default: only on a terminal).
-    """
-    if not isinstance(input_ids, Tensor) or input_ids.ndim != 2:
-        raise ValueError("input_ids must be a (batch, T) tensor of token ids")
-    if batch_size < 1:
-        raise ValueError(f"batch_size={batch_size} must be positive")
-    mask = _check_mask(attention_mask, input_ids)
-    if model.training:
-        log.warning("layerwise_curvature_entropy on a model in train mode; dropout perturbs the states")
-    n_layers = num_layers(model)
-    device = next(model.parameters()).device
-    if token_log_frequency is None:
-        token_log_frequency = unigram_log_frequency(input_ids[mask], _vocab_size(model))
-    log_freq = token_log_frequency.to("cpu", torch.float64)
 
-    kappas: list[list[Tensor]] = [[] for _ in range(n_layers + 1)]
-    entropies, positions, freqs = [], [], []
-    angle_sum = torch.zeros(n_layers + 1, dtype=torch.float64)
-    angle_count = torch.zeros(n_layers + 1, dtype=torch.float64)
-    T = input_ids.shape[1]
-    position = torch.arange(T).expand_as(input_ids)
-    keep_all = mask & (position >= window + 1)
-    for start in progress(range(0, input_ids.shape[0], batch_size), enabled=show_progress,
-                          desc="curvature vs entropy"):
-        ids = input_ids[start : start + batch_size]
-        m = mask[start : start + batch_size]
-        keep = keep_all[start : start + batch_size]
-        out = model(input_ids=ids.to(device), attention_mask=m.to(device, torch.long),
-                    output_hidden_states=True)
-        if out.hidden_states is None or len(out.hidden_states) != n_layers + 1:
-            raise ValueError(f"the model returned {len(out.hidden_states or ())} hidden states, "
-                             f"expected num_hidden_layers + 1 = {n_layers + 1}")
-        keep_dev = keep.to(device)
-        vertex_ok = (m[:, :-2] & m[:, 1:-1] & m[:, 2:]).to(device) if T >= 3 else None
-        for layer, hidden in enumerate(out.hidden_states):
-            kappa = contextual_curvature(hidden, window, eps=eps)
-            kappas[layer].append(kappa[keep_dev].double().cpu())
-            if vertex_ok is not None:
-                angles = turning_angles(hidden, eps=eps)
-                ok = vertex_ok & torch.isfinite(angles)
-                angle_sum[layer] += float(angles[ok].double().sum())
-                angle_count[layer] += float(ok.sum())
-        entropies.append(next_token_entropy(out.logits)[keep_dev].double().cpu())
-        positions.append(position[start : start + batch_size][keep])
-        freqs.append(log_freq[ids[keep].cpu()])
+@dataclasses.dataclass(frozen=True)
+class CorrelationSummary:
+    """Correlations of ``kappa`` with ``H`` at the layer of maximal Spearman rho, and the largest ``|rho|``."""
 
-    curvature = torch.stack([torch.cat(k) for k in kappas]).numpy()
-    entropy = torch.cat(entropies).numpy()
-    pos = torch.cat(positions).numpy().astype(np.float64)
-    freq = torch.cat(freqs).numpy()
-    if entropy.size < 3:
-        raise ValueError(f"only {entropy.size} tokens have a defined kappa(t; W={window}); "
-                         f"pass longer rows (T > W + 1) or more of them")
-    covariates = np.column_stack([pos, freq])
-    stats = {name: np.full(n_layers + 1, np.nan) for name in
-             ("pearson", "spearman", "partial_pearson", "partial_spearman", "n_tokens")}
-    for layer in range(n_layers + 1):
-        k = curvature[layer]
-        ok = np.isfinite(k) & np.isfinite(entropy)
-        stats["n_tokens"][layer] = ok.sum()
-        if ok.sum() < 3:
-            continue
-        stats["pearson"][layer] = pearson(k[ok], entropy[ok])
-        stats["spearman"][layer] = spearman(k[ok], entropy[ok])
-        stats["partial_pearson"][layer] = partial_correlation(k[ok], entropy[ok], covariates[ok], "pearson")
-        stats["partial_spearman"][layer] = partial_correlation(k[ok], entropy[ok], covariates[ok], "spearman")
-    mean_curv = (angle_sum / angle_count.clamp_min(1)).numpy()
-    mean_curv[angle_count.numpy() == 0] = np.nan
-    return CurvatureEntropyAnalysis(window=window, curvature=curvature, entropy=entropy, position=pos,
-                                    log_frequency=freq, mean_curvature=mean_curv, **stats)
+    best_layer: float
+    best_spearman: float
+    best_pearson: float
+    best_partial_spearman: float
+    max_abs_spearman: float
+
+
+def correlation_summary(spearman, pearson, partial_spearman) -> CorrelationSummary:
+    """The per-layer statistics ``(L + 1,)`` read at ``argmax spearman``."""
+    rho = np.asarray(spearman, dtype=float)
+    best = _finite_argmax(rho, "spearman")
+    return CorrelationSummary(best_layer=float(best), best_spearman=float(rho[best]),
+                              best_pearson=float(np.asarray(pearson, dtype=float)[best]),
+                              best_partial_spearman=float(np.asarray(partial_spearman, dtype=float)[best]),
+                              max_abs_spearman=float(np.nanmax(np.abs(rho))))
+
+
+def relative_change(new: float, old: float) -> float:
+    """``new / old - 1`` (a cut is negative; ``-relative_change`` is the fraction removed)."""
+    if old == 0:
+        raise ValueError("old=0: a relative change from 0 is undefined")
+    return new / old - 1.0
+
+
+def fraction_removed(new: float, old: float) -> float:
+    """``1 - new / old``: the fraction of ``old`` that ``new`` removes (negative when it adds)."""
+    if old == 0:
+        raise ValueError("old=0: a fraction of 0 is undefined")
+    return 1.0 - new / old
+
+
+def effect_ratio(control_mean: float, effect_mean: float) -> float:
+    """``|control| / |effect|`` (``inf`` when the effect is exactly 0)."""
+    effect = abs(effect_mean)
+    return abs(control_mean) / effect if effect > 0 else math.inf

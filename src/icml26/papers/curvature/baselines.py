@@ -17,6 +17,7 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
+from icml26.common.argcheck import check_real
 from icml26.papers.curvature.geometry import extrapolation_target
 
 __all__ = ["misaligned"]
@@ -52,6 +53,11 @@ def misaligned(
     Returns:
         A copy of ``hidden`` with only the last point changed.
     """
+    check_real(alpha, "alpha")
+    if not isinstance(hidden, Tensor):
+        raise TypeError(f"hidden must be a torch.Tensor (..., T, d), got {type(hidden).__name__}")
+    if rng is not None and not isinstance(rng, torch.Generator):
+        raise TypeError(f"rng must be a torch.Generator or None, got {type(rng).__name__}")
     target = extrapolation_target(hidden, keep_step_length=keep_step_length)
     if hidden.shape[-1] < 3:
         raise ValueError(f"hidden has d={hidden.shape[-1]}; an orthogonal complement of a plane needs d >= 3")

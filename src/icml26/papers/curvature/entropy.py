@@ -6,8 +6,11 @@
 
 from __future__ import annotations
 
+import numpy as np
 import torch
 from torch import Tensor
+
+from icml26.common.argcheck import check_int
 
 __all__ = ["next_token_entropy"]
 
@@ -21,13 +24,24 @@ def next_token_entropy(logits: Tensor, dim: int = -1) -> Tensor:
         dim: the vocabulary dimension.
 
     Returns:
-        ``(...)`` entropies, in ``[0, log vocab]``.
+        ``(...)`` entropies, in ``[0, log vocab]``. **NaN** where the row has no distribution:
+        a NaN or ``+inf`` logit, or every logit ``-inf`` (a diverged or broken forward pass must
+        not look like a confident one, entropy 0). NumPy logits give a NumPy result.
     """
-    if not isinstance(logits, Tensor) or not logits.is_floating_point():
-        raise ValueError("logits must be a floating-point torch.Tensor of shape (..., vocab)")
+    if isinstance(logits, np.ndarray):
+        return next_token_entropy(torch.from_numpy(logits), dim).numpy()
+    if not isinstance(logits, Tensor):
+        raise TypeError(f"logits must be a torch.Tensor of shape (..., vocab), got {type(logits).__name__}")
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must be floating point, got {logits.dtype}")
+    dim = check_int(dim, "dim")
+    if logits.ndim == 0 or not -logits.ndim <= dim < logits.ndim:
+        raise ValueError(f"dim={dim} is out of range for logits of shape {tuple(logits.shape)}")
+    if logits.shape[dim] == 0:
+        raise ValueError("logits has an empty vocabulary dimension")
     z = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
     log_p = torch.log_softmax(z, dim=dim)
     p = log_p.exp()
-    # H = -sum_w p_w log p_w, with 0 log 0 = 0
-    terms = torch.where(p > 0, p * log_p, torch.zeros_like(p))
+    # H = -sum_w p_w log p_w, with 0 log 0 = 0 (a NaN p keeps its NaN: no distribution, no entropy)
+    terms = torch.where((p > 0) | torch.isnan(p), p * log_p, torch.zeros_like(p))
     return -terms.sum(dim)

@@ -38,16 +38,35 @@ from icml26.common.tiny_lm import (
     pretrain,
 )
 from icml26.common.tokenizer import train_tokenizer
+from icml26.common.config import validate_numbers
+from icml26.contract import Outcome, RunContext
 from icml26.papers.curvature.analysis import (
+    best_inner_layer,
+    correlation_summary,
+    effect_ratio,
+    fraction_removed,
+    relative_change,
+    straightening_summary,
+)
+from icml26.papers.curvature.claims import CHECKS
+from icml26.papers.curvature.figures import plot
+from icml26.papers.curvature.layerwise import (
     CurvatureEntropyAnalysis,
     layerwise_curvature_entropy,
     unigram_log_frequency,
 )
 from icml26.papers.curvature.perturb import perturb_and_measure
 from icml26.papers.curvature.regularizer import CurvatureLoss
-from icml26.papers.curvature.stats import paired_test
-from icml26.results import Outcome, check
-from icml26.runner import RunContext
+from icml26.papers.curvature.stats import PairedTest, paired_test
+
+__all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
+
+STREAMS = {
+    "prefixes": 1,       # which held-out prefixes are perturbed
+    "perturbation": 2,   # the misaligned control's random directions
+}
+"""Named random streams, each mapped to the integer offset the pre-contract code used. (The
+model's initialisation and data order use ``seed`` itself, through the shared tiny-LM code.)"""
 
 
 @dataclasses.dataclass
@@ -92,8 +111,8 @@ class Config:
     """Sizes of a side sweep of mean Delta H against alpha (ours; not checked)."""
     sweep_positions: int = 500
     """Prefixes (the first of the perturbed ones) used by the alpha sweep."""
-    perturb_layer: int = -1
-    """``hidden_states`` index to perturb; -1: the inner layer (1 .. L-1) of maximal Spearman rho."""
+    perturb_layer: int = dataclasses.field(default=-1, metadata={"sentinels": (-1,)})
+    """``hidden_states`` index to perturb; -1 (a sentinel): the inner layer (1 .. L-1) of maximal Spearman rho."""
     valid_batches: int = 40
     """Batches of 32 validation windows for the final validation losses (40 covers the stream at context 128)."""
     reg_weight: float = 0.1
@@ -102,6 +121,7 @@ class Config:
     """``hidden_states`` indices the regulariser straightens (brief §4.4: layers 3-4 of 6)."""
 
     def __post_init__(self) -> None:
+        validate_numbers(self)
         TinyLMConfig(arch=self.arch, vocab_size=self.vocab_size, d_model=self.d_model,  # validates
                      n_layers=self.n_layers, n_heads=self.n_heads, context=self.context)
         if self.steps < 1 or self.batch_size < 1:
@@ -122,8 +142,11 @@ class Config:
             raise ValueError(f"perturb_positions={self.perturb_positions} must be at least 2 for a paired test")
         if not 3 <= self.perturb_length <= self.context:
             raise ValueError(f"perturb_length={self.perturb_length} must be in 3 .. context={self.context}")
-        if self.alpha == 0 or 0 in self.alpha_grid:
-            raise ValueError("alpha=0 perturbs nothing; use e.g. 0.5 (and no 0 in alpha_grid)")
+        if self.alpha <= 0 or any(a <= 0 for a in self.alpha_grid):
+            raise ValueError(f"alpha={self.alpha} and alpha_grid={self.alpha_grid} must be positive (alpha=0 perturbs "
+                             f"nothing; the aligned arm moves toward the straight continuation)")
+        if self.lr <= 0:
+            raise ValueError(f"lr={self.lr} must be positive")
         if not 2 <= self.sweep_positions <= self.perturb_positions:
             raise ValueError(f"sweep_positions={self.sweep_positions} must be in 2 .. perturb_positions")
         if not (self.perturb_layer == -1 or 0 <= self.perturb_layer <= self.n_layers):
@@ -162,29 +185,6 @@ def _analyse(model, windows: torch.Tensor, log_freq: torch.Tensor, window: int,
     model.eval()
     return layerwise_curvature_entropy(model, windows, window, token_log_frequency=log_freq,
                                        batch_size=32, show_progress=ctx.show_progress)
-
-
-def _best_inner_layer(analysis: CurvatureEntropyAnalysis) -> int:
-    """The inner residual layer (1 .. L-1) with the largest Spearman rho (0 or L if L = 1)."""
-    inner = analysis.spearman[1:-1]
-    if inner.size == 0 or not np.isfinite(inner).any():
-        return analysis.best_layer()
-    return 1 + int(np.nanargmax(inner))
-
-
-def _straightening(analysis: CurvatureEntropyAnalysis) -> dict[str, float]:
-    curv = analysis.mean_curvature
-    deepest = 1 + int(np.nanargmin(curv[1:]))
-    return {"curvature_layer0": float(curv[0]), "curvature_min": float(curv[deepest]),
-            "min_curvature_layer": float(deepest), "curvature_drop": float(curv[0] - curv[deepest])}
-
-
-def _correlations(analysis: CurvatureEntropyAnalysis) -> dict[str, float]:
-    best = analysis.best_layer()
-    return {"best_layer": float(best), "best_spearman": float(analysis.spearman[best]),
-            "best_pearson": float(analysis.pearson[best]),
-            "best_partial_spearman": float(analysis.partial_spearman[best]),
-            "max_abs_spearman": float(np.nanmax(np.abs(analysis.spearman)))}
 
 
 def _series(values) -> list[float | None]:
@@ -231,11 +231,11 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             for w in config.window_grid}
 
     # --- 2. aligned vs misaligned perturbations at the layer of maximal correlation -----------
-    layer = config.perturb_layer if config.perturb_layer >= 0 else _best_inner_layer(final)
-    rng = ctx.rng(1)
+    layer = config.perturb_layer if config.perturb_layer >= 0 else best_inner_layer(final.spearman)
+    rng = ctx.rng("prefixes")
     starts = rng.integers(0, valid_ids.numel() - config.perturb_length, size=config.perturb_positions)
     prefixes = torch.stack([valid_ids[s : s + config.perturb_length] for s in starts.tolist()])
-    generator = ctx.torch_generator(2)
+    generator = ctx.torch_generator("perturbation")
     deltas: dict[str, list[torch.Tensor]] = {"aligned": [], "misaligned": []}
     shifts: dict[str, list[torch.Tensor]] = {"aligned": [], "misaligned": []}
     angles_after: dict[str, list[torch.Tensor]] = {"aligned": [], "misaligned": []}
@@ -247,7 +247,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             shifts[kind].append(res.shift_norm.cpu())
             angles_after[kind].append(res.angle_perturbed.cpu())
     delta = {k: torch.cat(v).double().numpy() for k, v in deltas.items()}
-    tests = {k: paired_test(v) for k, v in delta.items()}
+    tests: dict[str, PairedTest] = {k: paired_test(v) for k, v in delta.items()}
     sweep: dict[str, list[float]] = {"aligned": [], "misaligned": []}
     for a in config.alpha_grid:
         for kind in sweep:
@@ -273,33 +273,36 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             "best_spearman": float(np.nanmax(analysis.spearman)),
         }
     reg, unreg = arms_reg["regularized"], arms_reg["unregularized"]
-    curvature_cut = 1.0 - reg["mid_curvature"] / unreg["mid_curvature"]
-    loss_increase = reg["valid_loss"] / unreg["valid_loss"] - 1.0
+    curvature_cut = fraction_removed(reg["mid_curvature"], unreg["mid_curvature"])
+    loss_increase = relative_change(reg["valid_loss"], unreg["valid_loss"])
 
     # --- metrics, checks, curves ------------------------------------------------------------------
-    trained = {**_correlations(final), **_straightening(final), "valid_loss": unreg["valid_loss"]}
-    at_init = {**_correlations(init), **_straightening(init), "valid_loss": init_loss}
+    def summary(a: CurvatureEntropyAnalysis) -> dict[str, float]:
+        return {**dataclasses.asdict(correlation_summary(a.spearman, a.pearson, a.partial_spearman)),
+                **dataclasses.asdict(straightening_summary(a.mean_curvature))}
+
+    trained = {**summary(final), "valid_loss": unreg["valid_loss"]}
+    at_init = {**summary(init), "valid_loss": init_loss}
     perturb_metrics = {}
     for kind in ("aligned", "misaligned"):
         t = tests[kind]
-        perturb_metrics[kind] = {"mean_delta_entropy": t["mean"], "sem_delta_entropy": t["sem"],
-                                 "p_less": t["p_less"], "frac_negative": t["frac_negative"],
+        perturb_metrics[kind] = {"mean_delta_entropy": t.mean, "sem_delta_entropy": t.sem,
+                                 "p_less": t.p_less, "frac_negative": t.frac_negative,
                                  "mean_shift_norm": float(torch.cat(shifts[kind]).mean()),
                                  "mean_last_angle": float(torch.cat(angles_after[kind]).mean())}
     versus_control = paired_test(delta["aligned"] - delta["misaligned"])  # same prefixes, same layer
-    aligned_effect = abs(tests["aligned"]["mean"])
-    ratio = abs(tests["misaligned"]["mean"]) / aligned_effect if aligned_effect > 0 else float("inf")
+    ratio = effect_ratio(tests["misaligned"].mean, tests["aligned"].mean)
 
     checks = [
-        check("init: max abs rho(kappa, H) over layers", at_init["max_abs_spearman"], "<", 0.05),
-        check("trained: rho(kappa, H) at the best layer", trained["best_spearman"], ">=", 0.08),
-        check("trained: curvature drop, layer 0 to the flattest layer (rad)", trained["curvature_drop"], ">=", 0.1),
-        check("init: curvature drop, layer 0 to the flattest layer (rad)", at_init["curvature_drop"], "<", 0.1),
-        check("aligned: mean Delta H (nats)", tests["aligned"]["mean"], "<", 0.0),
-        check("aligned: one-sided paired t-test p (Delta H < 0)", tests["aligned"]["p_less"], "<", 0.01),
-        check("abs mean Delta H, misaligned / aligned", ratio, "<", 1.0 / 3.0),
-        check("regulariser: mid-layer curvature cut (fraction)", curvature_cut, ">=", 0.10),
-        check("regulariser: validation loss increase (fraction)", loss_increase, "<=", 0.02),
+        CHECKS["init_correlation"].measure(at_init["max_abs_spearman"]),
+        CHECKS["trained_correlation"].measure(trained["best_spearman"]),
+        CHECKS["trained_curvature_drop"].measure(trained["curvature_drop"]),
+        CHECKS["init_curvature_drop"].measure(at_init["curvature_drop"]),
+        CHECKS["aligned_delta_entropy"].measure(tests["aligned"].mean),
+        CHECKS["aligned_p_value"].measure(tests["aligned"].p_less),
+        CHECKS["misaligned_ratio"].measure(ratio),
+        CHECKS["regularizer_curvature_cut"].measure(curvature_cut),
+        CHECKS["regularizer_loss_increase"].measure(loss_increase),
     ]
 
     step_names = {step: f"step {step}" for step in config.checkpoints}
@@ -343,69 +346,12 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     notes = [
         f"Perturbations at hidden_states[{layer}] ({'chosen' if config.perturb_layer >= 0 else 'inner layer of maximal rho'}); "
         f"{len(delta['aligned'])} held-out prefixes of {config.perturb_length} tokens.",
-        f"At alpha={config.alpha}: mean Delta H aligned {tests['aligned']['mean']:+.3f}, misaligned "
-        f"{tests['misaligned']['mean']:+.3f} nats; aligned minus misaligned on the same prefixes "
-        f"{versus_control['mean']:+.3f} nats (paired t = {versus_control['t']:.1f}).",
+        f"At alpha={config.alpha}: mean Delta H aligned {tests['aligned'].mean:+.3f}, misaligned "
+        f"{tests['misaligned'].mean:+.3f} nats; aligned minus misaligned on the same prefixes "
+        f"{versus_control.mean:+.3f} nats (paired t = {versus_control.t:.1f}).",
         f"Correlations over {int(final.n_tokens[0])} held-out tokens; the paper reports r ~ 0.15 at GPT-2 XL scale.",
     ]
     return Outcome(
         metrics={"trained": trained, "init": at_init, "aligned": perturb_metrics["aligned"],
                  "misaligned": perturb_metrics["misaligned"], "regularized": reg, "unregularized": unreg},
         checks=checks, curves=curves, notes=notes)
-
-
-
-def _line_panel(ax, curve: dict[str, Any], cmap: str | None = None) -> None:
-    import matplotlib.pyplot as plt
-
-    x = curve["x"]
-    names = list(curve["series"])
-    colours = plt.get_cmap(cmap)(np.linspace(0.1, 0.9, len(names))) if cmap else [None] * len(names)
-    for name, colour in zip(names, colours):
-        ys = [np.nan if v is None else v for v in curve["series"][name]]
-        ax.plot(x, ys, marker="o", markersize=3, color=colour, label=name)
-    ax.set_xlabel(curve.get("xlabel", ""))
-    ax.set_ylabel(curve.get("ylabel", ""))
-    ax.set_title(curve.get("title", ""), fontsize="medium")
-    ax.grid(True, alpha=0.3)
-    ax.legend(fontsize="small")
-
-
-def plot(data: dict[str, Any]) -> dict[str, Any]:
-    """Three figures from the result's JSON: straightening/emergence, perturbations, regulariser."""
-    import matplotlib.pyplot as plt
-
-    curves = data["curves"]
-    figures = {}
-    fig, axes = plt.subplots(1, 4, figsize=(18, 4.2), layout="constrained")
-    for ax, name in zip(axes, ("curvature_by_layer", "spearman_by_layer", "partial_spearman_by_layer")):
-        _line_panel(ax, curves[name], cmap="viridis")
-    for ax in axes[1:3]:
-        ax.axhline(0.0, color="black", lw=0.8)
-    _line_panel(axes[3], curves["spearman_by_window"], cmap="plasma")
-    axes[3].axhline(0.0, color="black", lw=0.8)
-    fig.suptitle("curvature: straightening and the curvature-entropy correlation, by layer and checkpoint")
-    figures["straightening.png"] = fig
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
-    hist = curves["delta_entropy_hist"]
-    colours = {"aligned": "tab:blue", "misaligned": "tab:orange"}
-    for kind, counts in hist["series"].items():
-        axes[0].step(hist["x"], counts, where="mid", color=colours.get(kind), label=kind)
-        mean = data["metrics"].get(kind, {}).get("mean_delta_entropy")
-        if mean is not None:
-            axes[0].axvline(mean, color=colours.get(kind), ls="--", lw=1, label=f"{kind} mean {mean:+.3f}")
-    axes[0].axvline(0.0, color="black", lw=0.8)
-    axes[0].set_xlabel(hist["xlabel"])
-    axes[0].set_ylabel(hist["ylabel"])
-    axes[0].set_title(hist["title"], fontsize="medium")
-    axes[0].legend(fontsize="small")
-    _line_panel(axes[1], curves["delta_entropy_vs_alpha"])
-    axes[1].axhline(0.0, color="black", lw=0.8)
-    figures["perturbation.png"] = fig
-
-    fig, axes = plt.subplots(1, 2, figsize=(12, 4.2), layout="constrained")
-    _line_panel(axes[0], curves["regularizer_curvature"])
-    _line_panel(axes[1], curves["valid_loss"])
-    figures["regularizer.png"] = fig
-    return figures

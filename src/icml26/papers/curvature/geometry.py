@@ -16,22 +16,43 @@ Steps, for a trajectory ``x_0 .. x_{T-1}`` (the hidden states of one layer, one 
    defined for ``t >= W + 1`` (``W + 2`` points), NaN before.
 
 An angle next to a zero-length step (``|v| <= eps``) is undefined (NaN); a window that
-contains an undefined angle gives a NaN ``kappa``. :func:`extrapolation_target` is the
+contains an undefined angle gives a NaN ``kappa``. NaN points give NaN angles (documented,
+not an error: a trajectory may be partly padded). Every function takes NumPy arrays too and
+then returns NumPy arrays. :func:`extrapolation_target` is the
 constant-velocity continuation ``2 x_{t-1} - x_{t-2}`` that the perturbations aim at. Every function takes any leading batch
 dimensions: ``(T, d)`` or ``(batch, T, d)``.
 """
 
 from __future__ import annotations
 
+import functools
+
+import numpy as np
 import torch
 from torch import Tensor
+
+from icml26.common.argcheck import check_real
 
 __all__ = ["contextual_curvature", "extrapolation_target", "mean_curvature", "turning_angles"]
 
 
+def _numpy_in_out(fn):
+    """Let ``fn(traj, ...)`` take a NumPy array and return a NumPy array for it."""
+
+    @functools.wraps(fn)
+    def wrapper(traj, *args, **kwargs):
+        if isinstance(traj, np.ndarray):
+            return fn(torch.from_numpy(traj), *args, **kwargs).numpy()
+        return fn(traj, *args, **kwargs)
+
+    return wrapper
+
+
 def _check_trajectory(traj: Tensor, min_points: int) -> Tensor:
     if not isinstance(traj, Tensor):
-        raise ValueError(f"traj must be a torch.Tensor of shape (..., T, d), got {type(traj).__name__}")
+        raise TypeError(f"traj must be a torch.Tensor or NumPy array of shape (..., T, d), got {type(traj).__name__}")
+    if not traj.is_floating_point():
+        raise TypeError(f"traj must be floating point, got {traj.dtype}")
     if traj.ndim < 2:
         raise ValueError(f"traj has shape {tuple(traj.shape)}; it must be (..., T, d) with T points in d dims")
     if traj.shape[-2] < min_points:
@@ -40,6 +61,7 @@ def _check_trajectory(traj: Tensor, min_points: int) -> Tensor:
     return traj if traj.dtype in (torch.float32, torch.float64) else traj.float()
 
 
+@_numpy_in_out
 def turning_angles(traj: Tensor, *, eps: float = 1e-8) -> Tensor:
     """Turning angle (radians) at every interior vertex of a trajectory.
 
@@ -50,6 +72,7 @@ def turning_angles(traj: Tensor, *, eps: float = 1e-8) -> Tensor:
     Returns:
         ``(..., T - 2)``: entry ``k`` is the angle at vertex ``k + 1`` (points ``k, k+1, k+2``).
     """
+    check_real(eps, "eps", low=0.0)
     x = _check_trajectory(traj, 3)
     # v_t = x_{t+1} - x_t
     steps = x[..., 1:, :] - x[..., :-1, :]  # (..., T-1, d)
@@ -63,6 +86,7 @@ def turning_angles(traj: Tensor, *, eps: float = 1e-8) -> Tensor:
     return torch.where(defined, phi, torch.full_like(phi, float("nan")))
 
 
+@_numpy_in_out
 def contextual_curvature(traj: Tensor, window: int = 3, *, eps: float = 1e-8) -> Tensor:
     """Causal contextual curvature ``kappa(t; W)`` at every position.
 
@@ -89,6 +113,7 @@ def contextual_curvature(traj: Tensor, window: int = 3, *, eps: float = 1e-8) ->
     return out
 
 
+@_numpy_in_out
 def mean_curvature(traj: Tensor, *, eps: float = 1e-8) -> Tensor:
     """Curvature of a whole trajectory (Hosseini & Fedorenko 2023): the mean turning angle.
 
@@ -101,6 +126,7 @@ def mean_curvature(traj: Tensor, *, eps: float = 1e-8) -> Tensor:
     return torch.nanmean(turning_angles(traj, eps=eps), dim=-1)
 
 
+@_numpy_in_out
 def extrapolation_target(hidden: Tensor, *, keep_step_length: bool = False) -> Tensor:
     """Constant-velocity extrapolation ``x^_t`` of the last point from the two before it.
 

@@ -15,6 +15,7 @@ from typing import Callable, Iterator
 
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int
 from icml26.common.hf import decoder_blocks, num_layers  # re-exported here for compatibility
 
 __all__ = ["decoder_blocks", "num_layers", "patch_hidden_state"]
@@ -34,7 +35,12 @@ def patch_hidden_state(
         patch: the replacement ``(batch, T, d)``, or a function of the original state
             returning one of the same shape.
     """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a Hugging Face causal LM (nn.Module), got {type(model).__name__}")
+    if not (callable(patch) or isinstance(patch, Tensor)):
+        raise TypeError(f"patch must be a tensor or a function of the hidden state, got {type(patch).__name__}")
     n = num_layers(model)
+    layer = check_int(layer, "layer")
     if not -(n + 1) <= layer <= n:
         raise ValueError(f"layer={layer} is out of range for a model with {n} blocks (0 .. {n})")
     layer = layer % (n + 1)

@@ -26,6 +26,7 @@ from typing import Literal
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.papers.curvature.baselines import misaligned
 from icml26.papers.curvature.entropy import next_token_entropy
 from icml26.papers.curvature.geometry import extrapolation_target, turning_angles
@@ -48,6 +49,9 @@ def straighten(hidden: Tensor, alpha: float, *, keep_step_length: bool = False) 
     Returns:
         A copy of ``hidden`` with only the last point changed.
     """
+    check_real(alpha, "alpha")
+    if not isinstance(hidden, Tensor):
+        raise TypeError(f"hidden must be a torch.Tensor (..., T, d), got {type(hidden).__name__}")
     target = extrapolation_target(hidden, keep_step_length=keep_step_length)
     out = hidden.clone()
     last = hidden[..., -1, :]
@@ -58,7 +62,10 @@ def straighten(hidden: Tensor, alpha: float, *, keep_step_length: bool = False) 
 
 @dataclasses.dataclass
 class PerturbationResult:
-    """Entropies at the last position before and after one patched forward pass (all ``(batch,)``)."""
+    """Entropies at the last position before and after one patched forward pass (all ``(batch,)``).
+
+    ``delta_entropy`` is NaN for a row whose patched (or clean) logits are not finite.
+    """
 
     entropy_clean: Tensor
     entropy_perturbed: Tensor
@@ -101,8 +108,14 @@ def perturb_and_measure(
     """
     if kind not in ("aligned", "misaligned"):
         raise ValueError(f"kind={kind!r} must be 'aligned' or 'misaligned'")
-    if not isinstance(input_ids, Tensor) or input_ids.ndim != 2 or input_ids.shape[1] < 3:
-        raise ValueError("input_ids must be a (batch, T) tensor of token ids with T >= 3")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a Hugging Face causal LM (nn.Module), got {type(model).__name__}")
+    if not isinstance(input_ids, Tensor) or input_ids.ndim != 2 or input_ids.shape[1] < 3 or input_ids.shape[0] < 1:
+        raise ValueError("input_ids must be a (batch, T) tensor of token ids with batch >= 1 and T >= 3")
+    if input_ids.is_floating_point() or input_ids.is_complex():
+        raise TypeError(f"input_ids must be integer token ids, got {input_ids.dtype}")
+    layer = check_int(layer, "layer")
+    check_real(alpha, "alpha")
     n = num_layers(model)
     if not -(n + 1) <= layer <= n:
         raise ValueError(f"layer={layer} is out of range for a model with {n} blocks (0 .. {n})")

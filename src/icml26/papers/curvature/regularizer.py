@@ -16,6 +16,8 @@ from typing import Any, Sequence
 import torch
 from torch import Tensor
 
+from icml26.common.argcheck import check_int, check_real
+
 __all__ = ["CurvatureLoss", "curvature_regularizer"]
 
 
@@ -33,6 +35,9 @@ def curvature_regularizer(hidden: Tensor, mask: Tensor | None = None, *, eps: fl
     """
     if not isinstance(hidden, Tensor) or hidden.ndim < 2 or hidden.shape[-2] < 3:
         raise ValueError("hidden must be a (batch, T, d) or (T, d) tensor with T >= 3")
+    if not hidden.is_floating_point():
+        raise TypeError(f"hidden must be floating point, got {hidden.dtype}")
+    check_real(eps, "eps", low=0.0, low_open=True)
     steps = hidden[..., 1:, :] - hidden[..., :-1, :]  # v_t = x_{t+1} - x_t
     a, b = steps[..., :-1, :], steps[..., 1:, :]
     # cos(v_{t+1}, v_t) = <v_t, v_{t+1}> / max(|v_t| |v_{t+1}|, eps), with norms that stay differentiable at 0
@@ -68,10 +73,12 @@ class CurvatureLoss:
     """See :func:`curvature_regularizer`."""
 
     def __post_init__(self) -> None:
-        if not self.layers:
+        if isinstance(self.layers, (str, bytes)) or not self.layers:
             raise ValueError("layers is empty; name at least one hidden_states index to straighten")
-        if self.weight < 0:
-            raise ValueError(f"weight={self.weight} must be >= 0")
+        for layer in self.layers:
+            check_int(layer, "layers")
+        check_real(self.weight, "weight", low=0.0)
+        check_real(self.eps, "eps", low=0.0, low_open=True)
 
     def __call__(self, outputs: Any, input_ids: Tensor | None = None, attention_mask: Tensor | None = None) -> Tensor:
         hidden_states = getattr(outputs, "hidden_states", None)

@@ -9,25 +9,30 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Literal
 
 import numpy as np
 from scipy import stats as _stats
 
-__all__ = ["paired_test", "partial_correlation", "pearson", "spearman"]
+__all__ = ["PairedTest", "paired_test", "partial_correlation", "pearson", "spearman"]
 
 Method = Literal["pearson", "spearman"]
 
 
 def _pair(x, y) -> tuple[np.ndarray, np.ndarray]:
-    x, y = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
+    try:
+        x, y = np.asarray(x, dtype=np.float64).ravel(), np.asarray(y, dtype=np.float64).ravel()
+    except (TypeError, ValueError):
+        raise TypeError("x and y must be numbers (arrays or tensors)") from None
     if x.shape != y.shape:
         raise ValueError(f"x has {x.size} values and y has {y.size}; they must be paired")
     return x, y
 
 
 def pearson(x, y) -> float:
-    """Pearson correlation (NaN if fewer than 3 pairs or a constant input)."""
+    """Pearson correlation (NaN if fewer than 3 pairs, a constant input, or any NaN: NaN in, NaN out)."""
     x, y = _pair(x, y)
     if x.size < 3:
         return float("nan")
@@ -38,13 +43,13 @@ def pearson(x, y) -> float:
 
 
 def spearman(x, y) -> float:
-    """Spearman rank correlation (ties get average ranks)."""
+    """Spearman rank correlation (ties get average ranks; NaN in, NaN out)."""
     x, y = _pair(x, y)
     return pearson(_stats.rankdata(x), _stats.rankdata(y))
 
 
 def partial_correlation(x, y, covariates, method: Method = "pearson") -> float:
-    """Correlation of ``x`` and ``y`` after regressing both on ``[1, covariates]``.
+    """Correlation of ``x`` and ``y`` after regressing both on ``[1, covariates]`` (NaN if any input is).
 
     Args:
         x, y: ``(n,)`` paired values.
@@ -56,8 +61,10 @@ def partial_correlation(x, y, covariates, method: Method = "pearson") -> float:
     x, y = _pair(x, y)
     z = np.asarray(covariates, dtype=np.float64)
     z = z.reshape(-1, 1) if z.ndim == 1 else z
-    if z.shape[0] != x.size:
-        raise ValueError(f"covariates have {z.shape[0]} rows, x and y have {x.size}")
+    if z.ndim != 2 or z.shape[0] != x.size:
+        raise ValueError(f"covariates must be (n,) or (n, k) with n = {x.size} rows, got shape {z.shape}")
+    if not (np.isfinite(x).all() and np.isfinite(y).all() and np.isfinite(z).all()):
+        return float("nan")  # NaN in, NaN out (as pearson and spearman)
     if method == "spearman":
         x, y = _stats.rankdata(x), _stats.rankdata(y)
         z = np.column_stack([_stats.rankdata(col) for col in z.T]) if z.shape[1] else z
@@ -67,18 +74,50 @@ def partial_correlation(x, y, covariates, method: Method = "pearson") -> float:
     return pearson(residuals[:, 0], residuals[:, 1])
 
 
-def paired_test(delta) -> dict[str, float]:
-    """Paired t-test of per-position differences against 0 (two-sided).
+@dataclasses.dataclass(frozen=True)
+class PairedTest:
+    """A paired t-test of differences against 0 (:func:`paired_test`).
 
-    Returns ``mean``, ``sem``, ``t``, ``p`` (two-sided), ``p_less`` (one-sided, for the
-    alternative ``mean < 0``), ``frac_negative`` and ``n``.
+    Also readable as a mapping (``result["mean"]``), as the function returned a dict before.
+    """
+
+    mean: float
+    sem: float
+    """Standard error of the mean (``ddof = 1``)."""
+    t: float
+    p: float
+    """Two-sided p-value."""
+    p_less: float
+    """One-sided p-value for the alternative ``mean < 0``."""
+    frac_negative: float
+    n: float
+    """Finite differences tested."""
+    n_nonfinite: float = 0.0
+    """Non-finite differences left out (e.g. from a patched forward pass that diverged)."""
+
+    def __getitem__(self, key: str) -> float:
+        if key not in self.__dataclass_fields__:
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def to_dict(self) -> dict[str, float]:
+        return dataclasses.asdict(self)
+
+
+def paired_test(delta) -> PairedTest:
+    """Paired t-test of per-position differences against 0 (two-sided and one-sided ``< 0``).
+
+    Non-finite differences are left out and counted in ``n_nonfinite``; fewer than 2
+    finite ones is a ``ValueError``.
     """
     d = np.asarray(delta, dtype=np.float64).ravel()
-    d = d[np.isfinite(d)]
+    finite = np.isfinite(d)
+    n_nonfinite = float((~finite).sum())
+    d = d[finite]
     if d.size < 2:
         raise ValueError(f"a paired test needs at least 2 finite differences, got {d.size}")
     test = _stats.ttest_1samp(d, 0.0)
     less = _stats.ttest_1samp(d, 0.0, alternative="less")
-    return {"mean": float(d.mean()), "sem": float(d.std(ddof=1) / np.sqrt(d.size)),
-            "t": float(test.statistic), "p": float(test.pvalue), "p_less": float(less.pvalue),
-            "frac_negative": float((d < 0).mean()), "n": float(d.size)}
+    return PairedTest(mean=float(d.mean()), sem=float(d.std(ddof=1) / np.sqrt(d.size)),
+                      t=float(test.statistic), p=float(test.pvalue), p_less=float(less.pvalue),
+                      frac_negative=float((d < 0).mean()), n=float(d.size), n_nonfinite=n_nonfinite)

@@ -1,0 +1,66 @@
+"""Curvature reproduction figures, drawn from the result JSON only (:mod:`icml26.plotting`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from icml26.plotting import subplots, values
+
+__all__ = ["plot"]
+
+
+def _line_panel(ax, curve: dict[str, Any], cmap: str | None = None) -> None:
+    import matplotlib
+
+    x = values(curve["x"])
+    names = list(curve["series"])
+    colours = matplotlib.colormaps[cmap](np.linspace(0.1, 0.9, len(names))) if cmap else [None] * len(names)
+    for name, colour in zip(names, colours):
+        ax.plot(x, values(curve["series"][name]), marker="o", markersize=3, color=colour, label=name)
+    ax.set_xlabel(curve.get("xlabel", ""))
+    ax.set_ylabel(curve.get("ylabel", ""))
+    ax.set_title(curve.get("title", ""), fontsize="medium")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize="small")
+
+
+def plot(data: dict[str, Any]) -> dict[str, Any]:
+    """Three figures from the result's JSON: straightening/emergence, perturbations, regulariser."""
+    curves = data["curves"]
+    figures = {}
+    fig, axes = subplots(1, 4, panel=(4.5, 4.2))
+    axes = axes[0]
+    for ax, name in zip(axes, ("curvature_by_layer", "spearman_by_layer", "partial_spearman_by_layer")):
+        _line_panel(ax, curves[name], cmap="viridis")
+    for ax in axes[1:3]:
+        ax.axhline(0.0, color="black", lw=0.8)
+    _line_panel(axes[3], curves["spearman_by_window"], cmap="plasma")
+    axes[3].axhline(0.0, color="black", lw=0.8)
+    fig.suptitle("curvature: straightening and the curvature-entropy correlation, by layer and checkpoint")
+    figures["straightening.png"] = fig
+
+    fig, axes = subplots(1, 2, panel=(6.0, 4.2))
+    axes = axes[0]
+    hist = curves["delta_entropy_hist"]
+    colours = {"aligned": "tab:blue", "misaligned": "tab:orange"}
+    for kind, counts in hist["series"].items():
+        axes[0].step(values(hist["x"]), values(counts), where="mid", color=colours.get(kind), label=kind)
+        mean = data["metrics"].get(kind, {}).get("mean_delta_entropy")
+        if mean is not None:
+            axes[0].axvline(mean, color=colours.get(kind), ls="--", lw=1, label=f"{kind} mean {mean:+.3f}")
+    axes[0].axvline(0.0, color="black", lw=0.8)
+    axes[0].set_xlabel(hist["xlabel"])
+    axes[0].set_ylabel(hist["ylabel"])
+    axes[0].set_title(hist["title"], fontsize="medium")
+    axes[0].legend(fontsize="small")
+    _line_panel(axes[1], curves["delta_entropy_vs_alpha"])
+    axes[1].axhline(0.0, color="black", lw=0.8)
+    figures["perturbation.png"] = fig
+
+    fig, axes = subplots(1, 2, panel=(6.0, 4.2))
+    _line_panel(axes[0][0], curves["regularizer_curvature"])
+    _line_panel(axes[0][1], curves["valid_loss"])
+    figures["regularizer.png"] = fig
+    return figures

@@ -1,0 +1,220 @@
+"""Layer-wise contextual curvature against next-token entropy, for any HF causal LM.
+
+Steps of :func:`layerwise_curvature_entropy` (paper: the correlation between the
+curvature of the recent trajectory and the entropy of the next-token distribution peaks
+in the middle layers, r ~ 0.15 for GPT-2 XL and Pythia-2.8B):
+
+1. run the model on ``(batch, T)`` token ids with ``output_hidden_states=True``;
+2. at every layer ``l = 0 .. L``, the causal contextual curvature ``kappa_l(t; W)`` of each
+   row's trajectory (:func:`~icml26.papers.curvature.geometry.contextual_curvature`) and
+   the mean turning angle (the straightening measure);
+3. the entropy ``H_t`` of the logits at each position;
+4. over all tokens with a defined ``kappa``: Pearson and Spearman correlations of
+   ``kappa_l(t)`` with ``H_t`` per layer, and partial correlations controlling for the
+   token's position ``t`` and the log unigram frequency of the token at ``t``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from icml26.common.argcheck import check_int
+from icml26.common.progress import progress
+from icml26.papers.curvature.entropy import next_token_entropy
+from icml26.papers.curvature.geometry import contextual_curvature, turning_angles
+from icml26.papers.curvature.hooks import num_layers
+from icml26.papers.curvature.stats import partial_correlation, pearson, spearman
+
+__all__ = ["CurvatureEntropyAnalysis", "layerwise_curvature_entropy", "unigram_log_frequency"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass
+class CurvatureEntropyAnalysis:
+    """Per-token curvature and entropy, and per-layer statistics (layers ``0 .. L``)."""
+
+    window: int
+    """``W`` of ``kappa(t; W)``."""
+    curvature: np.ndarray
+    """``(L + 1, N)``: ``kappa_l(t)`` of each analysed token (NaN at undefined angles)."""
+    entropy: np.ndarray
+    """``(N,)``: ``H_t`` (nats)."""
+    position: np.ndarray
+    """``(N,)``: ``t`` within its row."""
+    log_frequency: np.ndarray
+    """``(N,)``: log unigram frequency of the token at ``t``."""
+    mean_curvature: np.ndarray
+    """``(L + 1,)``: mean turning angle (radians) over every vertex of every row."""
+    pearson: np.ndarray
+    """``(L + 1,)``: Pearson ``r(kappa_l, H)``."""
+    spearman: np.ndarray
+    """``(L + 1,)``: Spearman ``rho(kappa_l, H)``."""
+    partial_pearson: np.ndarray
+    """``(L + 1,)``: Pearson ``r`` controlling for position and log frequency."""
+    partial_spearman: np.ndarray
+    """``(L + 1,)``: Spearman ``rho`` controlling for position and log frequency (on ranks)."""
+    n_tokens: np.ndarray
+    """``(L + 1,)``: tokens entering each layer's correlations."""
+
+    @property
+    def num_layers(self) -> int:
+        """``L``: the analysis covers ``hidden_states[0 .. L]``."""
+        return len(self.mean_curvature) - 1
+
+    def best_layer(self, statistic: str = "spearman") -> int:
+        """The layer with the largest correlation of the named statistic."""
+        if statistic not in ("pearson", "spearman", "partial_pearson", "partial_spearman"):
+            raise ValueError(f"statistic={statistic!r} must be pearson, spearman, partial_pearson or partial_spearman")
+        values = getattr(self, statistic)
+        if not np.isfinite(values).any():
+            raise ValueError(f"no layer has a finite {statistic}")
+        return int(np.nanargmax(values))
+
+    def summary(self) -> dict[str, list[float]]:
+        """The per-layer statistics as plain lists (JSON-ready)."""
+        names = ("mean_curvature", "pearson", "spearman", "partial_pearson", "partial_spearman", "n_tokens")
+        return {name: [float(v) for v in getattr(self, name)] for name in names}
+
+
+def unigram_log_frequency(ids: Tensor, vocab_size: int) -> Tensor:
+    """Add-one smoothed log unigram frequency of every word: ``log((c_w + 1) / (N + V))``.
+
+    Args:
+        ids: token ids of any shape (e.g. the training stream).
+        vocab_size: ``V``.
+
+    Returns:
+        ``(V,)`` float64.
+    """
+    vocab_size = check_int(vocab_size, "vocab_size", low=1)
+    ids = torch.as_tensor(ids)
+    if ids.is_floating_point() or ids.is_complex():
+        raise TypeError(f"ids must be integer token ids, got {ids.dtype}")
+    ids = ids.reshape(-1).to("cpu", torch.int64)
+    if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise ValueError(f"token ids must lie in [0, {vocab_size}); got [{int(ids.min())}, {int(ids.max())}]")
+    counts = torch.bincount(ids, minlength=vocab_size).to(torch.float64)
+    return torch.log((counts + 1.0) / (counts.sum() + vocab_size))
+
+
+def _vocab_size(model: nn.Module) -> int:
+    config = model.config.get_text_config() if hasattr(model.config, "get_text_config") else model.config
+    return int(config.vocab_size)
+
+
+def _check_mask(attention_mask: Tensor | None, input_ids: Tensor) -> Tensor:
+    if attention_mask is None:
+        return torch.ones_like(input_ids, dtype=torch.bool)
+    if attention_mask.shape != input_ids.shape:
+        raise ValueError(f"attention_mask has shape {tuple(attention_mask.shape)}, input_ids {tuple(input_ids.shape)}")
+    mask = attention_mask.to(torch.bool)
+    # Right padding only: once a row's mask is 0 it stays 0.
+    if (mask[:, 1:] & ~mask[:, :-1]).any():
+        raise ValueError("attention_mask must be right-padded (ones, then zeros); tokenize with padding_side='right'")
+    return mask
+
+
+@torch.no_grad()
+def layerwise_curvature_entropy(
+    model: nn.Module,
+    input_ids: Tensor,
+    window: int = 3,
+    *,
+    attention_mask: Tensor | None = None,
+    token_log_frequency: Tensor | None = None,
+    batch_size: int = 16,
+    eps: float = 1e-8,
+    show_progress: bool | None = None,
+) -> CurvatureEntropyAnalysis:
+    """Curvature-entropy statistics at every layer of a Hugging Face causal LM.
+
+    Args:
+        model: any causal LM that returns ``hidden_states`` (call ``model.eval()`` first).
+        input_ids: ``(batch, T)`` token ids (held-out text).
+        window: ``W`` of ``kappa(t; W)``; tokens at ``t < W + 1`` are not analysed.
+        attention_mask: ``(batch, T)`` right-padded mask; padded positions are skipped.
+        token_log_frequency: ``(vocab,)`` log unigram frequencies for the partial-correlation
+            control (e.g. :func:`unigram_log_frequency` of the training data); default:
+            estimated from ``input_ids`` itself.
+        batch_size: rows per forward pass.
+        eps: zero-length threshold of the turning angles.
+        show_progress: progress bar (default: only on a terminal).
+    """
+    if not isinstance(input_ids, Tensor) or input_ids.ndim != 2:
+        raise ValueError("input_ids must be a (batch, T) tensor of token ids")
+    if input_ids.is_floating_point() or input_ids.is_complex():
+        raise TypeError(f"input_ids must be integer token ids, got {input_ids.dtype}")
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a Hugging Face causal LM (nn.Module), got {type(model).__name__}")
+    check_int(batch_size, "batch_size", low=1)
+    check_int(window, "window", low=1)
+    mask = _check_mask(attention_mask, input_ids)
+    if model.training:
+        log.warning("layerwise_curvature_entropy on a model in train mode; dropout perturbs the states")
+    n_layers = num_layers(model)
+    device = next(model.parameters()).device
+    if token_log_frequency is None:
+        token_log_frequency = unigram_log_frequency(input_ids[mask], _vocab_size(model))
+    log_freq = token_log_frequency.to("cpu", torch.float64)
+
+    kappas: list[list[Tensor]] = [[] for _ in range(n_layers + 1)]
+    entropies, positions, freqs = [], [], []
+    angle_sum = torch.zeros(n_layers + 1, dtype=torch.float64)
+    angle_count = torch.zeros(n_layers + 1, dtype=torch.float64)
+    T = input_ids.shape[1]
+    position = torch.arange(T).expand_as(input_ids)
+    keep_all = mask & (position >= window + 1)
+    for start in progress(range(0, input_ids.shape[0], batch_size), enabled=show_progress,
+                          desc="curvature vs entropy"):
+        ids = input_ids[start : start + batch_size]
+        m = mask[start : start + batch_size]
+        keep = keep_all[start : start + batch_size]
+        out = model(input_ids=ids.to(device), attention_mask=m.to(device, torch.long),
+                    output_hidden_states=True)
+        if out.hidden_states is None or len(out.hidden_states) != n_layers + 1:
+            raise ValueError(f"the model returned {len(out.hidden_states or ())} hidden states, "
+                             f"expected num_hidden_layers + 1 = {n_layers + 1}")
+        keep_dev = keep.to(device)
+        vertex_ok = (m[:, :-2] & m[:, 1:-1] & m[:, 2:]).to(device) if T >= 3 else None
+        for layer, hidden in enumerate(out.hidden_states):
+            kappa = contextual_curvature(hidden, window, eps=eps)
+            kappas[layer].append(kappa[keep_dev].double().cpu())
+            if vertex_ok is not None:
+                angles = turning_angles(hidden, eps=eps)
+                ok = vertex_ok & torch.isfinite(angles)
+                angle_sum[layer] += float(angles[ok].double().sum())
+                angle_count[layer] += float(ok.sum())
+        entropies.append(next_token_entropy(out.logits)[keep_dev].double().cpu())
+        positions.append(position[start : start + batch_size][keep])
+        freqs.append(log_freq[ids[keep].cpu()])
+
+    curvature = torch.stack([torch.cat(k) for k in kappas]).numpy()
+    entropy = torch.cat(entropies).numpy()
+    pos = torch.cat(positions).numpy().astype(np.float64)
+    freq = torch.cat(freqs).numpy()
+    if entropy.size < 3:
+        raise ValueError(f"only {entropy.size} tokens have a defined kappa(t; W={window}); "
+                         f"pass longer rows (T > W + 1) or more of them")
+    covariates = np.column_stack([pos, freq])
+    stats = {name: np.full(n_layers + 1, np.nan) for name in
+             ("pearson", "spearman", "partial_pearson", "partial_spearman", "n_tokens")}
+    for layer in range(n_layers + 1):
+        k = curvature[layer]
+        ok = np.isfinite(k) & np.isfinite(entropy)
+        stats["n_tokens"][layer] = ok.sum()
+        if ok.sum() < 3:
+            continue
+        stats["pearson"][layer] = pearson(k[ok], entropy[ok])
+        stats["spearman"][layer] = spearman(k[ok], entropy[ok])
+        stats["partial_pearson"][layer] = partial_correlation(k[ok], entropy[ok], covariates[ok], "pearson")
+        stats["partial_spearman"][layer] = partial_correlation(k[ok], entropy[ok], covariates[ok], "spearman")
+    mean_curv = (angle_sum / angle_count.clamp_min(1)).numpy()
+    mean_curv[angle_count.numpy() == 0] = np.nan
+    return CurvatureEntropyAnalysis(window=window, curvature=curvature, entropy=entropy, position=pos,
+                                    log_frequency=freq, mean_curvature=mean_curv, **stats)
