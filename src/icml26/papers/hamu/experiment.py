@@ -32,19 +32,38 @@ from typing import Any
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
+from icml26.common.config import validate_numbers
 from icml26.common.data import load_digits_split
 from icml26.common.metrics import loss_threshold_mia_auc
-from icml26.results import Outcome, check
-from icml26.runner import RunContext
+from icml26.contract import Outcome, RunContext
 
+from .analysis import (
+    guarantee_share,
+    matched_point,
+    pareto_front,
+    retain_margin_points,
+    smallest_decrease,
+    smallest_increase,
+)
+from .claims import CHECKS
+from .figures import plot
+from .problem import Problem, evaluate, matched_test_indices, train_mlp
 from .splits import forget_split
 from .unlearn import unlearn
 
+__all__ = ["BASELINE_ARMS", "CHECKS", "HAMU_ARMS", "STREAMS", "Config", "MatchedRecord", "RhoResult", "StepTrace",
+           "plot", "run"]
+
 HAMU_ARMS = ("hamu_q_layerwise", "hamu_q_global")
 BASELINE_ARMS = ("graddiff", "finetune", "gradient_ascent", "neggrad_plus", "scrub", "pcgrad", "gru")
+
+#: Named random streams (name -> the integer offset of the earlier bare-offset API, so numbers stay).
+STREAMS = {"forget_split": 0, "model_init": 0}
+"""``forget_split`` (index: seed): the forget sets and the MIA test samples; ``model_init`` (index:
+seed): the MLPs' initialisation and Adam's batch order. The digits split of seed i uses
+``load_digits_split(seed=1000·master seed + i)``."""
 
 
 @dataclasses.dataclass
@@ -54,7 +73,7 @@ class Config:
     hardness: tuple[float, ...] = (0.0, 0.25, 0.5, 0.75, 1.0)
     """Hardness ρ of the forget sets (paper: {0, 0.25, 0.5, 0.75, 1}); must include 0.5 for the
     matched-accuracy check."""
-    forget_class: int = 0
+    forget_class: int = dataclasses.field(default=0, metadata={"min": 0, "max": 9})
     """Class c whose size (and, at ρ < 1, samples) make the forget set (paper: class 0)."""
     seeds: int = 3
     """Independent repetitions (split, models, forget set); brief §4.2: 3."""
@@ -93,6 +112,7 @@ class Config:
     """Held-out share of the digits (brief §4.1: 25 %)."""
 
     def __post_init__(self) -> None:
+        validate_numbers(self)
         if not self.hardness or any(not 0.0 <= r <= 1.0 for r in self.hardness):
             raise ValueError(f"hardness={self.hardness} must be a non-empty tuple of values in [0, 1]")
         if list(self.hardness) != sorted(set(self.hardness)):
@@ -115,6 +135,11 @@ class Config:
             raise ValueError(f"bound_ratio={self.bound_ratio} must be in [0, 1] (above 1 every step is infeasible)")
         if not 0.0 < self.match_window < 1.0:
             raise ValueError(f"match_window={self.match_window} must be in (0, 1)")
+        if not 0.0 <= self.neggrad_beta <= 1.0:
+            raise ValueError(f"neggrad_beta={self.neggrad_beta} must be in [0, 1] (NegGrad+'s retain weight)")
+        for name in ("max_grad_norm", "train_lr", "guarantee_lr"):
+            if not getattr(self, name) > 0.0:
+                raise ValueError(f"{name}={getattr(self, name)} must be > 0")
         if not 0.0 < self.test_fraction < 1.0:
             raise ValueError(f"test_fraction={self.test_fraction} must be in (0, 1)")
 
@@ -131,73 +156,6 @@ class Config:
                    train_epochs=3)
 
 
-# ----------------------------------------------------------------------------- models and data
-def _mlp(hidden: tuple[int, ...], generator: torch.Generator) -> nn.Sequential:
-    widths = (64, *hidden, 10)
-    layers: list[nn.Module] = []
-    for i, (a, b) in enumerate(zip(widths, widths[1:])):
-        linear = nn.Linear(a, b)
-        bound = 1.0 / math.sqrt(a)
-        with torch.no_grad():
-            linear.weight.uniform_(-bound, bound, generator=generator)
-            linear.bias.uniform_(-bound, bound, generator=generator)
-        layers.append(linear)
-        if i < len(widths) - 2:
-            layers.append(nn.ReLU())
-    return nn.Sequential(*layers)
-
-
-def _train(x: torch.Tensor, y: torch.Tensor, config: Config, generator: torch.Generator) -> nn.Sequential:
-    model = _mlp(config.hidden, generator).to(x.device)
-    opt = torch.optim.Adam(model.parameters(), lr=config.train_lr)
-    for _ in range(config.train_epochs):
-        order = torch.randperm(len(x), generator=generator).to(x.device)
-        for i in range(0, len(x), config.train_batch):
-            idx = order[i:i + config.train_batch]
-            opt.zero_grad(set_to_none=True)
-            F.cross_entropy(model(x[idx]), y[idx]).backward()
-            opt.step()
-    return model.eval()
-
-
-def _matched_test_indices(test_labels: np.ndarray, forget_labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    """Test samples with the forget set's label proportions (the non-members of the MIA)."""
-    classes, counts = np.unique(forget_labels, return_counts=True)
-    share = counts / counts.sum()
-    available = np.array([(test_labels == c).sum() for c in classes])
-    total = int(np.min(available / share))
-    chosen = [rng.permutation(np.flatnonzero(test_labels == c))[: max(1, int(round(s * total)))]
-              for c, s in zip(classes, share)]
-    return np.sort(np.concatenate(chosen))
-
-
-@dataclasses.dataclass
-class _Problem:
-    """One (seed, ρ) unlearning problem: tensors and the reference numbers."""
-
-    retain: tuple[torch.Tensor, torch.Tensor]
-    forget: tuple[torch.Tensor, torch.Tensor]
-    retain_test: tuple[torch.Tensor, torch.Tensor]
-    mia_test: tuple[torch.Tensor, torch.Tensor]
-    reference_forget_acc: float
-    reference_retain_acc: float
-    reference_auc: float
-    original_forget_acc: float
-
-
-def _evaluate(model: nn.Module, problem: _Problem) -> dict[str, Any]:
-    xf, yf = problem.forget
-    logits_f = model(xf)
-    xt, yt = problem.retain_test
-    xm, ym = problem.mia_test
-    return {
-        "forget_acc": float((logits_f.argmax(1) == yf).float().mean()),
-        "retain_acc": float((model(xt).argmax(1) == yt).float().mean()),
-        "forget_losses": F.cross_entropy(logits_f, yf, reduction="none").cpu().numpy(),
-        "test_losses": F.cross_entropy(model(xm), ym, reduction="none").cpu().numpy(),
-    }
-
-
 def _arm_options(arm: str, config: Config) -> dict[str, Any]:
     if arm == "hamu_q_layerwise":
         return {"method": "hamu_q", "layerwise": True, "bound": config.bound_ratio}
@@ -208,31 +166,43 @@ def _arm_options(arm: str, config: Config) -> dict[str, Any]:
     return {"method": arm}
 
 
-# ----------------------------------------------------------------------------- selection
-def _matched_point(points: list[dict[str, Any]], problem: _Problem, window: float) -> dict[str, Any]:
-    """The best retain accuracy among checkpoints of matched forget accuracy.
 
-    Matched: forget accuracy within ``window`` of the reference's and at least ``window`` below
-    the original's. When no checkpoint is matched, the ones nearest the window are used.
-    """
-    low = problem.reference_forget_acc - window
-    high = min(problem.reference_forget_acc + window, problem.original_forget_acc - window)
-    if high < low:  # the reference forgets less than the original minus the window
-        low = high = problem.reference_forget_acc
+# ----------------------------------------------------------------------------- section results
+@dataclasses.dataclass(frozen=True)
+class MatchedRecord:
+    """One arm's checkpoint at matched forget accuracy, on one seed."""
 
-    def distance(p: dict[str, Any]) -> float:
-        return max(0.0, low - p["forget_acc"], p["forget_acc"] - high)
-
-    nearest = min(distance(p) for p in points)
-    best = max((p for p in points if distance(p) == nearest), key=lambda p: p["retain_acc"])
-    return {**best, "hit": nearest == 0.0}
+    retain_acc: float
+    forget_acc: float
+    mia_gap: float
+    """|AUC(forget vs test losses) − the retrained reference's AUC|."""
+    hit: bool
+    """Whether the checkpoint lies inside the matched window."""
 
 
-def _pareto(points: list[dict[str, Any]], grid: np.ndarray) -> np.ndarray:
-    """Best retain accuracy among checkpoints with forget accuracy ≤ x, for every x of ``grid``."""
-    forget = np.array([p["forget_acc"] for p in points])
-    retain = np.array([p["retain_acc"] for p in points])
-    return np.array([retain[forget <= x + 1e-9].max() if (forget <= x + 1e-9).any() else np.nan for x in grid])
+@dataclasses.dataclass(frozen=True)
+class StepTrace:
+    """HAMU-Q layer-wise per-step κ, cos(g_r, g_f) and stop flags of one run."""
+
+    hardness: list[float]
+    cosine: list[float]
+    stop: list[float]
+
+
+@dataclasses.dataclass
+class RhoResult:
+    """Everything measured at one hardness ρ, over seeds (lists are per seed, or per seed and lr)."""
+
+    rho: float
+    matched: dict[str, list[MatchedRecord]]
+    pareto: dict[str, list[np.ndarray]]
+    cos0: list[float] = dataclasses.field(default_factory=list)
+    kappa0: list[float] = dataclasses.field(default_factory=list)
+    first_stop: list[int] = dataclasses.field(default_factory=list)
+    traj: dict[float, list[StepTrace]] = dataclasses.field(default_factory=dict)
+    guarantee: list[np.ndarray] = dataclasses.field(default_factory=list)
+    reference_acc: list[float] = dataclasses.field(default_factory=list)
+    reference_forget: list[float] = dataclasses.field(default_factory=list)
 
 
 # ----------------------------------------------------------------------------- the run
@@ -240,18 +210,15 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     device = ctx.device
     arms = [a for a in HAMU_ARMS + BASELINE_ARMS if a in config.arms]
     grid = np.round(np.linspace(0.0, 1.0, 51), 4)
-    per_rho: dict[float, dict[str, Any]] = {
-        rho: {"matched": {a: [] for a in arms}, "pareto": {a: [] for a in arms}, "cos0": [], "kappa0": [],
-              "first_stop": [], "traj": {}, "guarantee": [], "reference_acc": [], "reference_forget": []}
-        for rho in config.hardness}
+    per_rho = {rho: RhoResult(rho, {a: [] for a in arms}, {a: [] for a in arms}) for rho in config.hardness}
     seconds = {a: 0.0 for a in arms}
     steps_done = {a: 0 for a in arms}
     runs = [(s, rho) for s in range(config.seeds) for rho in config.hardness]
     bar = ctx.progress(total=len(runs) * sum(len(_lrs(a, config)) for a in arms), desc="hamu runs")
 
     for seed in range(config.seeds):
-        rng = ctx.rng(seed)
-        gen = ctx.torch_generator(seed)
+        rng = ctx.rng("forget_split", seed)
+        gen = ctx.torch_generator("model_init", seed)
         digits = load_digits_split(config.test_fraction, seed=ctx.seed * 1000 + seed)
         x_train = torch.tensor(digits.x_train, device=device)
         y_train = torch.tensor(digits.y_train, device=device)
@@ -262,22 +229,22 @@ def run(config: Config, ctx: RunContext) -> Outcome:
 
         for rho in config.hardness:
             forget_idx, retain_idx = forget_split(digits.y_train, config.forget_class, rho, rng=rng)
-            mia_idx = torch.tensor(_matched_test_indices(digits.y_test, digits.y_train[forget_idx], rng), device=device)
+            mia_idx = torch.tensor(matched_test_indices(digits.y_test, digits.y_train[forget_idx], rng), device=device)
             f_idx, r_idx = torch.tensor(forget_idx, device=device), torch.tensor(retain_idx, device=device)
             reference = _train(x_train[r_idx], y_train[r_idx], config, gen)
-            problem = _Problem(retain=(x_train[r_idx], y_train[r_idx]), forget=(x_train[f_idx], y_train[f_idx]),
+            problem = Problem(retain=(x_train[r_idx], y_train[r_idx]), forget=(x_train[f_idx], y_train[f_idx]),
                                retain_test=(x_test[keep], y_test[keep]), mia_test=(x_test[mia_idx], y_test[mia_idx]),
                                reference_forget_acc=0.0, reference_retain_acc=0.0, reference_auc=0.0,
                                original_forget_acc=0.0)
             with torch.no_grad():
-                ref_eval, orig_eval = _evaluate(reference, problem), _evaluate(original, problem)
+                ref_eval, orig_eval = evaluate(reference, problem), evaluate(original, problem)
             problem.reference_forget_acc = ref_eval["forget_acc"]
             problem.reference_retain_acc = ref_eval["retain_acc"]
             problem.reference_auc = loss_threshold_mia_auc(ref_eval["forget_losses"], ref_eval["test_losses"])
             problem.original_forget_acc = orig_eval["forget_acc"]
             out = per_rho[rho]
-            out["reference_acc"].append(problem.reference_retain_acc)
-            out["reference_forget"].append(problem.reference_forget_acc)
+            out.reference_acc.append(problem.reference_retain_acc)
+            out.reference_forget.append(problem.reference_forget_acc)
 
             for arm in arms:
                 points: list[dict[str, Any]] = []
@@ -286,27 +253,30 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                     start = time.perf_counter()
                     history = unlearn(model, [problem.retain], [problem.forget], steps=config.steps, lr=lr,
                                       max_grad_norm=config.max_grad_norm,
-                                      eval_fn=lambda m: _evaluate(m, problem), eval_every=config.eval_every,
+                                      eval_fn=lambda m: evaluate(m, problem), eval_every=config.eval_every,
                                       progress=False, **_arm_options(arm, config))
                     seconds[arm] += time.perf_counter() - start
                     steps_done[arm] += history.steps_run
                     points += [e for e in history.evaluations if e["step"] > 0]
                     if arm == "hamu_q_layerwise":
                         logs = history.hamu_logs
-                        out["cos0"].append(logs[0].cosine)
-                        out["kappa0"].append(logs[0].hardness)
-                        first = next((i for i, info in enumerate(logs) if info.stop), config.steps)
-                        out["first_stop"].append(first)
-                        out["traj"].setdefault(lr, []).append(
-                            ([info.hardness for info in logs], [info.cosine for info in logs],
-                             [float(info.stop) for info in logs]))
+                        out.cos0.append(logs[0].cosine)
+                        out.kappa0.append(logs[0].hardness)
+                        out.first_stop.append(next((i for i, info in enumerate(logs) if info.stop), config.steps))
+                        out.traj.setdefault(lr, []).append(StepTrace([info.hardness for info in logs],
+                                                                     [info.cosine for info in logs],
+                                                                     [float(info.stop) for info in logs]))
                     bar.update(1)
-                matched = _matched_point(points, problem, config.match_window)
-                auc = loss_threshold_mia_auc(matched["forget_losses"], matched["test_losses"])
-                out["matched"][arm].append({"retain_acc": matched["retain_acc"], "forget_acc": matched["forget_acc"],
-                                            "mia_gap": abs(auc - problem.reference_auc), "hit": matched["hit"]})
-                out["pareto"][arm].append(_pareto(points, grid))
-            out["guarantee"].append(_guarantee_probe(original, problem, config))
+                forget_acc = [p["forget_acc"] for p in points]
+                retain_acc = [p["retain_acc"] for p in points]
+                chosen = matched_point(forget_acc, retain_acc, reference_forget=problem.reference_forget_acc,
+                                       original_forget=problem.original_forget_acc, window=config.match_window)
+                best = points[chosen.index]
+                auc = loss_threshold_mia_auc(best["forget_losses"], best["test_losses"])
+                out.matched[arm].append(MatchedRecord(best["retain_acc"], best["forget_acc"],
+                                                      abs(auc - problem.reference_auc), chosen.hit))
+                out.pareto[arm].append(pareto_front(forget_acc, retain_acc, grid))
+            out.guarantee.append(_guarantee_probe(original, problem, config))
     bar.close()
     ms_per_step = {a: round(1e3 * seconds[a] / max(steps_done[a], 1), 3) for a in arms}
     ctx.provenance["ms_per_step"] = ms_per_step
@@ -318,11 +288,16 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     return outcome
 
 
+def _train(x: torch.Tensor, y: torch.Tensor, config: Config, generator: torch.Generator) -> nn.Module:
+    return train_mlp(x, y, generator, hidden=config.hidden, epochs=config.train_epochs, batch=config.train_batch,
+                     lr=config.train_lr)
+
+
 def _lrs(arm: str, config: Config) -> tuple[float, ...]:
     return config.hamu_lrs if arm in HAMU_ARMS else config.baseline_lrs
 
 
-def _guarantee_probe(original: nn.Module, problem: _Problem, config: Config) -> np.ndarray:
+def _guarantee_probe(original: nn.Module, problem: Problem, config: Config) -> np.ndarray:
     """Realised forget-loss increase / B per step of HAMU-Q layer-wise, in float64."""
     model = copy.deepcopy(original).double().train()
     retain = (problem.retain[0].double(), problem.retain[1])
@@ -333,127 +308,71 @@ def _guarantee_probe(original: nn.Module, problem: _Problem, config: Config) -> 
                      if info.applied and info.bound > 0])
 
 
-def _outcome(config: Config, arms: list[str], per_rho: dict[float, dict[str, Any]], grid: np.ndarray) -> Outcome:
-    def tag(rho: float) -> str:
-        return f"rho{rho:g}"
+def _tag(rho: float) -> str:
+    return f"rho{rho:g}"
 
+
+def _outcome(config: Config, arms: list[str], per_rho: dict[float, RhoResult], grid: np.ndarray) -> Outcome:
     metrics: dict[str, dict[str, float]] = {}
     for arm in arms:
         values: dict[str, float] = {}
-        for rho, out in per_rho.items():
-            values[f"retain@{tag(rho)}"] = float(np.mean([m["retain_acc"] for m in out["matched"][arm]]))
-        for rho, out in per_rho.items():
-            values[f"forget@{tag(rho)}"] = float(np.mean([m["forget_acc"] for m in out["matched"][arm]]))
-        for rho, out in per_rho.items():
-            values[f"mia_gap@{tag(rho)}"] = float(np.mean([m["mia_gap"] for m in out["matched"][arm]]))
+        for field, key in (("retain_acc", "retain"), ("forget_acc", "forget"), ("mia_gap", "mia_gap")):
+            for rho, out in per_rho.items():
+                values[f"{key}@{_tag(rho)}"] = float(np.mean([getattr(m, field) for m in out.matched[arm]]))
         metrics[arm] = values
     metrics["retrain_reference"] = {
-        **{f"retain@{tag(rho)}": float(np.mean(out["reference_acc"])) for rho, out in per_rho.items()},
-        **{f"forget@{tag(rho)}": float(np.mean(out["reference_forget"])) for rho, out in per_rho.items()},
+        **{f"retain@{_tag(rho)}": float(np.mean(out.reference_acc)) for rho, out in per_rho.items()},
+        **{f"forget@{_tag(rho)}": float(np.mean(out.reference_forget)) for rho, out in per_rho.items()},
     }
 
-    checks = []
     notes = []
-    ratios = np.concatenate([r for out in per_rho.values() for r in out["guarantee"]])
-    checks.append(check("share of HAMU-Q steps with realised forget-loss increase >= 0.9 B (lr "
-                        f"{config.guarantee_lr:g}, float64)", float(np.mean(ratios >= 0.9)) if ratios.size else math.nan,
-                        ">=", 0.95))
+    ratios = np.concatenate([r for out in per_rho.values() for r in out.guarantee])
+    checks = [CHECKS["guarantee"].measure(guarantee_share(ratios, 0.9), note=f"lr {config.guarantee_lr:g}")]
     if 0.5 in per_rho:
         out = per_rho[0.5]
-        gap = np.mean([m["retain_acc"] for m in out["matched"]["hamu_q_layerwise"]]) - np.mean(
-            [m["retain_acc"] for m in out["matched"]["graddiff"]])
-        checks.append(check("rho=0.5: HAMU-Q retain-test acc - GradDiff's at matched forget acc (points)",
-                            100 * gap, ">=", 2.0))
+        checks.append(CHECKS["matched_margin"].measure(retain_margin_points(
+            [m.retain_acc for m in out.matched["hamu_q_layerwise"]], [m.retain_acc for m in out.matched["graddiff"]])))
     else:
         notes.append("hardness has no 0.5: the matched-accuracy check against GradDiff was not run.")
     rhos = list(per_rho)
-    cos_medians = [float(np.median(per_rho[r]["cos0"])) for r in rhos]
-    first_stops = [float(np.mean(per_rho[r]["first_stop"])) for r in rhos]
+    cos_medians = [float(np.median(per_rho[r].cos0)) for r in rhos]
+    first_stops = [float(np.mean(per_rho[r].first_stop)) for r in rhos]
     if len(rhos) >= 2:
-        checks.append(check("median step-0 cos(g_r, g_f) grows with rho (smallest increase)",
-                            min(b - a for a, b in zip(cos_medians, cos_medians[1:])), ">", 0.0))
-        checks.append(check("stop criterion fires earlier for larger rho (smallest decrease of the mean "
-                            "first-stop step)", min(a - b for a, b in zip(first_stops, first_stops[1:])), ">", 0.0))
+        checks.append(CHECKS["cos_grows"].measure(smallest_increase(cos_medians)))
+        checks.append(CHECKS["stop_earlier"].measure(smallest_decrease(first_stops)))
 
     for rho, cos, stop in zip(rhos, cos_medians, first_stops):
         out = per_rho[rho]
-        hits = {arm: np.mean([m["hit"] for m in out["matched"][arm]]) for arm in arms}
+        hits = {arm: np.mean([m.hit for m in out.matched[arm]]) for arm in arms}
         missed = [f"{a} ({h:.0%})" for a, h in hits.items() if h < 1.0]
         notes.append(
-            f"rho={rho:g}: reference forget acc {np.mean(out['reference_forget']):.3f}, retain-test acc "
-            f"{np.mean(out['reference_acc']):.3f}; step-0 cos(g_r, g_f) median {cos:.3f}; HAMU-Q first stop at "
+            f"rho={rho:g}: reference forget acc {np.mean(out.reference_forget):.3f}, retain-test acc "
+            f"{np.mean(out.reference_acc):.3f}; step-0 cos(g_r, g_f) median {cos:.3f}; HAMU-Q first stop at "
             f"step {stop:.1f} of {config.steps} (mean over seeds and lrs; never = {config.steps}); guarantee "
-            f"ratio min {np.min(np.concatenate(out['guarantee'])) if ratios.size else math.nan:.3f}"
+            f"ratio min {np.min(np.concatenate(out.guarantee)) if ratios.size else math.nan:.3f}"
             + (f"; matched window not reached (share of seeds hit): {', '.join(missed)}" if missed else ""))
+    return Outcome(metrics=metrics, checks=checks, curves=_curves(config, arms, per_rho, grid), notes=notes)
 
+
+def _curves(config: Config, arms: list[str], per_rho: dict[float, RhoResult], grid: np.ndarray) -> dict[str, Any]:
     curves: dict[str, Any] = {}
     for rho, out in per_rho.items():
-        curves[f"pareto_{tag(rho)}"] = {
+        curves[f"pareto_{_tag(rho)}"] = {
             "x": grid.tolist(),
-            "series": {arm: np.mean(np.stack(out["pareto"][arm]), axis=0).tolist() for arm in arms},
+            "series": {arm: np.mean(np.stack(out.pareto[arm]), axis=0).tolist() for arm in arms},
             "xlabel": "forget accuracy (at most)", "ylabel": "best retain-test accuracy",
-            "title": f"Pareto front, rho = {rho:g} (reference: forget {np.mean(out['reference_forget']):.2f}, "
-                     f"retain {np.mean(out['reference_acc']):.2f})",
-            "reference": [float(np.mean(out["reference_forget"])), float(np.mean(out["reference_acc"]))],
+            "title": f"Pareto front, rho = {rho:g} (reference: forget {np.mean(out.reference_forget):.2f}, "
+                     f"retain {np.mean(out.reference_acc):.2f})",
+            "reference": [float(np.mean(out.reference_forget)), float(np.mean(out.reference_acc))],
         }
         steps = list(range(config.steps))
-        for name, k, ylabel in (("kappa", 0, "kappa = g_r . g_f"), ("cos", 1, "cos(g_r, g_f)"),
-                                ("stop", 2, "share of seeds with stop flag")):
+        for name, field, ylabel in (("kappa", "hardness", "kappa = g_r . g_f"), ("cos", "cosine", "cos(g_r, g_f)"),
+                                    ("stop", "stop", "share of seeds with stop flag")):
             series = {}
-            for lr, trajs in out["traj"].items():
-                rows = [np.pad(np.asarray(t[k], dtype=float), (0, config.steps - len(t[k])), constant_values=np.nan)
-                        for t in trajs]
+            for lr, trajs in out.traj.items():
+                rows = [np.pad(np.asarray(getattr(t, field), dtype=float), (0, config.steps - len(getattr(t, field))),
+                               constant_values=np.nan) for t in trajs]
                 series[f"lr {lr:g}"] = np.nanmean(np.stack(rows), axis=0).tolist()
-            curves[f"hamu_{name}_{tag(rho)}"] = {"x": steps, "series": series, "xlabel": "step",
-                                                 "ylabel": ylabel, "title": f"HAMU-Q layer-wise, rho = {rho:g}"}
-    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
-
-
-# ----------------------------------------------------------------------------- plots
-def plot(data: dict[str, Any]) -> dict[str, Any]:
-    """Pareto fronts (one panel per ρ) and HAMU's per-step κ, cos and stop flags."""
-    import matplotlib.pyplot as plt
-
-    curves = data["curves"]
-    rhos = [k[len("pareto_"):] for k in curves if k.startswith("pareto_")]
-    figures = {}
-    fig, axes = plt.subplots(1, len(rhos), figsize=(5.2 * len(rhos), 4.4), squeeze=False)
-    for ax, tag in zip(axes[0], rhos):
-        curve = curves[f"pareto_{tag}"]
-        for arm, ys in curve["series"].items():
-            ys = [np.nan if y is None else y for y in ys]
-            style = {"lw": 2.6, "zorder": 3} if arm.startswith("hamu") else {"lw": 1.3, "alpha": 0.8}
-            ax.plot(curve["x"], ys, label=arm, drawstyle="steps-post", **style)
-        ref_forget, ref_retain = curve["reference"]
-        ax.plot([ref_forget], [ref_retain], "k*", ms=14, label="retrained reference", zorder=4)
-        ax.set_title(curve["title"], fontsize=9)
-        ax.set_xlabel(curve["xlabel"])
-        ax.set_ylabel(curve["ylabel"])
-        ax.set_ylim(0.0, 1.02)
-        ax.grid(alpha=0.3)
-    axes[0][-1].legend(fontsize=7, loc="lower right")
-    fig.suptitle("Retain-test accuracy reachable at each forget accuracy (mean of seeds; up-left is better)")
-    fig.tight_layout()
-    figures["pareto.png"] = fig
-
-    fig, axes = plt.subplots(3, len(rhos), figsize=(5.0 * len(rhos), 8.5), squeeze=False, sharex=True)
-    for col, tag in enumerate(rhos):
-        for row, name in enumerate(("kappa", "cos", "stop")):
-            curve = curves[f"hamu_{name}_{tag}"]
-            ax = axes[row][col]
-            for label, ys in curve["series"].items():
-                ax.plot(curve["x"], [np.nan if y is None else y for y in ys], label=label)
-            if name == "kappa":
-                ax.set_yscale("symlog", linthresh=1e-6)
-            elif name == "stop":
-                ax.set_ylim(-0.05, 1.05)
-            ax.set_ylabel(curve["ylabel"], fontsize=8)
-            ax.grid(alpha=0.3)
-            if row == 0:
-                ax.set_title(curve["title"], fontsize=9)
-            if row == 2:
-                ax.set_xlabel("step")
-    axes[0][0].legend(fontsize=7)
-    fig.tight_layout()
-    figures["hamu_steps.png"] = fig
-    return figures
+            curves[f"hamu_{name}_{_tag(rho)}"] = {"x": steps, "series": series, "xlabel": "step",
+                                                  "ylabel": ylabel, "title": f"HAMU-Q layer-wise, rho = {rho:g}"}
+    return curves

@@ -32,7 +32,7 @@ from typing import Callable, Iterable, Literal, Sequence
 import torch
 from torch import Tensor
 
-from .solver import Variant, hamu_update_segments
+from .solver import Variant, _number, hamu_update_segments
 
 __all__ = ["BoundMode", "HamuOptimizer", "HamuStepLog", "InfeasiblePolicy", "distribute_bound"]
 
@@ -86,9 +86,19 @@ def distribute_bound(bound: float, retain_norms: Tensor, forget_norms: Tensor) -
     """B_l = B·‖g_r,l‖‖g_f,l‖ / Σ_k ‖g_r,k‖‖g_f,k‖ (equal shares if every product is zero).
 
     Args:
-        bound: the total bound B.
-        retain_norms, forget_norms: ``(n_blocks,)`` per-block gradient norms.
+        bound: the total bound B (finite, >= 0).
+        retain_norms, forget_norms: ``(n_blocks,)`` per-block gradient norms (finite, >= 0).
     """
+    bound = _number("bound", bound)
+    if not (math.isfinite(bound) and bound >= 0.0):
+        raise ValueError(f"bound={bound} must be a finite number >= 0")
+    for name, t in (("retain_norms", retain_norms), ("forget_norms", forget_norms)):
+        if not isinstance(t, Tensor) or t.dim() != 1 or t.numel() == 0:
+            raise ValueError(f"{name} must be a non-empty (n_blocks,) tensor, got {getattr(t, 'shape', type(t).__name__)}")
+        if not bool(torch.isfinite(t).all()) or bool((t < 0).any()):
+            raise ValueError(f"{name} must be finite and >= 0 (they are norms)")
+    if retain_norms.shape != forget_norms.shape:
+        raise ValueError(f"retain_norms {tuple(retain_norms.shape)} and forget_norms {tuple(forget_norms.shape)} differ")
     products = retain_norms * forget_norms
     total = float(products.sum())
     if total <= 0.0:
@@ -160,8 +170,12 @@ class HamuOptimizer:
         self.params = [p for p in params if p.requires_grad]
         if not self.params:
             raise ValueError("params holds no tensor that requires grad; pass model.parameters()")
+        lr, bound = _number("lr", lr), _number("bound", bound)
         if not (math.isfinite(lr) and lr > 0.0):
             raise ValueError(f"lr={lr} must be a positive number")
+        for name, flag in (("layerwise", layerwise), ("stop_on_criterion", stop_on_criterion)):
+            if not isinstance(flag, bool):
+                raise TypeError(f"{name}={flag!r} must be True or False")
         if bound_mode not in ("relative", "absolute"):
             raise ValueError(f"bound_mode={bound_mode!r} must be 'relative' or 'absolute'")
         if not (math.isfinite(bound) and bound >= 0.0):
@@ -173,8 +187,8 @@ class HamuOptimizer:
             raise ValueError(f"variant={variant!r} must be 'Q' or 'U'")
         if infeasible not in ("min_norm", "skip", "stop"):
             raise ValueError(f"infeasible={infeasible!r} must be 'min_norm', 'skip' or 'stop'")
-        if max_grad_norm is not None and not max_grad_norm > 0.0:
-            raise ValueError(f"max_grad_norm={max_grad_norm} must be positive or None")
+        if max_grad_norm is not None and not _number("max_grad_norm", max_grad_norm) > 0.0:
+            raise ValueError(f"max_grad_norm={max_grad_norm} must be positive or None (inf: no clipping)")
         self.lr = float(lr)
         self.bound = float(bound)
         self.bound_mode = bound_mode
@@ -201,6 +215,9 @@ class HamuOptimizer:
 
         Returns:
             ``(deltas, log)``; ``deltas`` are zeros when the step is skipped or stopped.
+
+        A gradient holding NaN or inf (a diverged loss) is a ``ValueError``, raised before
+        anything changes: :meth:`apply` and :meth:`step` then leave the parameters as they were.
         """
         if len(retain_grads) != len(self.params) or len(forget_grads) != len(self.params):
             raise ValueError(f"need one retain and one forget gradient per parameter ({len(self.params)}), "
@@ -210,6 +227,10 @@ class HamuOptimizer:
                 raise ValueError(f"gradient shapes {tuple(g_r.shape)}, {tuple(g_f.shape)} do not match "
                                  f"parameter shape {tuple(p.shape)}")
         raw_r, raw_f = _flatten(retain_grads), _flatten(forget_grads)
+        for name, raw in (("retain", raw_r), ("forget", raw_f)):
+            if not bool(torch.isfinite(raw).all()):
+                raise ValueError(f"the {name} gradient holds NaN or inf (is the {name} loss finite?); "
+                                 "no step was taken and the parameters are unchanged")
         gr, gf = _clip(raw_r, self.max_grad_norm), _clip(raw_f, self.max_grad_norm)
         if self.variant == "U":
             gr, gf = -gf, -gr

@@ -28,6 +28,7 @@ import dataclasses
 import math
 from typing import Literal
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -37,6 +38,7 @@ __all__ = [
     "HamuStep",
     "SegmentSolution",
     "Variant",
+    "check_gradient_pair",
     "hamu_update",
     "hamu_update_segments",
     "stopping_threshold",
@@ -76,17 +78,78 @@ class HamuStep:
     kappa_direct: float
     kappa_stop: float
 
+    def __post_init__(self) -> None:
+        if self.branch not in BRANCHES:
+            raise ValueError(f"branch={self.branch!r} must be one of {', '.join(BRANCHES)}")
+
 
 def stopping_threshold(retain_norm: float, forget_norm: float, *, bound: float, radius: float) -> float:
     """κ₂ = ‖g_r‖·√(‖g_f‖² − B²/R²); ``nan`` when the problem is infeasible (B > R‖g_f‖).
 
     With R = 0 and B = 0 only δ = 0 is feasible, so retain cannot improve: κ₂ = −∞.
+    The norms must be finite and non-negative, B and R as in :func:`hamu_update`.
     """
+    for name, value in (("retain_norm", retain_norm), ("forget_norm", forget_norm)):
+        value = _number(name, value)
+        if not (math.isfinite(value) and value >= 0.0):
+            raise ValueError(f"{name}={value} must be a finite norm >= 0")
+    retain_norm, forget_norm = float(retain_norm), float(forget_norm)
+    bound, radius = _number("bound", bound), _number("radius", radius)
+    _check_scalars(bound, radius)
     if radius <= 0.0:
         return -math.inf if bound <= 0.0 else math.nan
     # κ₂ = ‖g_r‖ √(‖g_f‖² − B²/R²)
     inside = forget_norm**2 - (bound / radius) ** 2
     return retain_norm * math.sqrt(inside) if inside >= 0.0 else math.nan
+
+
+def _number(name: str, value) -> float:
+    """A real number (Python, NumPy or a one-element tensor) as a float, else a ``TypeError`` naming it."""
+    if isinstance(value, Tensor):
+        if value.numel() != 1:
+            raise TypeError(f"{name} must be a number, got a tensor of shape {tuple(value.shape)}")
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, (int, float)) and not hasattr(value, "__float__"):
+        raise TypeError(f"{name}={value!r} must be a real number")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name}={value!r} must be a real number") from None
+
+
+def _as_gradient(name: str, g) -> tuple[Tensor, bool]:
+    """``g`` as a floating tensor (NumPy arrays and lists accepted) and whether it came as NumPy."""
+    numpy_in = not isinstance(g, Tensor)
+    if numpy_in:
+        try:
+            g = torch.as_tensor(np.asarray(g, dtype=np.float64))
+        except (TypeError, ValueError):
+            raise TypeError(f"{name} must be a tensor or an array of numbers, got {type(g).__name__}") from None
+    elif not g.is_floating_point():
+        g = g.to(torch.get_default_dtype())
+    return g, numpy_in
+
+
+def check_gradient_pair(g_retain, g_forget, *, names: tuple[str, str] = ("g_retain", "g_forget"),
+                        flat: bool = False) -> tuple[Tensor, Tensor, bool]:
+    """Validate paired gradients: the same shape (1-D if ``flat``), non-empty, finite.
+
+    Returns them as floating tensors and whether the caller passed NumPy (then results go back
+    as NumPy). NaN or inf (a diverged loss) is a ``ValueError``: a step from it would write NaN
+    into the parameters.
+    """
+    (a, a_np), (b, b_np) = _as_gradient(names[0], g_retain), _as_gradient(names[1], g_forget)
+    if a.shape != b.shape:
+        raise ValueError(f"{names[0]} {tuple(a.shape)} and {names[1]} {tuple(b.shape)} must have the same shape")
+    if flat and a.dim() != 1:
+        raise ValueError(f"{names[0]} and {names[1]} must be flat (1-D) gradients, got shape {tuple(a.shape)}; "
+                         "flatten them with torch.cat([g.reshape(-1) for g in grads])")
+    if a.numel() == 0:
+        raise ValueError(f"{names[0]} and {names[1]} are empty; pass the gradients of at least one parameter")
+    for name, t in zip(names, (a, b)):
+        if not bool(torch.isfinite(t).all()):
+            raise ValueError(f"{name} holds NaN or inf (a diverged loss?); no step is computed from it")
+    return a, b, a_np and b_np
 
 
 def _check_scalars(bound: float, radius: float) -> None:
@@ -118,15 +181,14 @@ def hamu_update(
             retain improvement, most forgetting) = ``"Q"`` on (−g_f, −g_r).
 
     Returns:
-        :class:`HamuStep` with δ of the gradients' shape.
+        :class:`HamuStep` with δ of the gradients' shape (a NumPy array when both gradients
+        were given as NumPy arrays or lists). NaN or inf in a gradient is a ``ValueError``.
     """
-    if g_retain.shape != g_forget.shape:
-        raise ValueError(f"g_retain {tuple(g_retain.shape)} and g_forget {tuple(g_forget.shape)} "
-                         "must have the same shape")
+    g_retain, g_forget, numpy_in = check_gradient_pair(g_retain, g_forget)
     if variant not in ("Q", "U"):
         raise ValueError(f"variant={variant!r} must be 'Q' or 'U'")
-    _check_scalars(float(bound), float(radius))
-    bound, radius = float(bound), float(radius)
+    bound, radius = _number("bound", bound), _number("radius", radius)
+    _check_scalars(bound, radius)
     if variant == "U":
         g_retain, g_forget = -g_forget, -g_retain
 
@@ -140,7 +202,8 @@ def hamu_update(
     kappa_direct = -bound * gr_norm / radius if radius > 0.0 else -math.inf
 
     def result(delta: Tensor, branch: Branch, stop: bool) -> HamuStep:
-        return HamuStep(delta.reshape(g_retain.shape), branch, stop, kappa, kappa_direct, kappa_stop)
+        delta = delta.reshape(g_retain.shape)
+        return HamuStep(delta.numpy() if numpy_in else delta, branch, stop, kappa, kappa_direct, kappa_stop)
 
     # Infeasible: B > R‖g_f‖ (also g_f = 0 with B > 0).
     if bound > radius * gf_norm or (gf_norm <= _EPS and bound > 0.0):
@@ -161,6 +224,9 @@ def hamu_update(
     # Rectified. g_⊥ = g_r − (κ/‖g_f‖²)·g_f
     ascent = (bound / gf_norm**2) * gf
     g_perp = gr - (kappa / gf_norm**2) * gf
+    # a second Gram–Schmidt pass: for nearly colinear gradients the first leaves g_⊥ visibly
+    # non-orthogonal to g_f (cancellation), and δ would break ‖δ‖ ≤ R and g_f·δ ≥ B
+    g_perp = g_perp - (float(torch.dot(g_perp, gf)) / gf_norm**2) * gf
     perp_norm = float(torch.linalg.vector_norm(g_perp))
     stop = kappa >= kappa_stop
     if perp_norm <= _EPS * max(gr_norm, 1.0):
@@ -215,9 +281,18 @@ def hamu_update_segments(
     Args:
         g_retain, g_forget: ``(n,)`` flat gradients (effective ones for HAMU-U).
         segments: ``(n,)`` int64 block index of every entry, in ``0 .. n_segments - 1``.
-        bounds, radii: ``(n_segments,)`` B and R of every block (float64, same device).
+        bounds, radii: ``(n_segments,)`` B and R of every block (float64, same device), finite
+            and non-negative.
     """
+    g_retain, g_forget, _ = check_gradient_pair(g_retain, g_forget)
     n_segments = bounds.numel()
+    if radii.shape != bounds.shape or bounds.dim() != 1 or n_segments == 0:
+        raise ValueError(f"bounds {tuple(bounds.shape)} and radii {tuple(radii.shape)} must be one (n_segments,) shape")
+    if not bool(torch.isfinite(bounds).all() & torch.isfinite(radii).all()) or bool((bounds < 0).any() | (radii < 0).any()):
+        raise ValueError("bounds and radii must be finite and >= 0")
+    if segments.shape != (g_retain.numel(),) or segments.dtype != torch.long or \
+            int(segments.min()) < 0 or int(segments.max()) >= n_segments:
+        raise ValueError(f"segments must be ({g_retain.numel()},) int64 block indices in 0..{n_segments - 1}")
     gr, gf = g_retain.reshape(-1), g_forget.reshape(-1)
     retain_sq = _segment_sum(gr * gr, segments, n_segments)
     forget_sq = _segment_sum(gf * gf, segments, n_segments)

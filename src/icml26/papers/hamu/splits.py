@@ -33,9 +33,15 @@ def forget_split(
         ``(forget, retain)``: sorted index arrays that partition ``range(n)``; ``len(forget)``
         is the number of class-c samples.
     """
-    labels = np.asarray(labels)
+    labels = np.asarray(labels.detach().cpu() if hasattr(labels, "detach") else labels)
     if labels.ndim != 1:
         raise ValueError(f"labels must be one-dimensional, got shape {labels.shape}")
+    if labels.size and not np.issubdtype(labels.dtype, np.integer):
+        raise TypeError(f"labels must be integer class labels, got dtype {labels.dtype}")
+    if isinstance(forget_class, bool) or not isinstance(forget_class, (int, np.integer)):
+        raise TypeError(f"forget_class={forget_class!r} must be an integer class label")
+    if isinstance(hardness, bool) or not isinstance(hardness, (int, float, np.integer, np.floating)):
+        raise TypeError(f"hardness={hardness!r} must be a number in [0, 1]")
     if not 0.0 <= hardness <= 1.0:
         raise ValueError(f"hardness={hardness} must be in [0, 1] (the fraction of random forget samples)")
     in_class = labels == forget_class
@@ -43,7 +49,10 @@ def forget_split(
     if class_idx.size == 0:
         raise ValueError(f"forget_class={forget_class} does not occur in labels; "
                          f"pick one of {sorted(set(labels.tolist()))}")
-    rng = np.random.default_rng(rng) if not isinstance(rng, np.random.Generator) else rng
+    if not isinstance(rng, np.random.Generator):
+        if isinstance(rng, bool) or not isinstance(rng, (int, np.integer)) or rng < 0:
+            raise TypeError(f"rng={rng!r} must be a numpy Generator or a seed >= 0")
+        rng = np.random.default_rng(rng)
     n_random = int(hardness * class_idx.size)
     class_idx = rng.permutation(class_idx)
     kept_from_class = class_idx[n_random:]

@@ -26,11 +26,13 @@ from icml26.common.progress import progress as _progress
 
 from .baselines import BASELINES
 from .optimizer import BoundMode, HamuOptimizer, HamuStepLog, InfeasiblePolicy, _clip, _grads
+from .solver import _number
 
-__all__ = ["METHODS", "UnlearnHistory", "unlearn"]
+__all__ = ["UNLEARN_METHODS", "UnlearnHistory", "unlearn"]
 
-METHODS = ("hamu_q", "hamu_u", *BASELINES)
-"""Every method name :func:`unlearn` accepts."""
+UNLEARN_METHODS: tuple[str, ...] = ("hamu_q", "hamu_u", *BASELINES)
+"""Every method name :func:`unlearn` accepts (renamed from ``METHODS``: asym_perturb's
+``DYNAMICS`` is a dict of callables; one meaning per name across the package)."""
 
 Batch = tuple[Tensor, Tensor]
 
@@ -58,6 +60,10 @@ class UnlearnHistory:
     hamu_logs: list[HamuStepLog] = dataclasses.field(default_factory=list)
     evaluations: list[dict[str, Any]] = dataclasses.field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        if self.method not in UNLEARN_METHODS:
+            raise ValueError(f"method={self.method!r} is not one of {', '.join(UNLEARN_METHODS)}")
+
 
 def _cycle(batches: Iterable[Batch]) -> Iterator[Batch]:
     """Iterate again and again (a DataLoader reshuffles on each pass)."""
@@ -65,6 +71,9 @@ def _cycle(batches: Iterable[Batch]) -> Iterator[Batch]:
         empty = True
         for batch in batches:
             empty = False
+            if not (isinstance(batch, (tuple, list)) and len(batch) == 2):
+                raise ValueError(f"each batch must be an (inputs, targets) pair, got {type(batch).__name__}"
+                                 + (f" of length {len(batch)}" if hasattr(batch, "__len__") else ""))
             yield batch
         if empty:
             raise ValueError("a batch iterable is empty; pass at least one (inputs, targets) batch")
@@ -107,7 +116,7 @@ def unlearn(
             moved to the model's device.
         steps: number of paired steps.
         lr: SGD learning rate (for HAMU also the radius scale R = lr·‖g_r‖).
-        method: ``"hamu_q"``, ``"hamu_u"`` or a baseline name (:data:`METHODS`).
+        method: ``"hamu_q"``, ``"hamu_u"`` or a baseline name (:data:`UNLEARN_METHODS`).
         loss_fn: ``loss_fn(logits, targets) -> scalar``; cross-entropy by default.
         bound, bound_mode, layerwise, infeasible, stop_on_criterion: HAMU options
             (:class:`~.optimizer.HamuOptimizer`).
@@ -118,16 +127,29 @@ def unlearn(
             ``eval_every`` steps (0: only at the ends) and after the last step.
         measure: HAMU only: log realised loss changes per step (two extra forward passes).
         progress: show a progress bar (default: only on a terminal).
+
+    A loss that turns NaN or inf raises a ``ValueError`` naming the step, before that step
+    changes any parameter (the model keeps the previous step's parameters).
     """
-    if method not in METHODS:
-        raise ValueError(f"method={method!r} is not known; pick one of {', '.join(METHODS)}")
+    if method not in UNLEARN_METHODS:
+        raise ValueError(f"method={method!r} is not known; pick one of {', '.join(UNLEARN_METHODS)}")
+    for name, value in (("steps", steps), ("eval_every", eval_every)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name}={value!r} must be an integer")
     if steps < 0:
         raise ValueError(f"steps={steps} must be >= 0")
+    lr = _number("lr", lr)
     if not (math.isfinite(lr) and lr > 0.0):
         raise ValueError(f"lr={lr} must be a positive number")
     if eval_every < 0:
         raise ValueError(f"eval_every={eval_every} must be >= 0 (0 evaluates only at the ends)")
+    if max_grad_norm is not None and not _number("max_grad_norm", max_grad_norm) > 0.0:
+        raise ValueError(f"max_grad_norm={max_grad_norm} must be positive or None (inf: no clipping)")
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     params = [p for p in model.parameters() if p.requires_grad]
+    if not params:
+        raise ValueError("model has no parameter that requires grad; nothing to unlearn")
     device = params[0].device
     history = UnlearnHistory(method=method)
     baseline_kwargs = dict(baseline_kwargs or {})
@@ -168,7 +190,10 @@ def unlearn(
             return loss_fn(model(xf), yf)
 
         if hamu is not None:
-            info = hamu.step(retain_closure, forget_closure, measure=measure)
+            try:
+                info = hamu.step(retain_closure, forget_closure, measure=measure)
+            except ValueError as exc:
+                raise ValueError(f"step {step}: {exc}") from None
             history.hamu_logs.append(info)
             history.retain_losses.append(info.retain_loss)
             history.forget_losses.append(info.forget_loss)
@@ -183,8 +208,11 @@ def unlearn(
                 extra["g_retain_kl"] = _flat(_grads(_kl_to_reference(model, reference_model, xr), params))
                 if method == "scrub":
                     extra["g_forget_kl"] = _flat(_grads(_kl_to_reference(model, reference_model, xf), params))
-            direction = BASELINES[method](_flat(_grads(retain_loss, params)), _flat(_grads(forget_loss, params)),
-                                          **extra, **baseline_kwargs)
+            try:
+                direction = BASELINES[method](_flat(_grads(retain_loss, params)), _flat(_grads(forget_loss, params)),
+                                              **extra, **baseline_kwargs)
+            except ValueError as exc:
+                raise ValueError(f"step {step}: {exc}; the parameters are those before this step") from None
             direction = _clip(direction, max_grad_norm)
             for p, d in zip(params, torch.split(direction, [p.numel() for p in params])):
                 p.grad = d.reshape(p.shape)
