@@ -662,32 +662,6 @@ def test_config_validation():
     assert Config.quick().total_steps == 60_000
 
 
-def test_readme_example_runs_on_a_vector_environment():
-    # The example of the README, with fewer steps.
-    import gymnasium as gym
-
-    from icml26.papers.stream_spr import StreamQSPR, effective_rank, stream_wrappers
-
-    env = stream_wrappers(gym.make("CartPole-v1"), gamma=0.99)
-    agent = StreamQSPR(env, orth=True, orth2=True, lr_preset="elsayed", exploration_steps=100, seed=0)
-    log = agent.learn(300, progress=False)
-    assert log.episodes and all(np.isfinite(e.ret) for e in log.episodes)
-    obs = torch.randn(64, 4)
-    latent, hidden = agent.network.features(obs)
-    rank = effective_rank(latent)
-    assert 1 <= rank.srank <= 64 and latent.shape == (64, 128)
-
-    model = nn.Linear(4, 2)
-    orth = OrthogonalMomentum(beta=0.99)
-    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
-    model(obs).pow(2).mean().backward()
-    orth.project_grads_(model.parameters())
-    sgd.step()
-    aux_update = [torch.randn_like(p) for p in model.parameters()]
-    rl_update = [torch.randn_like(p) for p in model.parameters()]
-    assert abs(cosine(project_out(aux_update, rl_update), rl_update)) < 1e-5
-
-
 class Frames(gym.Env):
     """Random (H, W, C) image observations, channels last; episodes of 12 steps (terminated)."""
 
@@ -728,3 +702,77 @@ def test_agents_run_on_image_observations():
         assert len(episodes) == 2
         params = baseline.policy.parameters() if cls is StreamAC else baseline.network.parameters()
         assert all(torch.isfinite(p).all() for p in params)
+
+
+# ---------------------------------------------------------------------------
+# Non-finite guards (issues #18, #30)
+# ---------------------------------------------------------------------------
+def test_one_nan_gradient_does_not_poison_the_orth_momentum():
+    g1, g2 = torch.tensor([1.0, 0.0, 0.0]), torch.tensor([0.0, 1.0, 0.0])
+    guarded = OrthogonalMomentum(0.9)
+    clean = OrthogonalMomentum(0.9)
+    guarded(g1)
+    clean(g1)
+    assert torch.equal(guarded(torch.tensor([math.nan, 1.0, 0.0])), torch.zeros(3))  # skipped: no update
+    assert guarded.skipped == 1
+    # the skipped step left c exactly as it was, so the next step equals the step without the NaN one
+    assert torch.equal(guarded(g2), clean(g2))
+    assert torch.isfinite(guarded.momentum[0]).all()
+    assert torch.equal(guarded.momentum[0], clean.momentum[0])
+
+
+def test_running_statistics_refuse_non_finite_samples():
+    from icml26.papers.stream_spr import RewardScaler, WelfordStats
+
+    stats = WelfordStats((2,))
+    stats.update(np.array([1.0, 2.0]))
+    with pytest.raises(ValueError, match="NaN"):
+        stats.update(np.array([np.inf, 0.0]))
+    assert stats.count == 1 and np.isfinite(stats.mean).all()
+    with pytest.raises(ValueError, match="reward"):
+        RewardScaler().scale(float("nan"), False)
+
+
+# ---------------------------------------------------------------------------
+# The reproduction's analysis, by hand
+# ---------------------------------------------------------------------------
+def test_reproduction_analysis_by_hand():
+    from icml26.papers.stream_spr.analysis import (
+        average_curves,
+        binned_means,
+        finite_mean,
+        first_crossing,
+        games_won,
+        last_fraction_return,
+        return_curve,
+        return_ratio,
+        window_minimum,
+    )
+
+    ends, rets = [10, 50, 95, 99], [1.0, 2.0, 5.0, 7.0]
+    assert last_fraction_return(ends, rets, 100) == 6.0  # episodes ending at >= 90
+    assert last_fraction_return([10], [3.0], 100) == 3.0  # none in the last 10 %: the last episode
+    assert math.isnan(last_fraction_return([], [], 100))
+    assert return_curve(ends, rets, [5, 60, 100], window=2) == [None, 1.5, 6.0]
+    curve = binned_means([2.0, 0.0, -3.0], [2, 0, 3])
+    assert curve[0] == 1.0 and math.isnan(curve[1]) and curve[2] == -1.0
+    assert window_minimum(curve, [10, 20, 30], 20) == 1.0  # bins ending at 10 and 20
+    assert window_minimum(curve, [10, 20, 30], 5) == 1.0   # the first bin always counts
+    assert finite_mean([1.0, None, float("nan"), 3.0]) == 2.0
+    assert average_curves([[1.0, None], [3.0, None]]) == [2.0, None]
+    assert first_crossing([10, 20, 30], [-0.5, -0.9, -0.95], -0.8) == 20
+    assert return_ratio(4.12, 3.38) == pytest.approx(1.2189, rel=1e-4) and math.isnan(return_ratio(1.0, 0.0))
+    assert games_won({"a": 2.0, "b": 1.0, "c": 5.0}, {"a": 1.0, "b": 1.0, "c": 4.0}) == 2
+
+
+def test_named_agent_stream_reproduces_the_legacy_seed():
+    from icml26.contract import RunContext
+    from icml26.papers.stream_spr.experiment import STREAMS
+
+    ctx = RunContext(seed=3, device=torch.device("cpu"), setting="tiny", threads=1, streams=STREAMS)
+    for game in range(3):
+        for seed in range(3):
+            legacy = int(np.random.SeedSequence([3, game, seed]).generate_state(1)[0] % (2**31 - 1))
+            assert ctx.seed_for("agent", game + (seed << 32)) % (2**31 - 1) == legacy
+        legacy_probe = int(np.random.SeedSequence([3, 10_000 + game]).generate_state(1)[0] % (2**31 - 1))
+        assert ctx.seed_for("probe", game) % (2**31 - 1) == legacy_probe

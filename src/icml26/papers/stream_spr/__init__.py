@@ -16,6 +16,10 @@ Public API:
 * SPR: :class:`SPRHead`, :func:`spr_loss`, :class:`SPRWindow`, :class:`TransitionModel`;
 * gradient transforms for any model: :class:`OrthogonalMomentum` (orth), :func:`project_out` (orth²);
 * :func:`effective_rank` (srank and erank).
+
+``METHOD`` is :class:`StreamQSPR`; ``BASELINES`` holds the streaming agents it is compared
+with, each built as ``Agent(env, **options)`` (naive SPR is ``StreamQSPR(env, orth=False,
+orth2=False)``).
 """
 
 from __future__ import annotations
@@ -33,9 +37,16 @@ from .rank import EffectiveRank, effective_rank, erank, srank
 from .spr import SPRHead, SPROutput, SPRWindow, TransitionModel, spr_loss
 from .spr_agent import LR_PRESETS, LearningRates, StreamQSPR
 
+# METHOD is an alias of a name already in __all__, so it is not listed there itself.
+METHOD = StreamQSPR
+"""The method: Stream Q(λ) with SPR, orth and orth²."""
+BASELINES = {"stream_q": StreamQ, "stream_sarsa": StreamSarsa, "stream_ac": StreamAC}
+"""Drop-in alternatives to :data:`METHOD`: streaming agents taking ``(env, **options)``."""
+
 _WRAPPERS = ("RunningNorm", "ScaleReward", "find_wrapper", "make_minatar", "stream_wrappers")
 
 __all__ = [
+    "BASELINES",
     "AdaptiveObGD",
     "EffectiveRank",
     "LR_PRESETS",

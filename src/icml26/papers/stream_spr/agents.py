@@ -39,6 +39,8 @@ import torch.nn.functional as F
 from icml26.common.progress import progress as _progress
 
 from .networks import StreamNetwork, build_network
+from icml26.common.argcheck import check_int, check_real
+
 from .optim import ObGD, ObGDStep
 
 __all__ = [
@@ -140,6 +142,7 @@ def q_lambda_update(optimizer: ObGD, q_sa: torch.Tensor, target_q: torch.Tensor 
     Returns:
         (δ, what the optimizer did).
     """
+    check_real(gamma, "gamma", low=0.0, high=1.0)
     bootstrap = 0.0 if terminated else gamma * float(target_q)
     # δ = r + γ (1 − term) q(s', ·) − q(s, a)
     delta = reward + bootstrap - float(q_sa.detach())
@@ -149,6 +152,9 @@ def q_lambda_update(optimizer: ObGD, q_sa: torch.Tensor, target_q: torch.Tensor 
 
 
 def _discrete_n(env: Any) -> int:
+    if not hasattr(env, "action_space") or not hasattr(env, "step"):
+        raise TypeError(f"env must be a gymnasium environment (with action_space, reset, step), got "
+                        f"{type(env).__name__}")
     n = getattr(env.action_space, "n", None)
     if n is None:
         raise ValueError(f"this agent needs a Discrete action space, got {env.action_space!r}")
@@ -217,8 +223,7 @@ def learn_loop(step: Callable[[], StepInfo], total_steps: int, *, progress: bool
 
     ``position`` places the bar (several learners in parallel processes).
     """
-    if total_steps < 0:
-        raise ValueError(f"total_steps={total_steps} must be non-negative")
+    check_int(total_steps, "total_steps", low=0)
     record = LearnLog()
     start = time.perf_counter()
     with _progress(total=total_steps, desc=desc, enabled=progress, mininterval=1.0, position=position) as bar:
@@ -244,6 +249,8 @@ class _EpsilonGreedyAgent:
                           generator: torch.Generator | None = None, **network_kwargs: Any) -> None:
         if not 0.0 <= epsilon_end <= epsilon_start <= 1.0:
             raise ValueError(f"need 0 <= epsilon_end ({epsilon_end}) <= epsilon_start ({epsilon_start}) <= 1")
+        check_int(exploration_steps, "exploration_steps", low=1)
+        check_int(seed, "seed", low=0)
         self.n_actions = _discrete_n(env)
         if network is None:
             network = build_network(_obs_shape(env), self.n_actions, **network_kwargs,
@@ -370,6 +377,8 @@ class StreamAC:
                  lr: float = 1.0, gamma: float = 0.99, lamda: float = 0.8, kappa_policy: float = 3.0,
                  kappa_value: float = 2.0, entropy_coeff: float = 0.01, seed: int = 0,
                  device: torch.device | str | None = None) -> None:
+        check_real(entropy_coeff, "entropy_coeff", low=0.0)
+        check_int(seed, "seed", low=0)
         self.n_actions = _discrete_n(env)
         gen = _torch_generator(seed)
         shape = _obs_shape(env)

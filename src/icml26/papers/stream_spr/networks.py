@@ -25,6 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from icml26.common.argcheck import check_int
+
 __all__ = [
     "Encoder",
     "LayerNorm",
@@ -70,6 +72,8 @@ def sparse_init_(weight: torch.Tensor, sparsity: float = 0.9, *,
 def init_streaming_(module: nn.Module, sparsity: float = 0.9, *,
                     generator: torch.Generator | None = None) -> nn.Module:
     """Sparse-initialize every Linear and Conv2d weight of ``module`` and zero its biases."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be an nn.Module, got {type(module).__name__}")
     for layer in module.modules():
         if isinstance(layer, (nn.Linear, nn.Conv2d)):
             sparse_init_(layer.weight, sparsity, generator=generator)
@@ -79,7 +83,10 @@ def init_streaming_(module: nn.Module, sparsity: float = 0.9, *,
 
 
 class LayerNorm(nn.Module):
-    """LayerNorm with no affine parameters over all non-batch dimensions (Elsayed, issue #4)."""
+    """LayerNorm with no affine parameters over all non-batch dimensions (Elsayed, issue #4).
+
+    NaN in a row makes that row NaN (as ``torch.nn.functional.layer_norm``).
+    """
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return F.layer_norm(x, x.shape[1:])
@@ -100,7 +107,9 @@ class Encoder(nn.Module):
     def __init__(self, obs_shape: Sequence[int], *, channels: int = 16, width: int = 128,
                  channels_last: bool = True) -> None:
         super().__init__()
-        obs_shape = tuple(int(s) for s in obs_shape)
+        obs_shape = tuple(check_int(s, "obs_shape", low=1) for s in obs_shape)
+        check_int(channels, "channels", low=1)
+        check_int(width, "width", low=1)
         self.obs_shape = obs_shape
         self.channels_last = channels_last
         if len(obs_shape) == 3:
@@ -122,6 +131,9 @@ class Encoder(nn.Module):
 
     def forward(self, obs: torch.Tensor) -> torch.Tensor:
         """obs: (batch, *obs_shape) → latent (batch, *latent_shape)."""
+        if not isinstance(obs, torch.Tensor) or tuple(obs.shape[1:]) != self.obs_shape:
+            raise ValueError(f"obs must be (batch, {', '.join(map(str, self.obs_shape))}), got "
+                             f"{tuple(obs.shape) if isinstance(obs, torch.Tensor) else type(obs).__name__}")
         if self.image and self.channels_last:
             obs = obs.permute(0, 3, 1, 2)
         return self.body(obs)
@@ -138,8 +150,9 @@ class StreamNetwork(nn.Module):
     def __init__(self, encoder: Encoder, outputs: int, *, hidden: int = 128,
                  head_activation: HeadActivation = "layernorm_leaky_relu") -> None:
         super().__init__()
-        if outputs < 1:
+        if check_int(outputs, "outputs") < 1:
             raise ValueError(f"outputs={outputs} must be at least 1")
+        check_int(hidden, "hidden", low=1)
         self.encoder = encoder
         if head_activation == "layernorm_leaky_relu":
             act: list[nn.Module] = _norm_act()
@@ -166,6 +179,7 @@ def build_network(obs_shape: Sequence[int], outputs: int, *, hidden: int = 128, 
                   channels_last: bool = True, generator: torch.Generator | None = None,
                   device: torch.device | str | None = None) -> StreamNetwork:
     """Elsayed's streaming network for ``obs_shape``, sparse-initialized, on ``device``."""
+    check_int(hidden, "hidden", low=1)
     encoder = Encoder(obs_shape, channels=channels, width=hidden, channels_last=channels_last)
     net = StreamNetwork(encoder, outputs, hidden=hidden, head_activation=head_activation)
     init_streaming_(net, sparsity, generator=generator)

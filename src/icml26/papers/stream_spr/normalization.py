@@ -15,7 +15,11 @@ from __future__ import annotations
 
 from typing import Sequence
 
+import math
+
 import numpy as np
+
+from icml26.common.argcheck import check_int, check_real
 
 __all__ = ["RewardScaler", "WelfordStats"]
 
@@ -24,7 +28,7 @@ class WelfordStats:
     """Running mean and unbiased variance of a stream of arrays of one shape."""
 
     def __init__(self, shape: Sequence[int] = ()) -> None:
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(check_int(s, "shape", low=0) for s in shape)
         self.count = 0
         self.mean = np.zeros(self.shape, dtype=np.float64)
         self._p = np.zeros(self.shape, dtype=np.float64)
@@ -37,10 +41,13 @@ class WelfordStats:
         return self._p / (self.count - 1)
 
     def update(self, x: np.ndarray) -> None:
-        """Add one sample ``x`` of shape ``shape``."""
+        """Add one sample ``x`` of shape ``shape``; NaN or inf is a ``ValueError`` (it would poison
+        the mean and variance for good)."""
         x = np.asarray(x, dtype=np.float64)
         if x.shape != self.shape:
             raise ValueError(f"sample of shape {x.shape} does not match the statistics' shape {self.shape}")
+        if not np.isfinite(x).all():
+            raise ValueError("sample x contains NaN or inf; the running statistics would stay NaN")
         self.count += 1
         old = self.mean
         # μ ← μ + (x − μ)/n
@@ -49,7 +56,8 @@ class WelfordStats:
         self._p = self._p + (x - old) * (x - self.mean)
 
     def normalize(self, x: np.ndarray, epsilon: float = 1e-8) -> np.ndarray:
-        """(x − μ)/√(σ² + ε) with the current statistics (no update)."""
+        """(x − μ)/√(σ² + ε) with the current statistics (no update); NaN in ``x`` propagates."""
+        check_real(epsilon, "epsilon", low=0.0)
         return (np.asarray(x, dtype=np.float64) - self.mean) / np.sqrt(self.var + epsilon)
 
     def state_dict(self) -> dict:
@@ -63,12 +71,17 @@ class RewardScaler:
         if not 0.0 <= gamma <= 1.0:
             raise ValueError(f"gamma={gamma} must lie in [0, 1]")
         self.gamma = gamma
-        self.epsilon = epsilon
+        self.epsilon = check_real(epsilon, "epsilon", low=0.0)
         self.trace = 0.0
         self.stats = WelfordStats(())
 
     def scale(self, reward: float, done: bool) -> float:
-        """Update the trace and its statistics with ``reward``; return r/√(Var(u)+ε)."""
+        """Update the trace and its statistics with ``reward``; return r/√(Var(u)+ε).
+
+        A non-finite reward is a ``ValueError`` (it would poison the statistics for good).
+        """
+        if not math.isfinite(float(reward)):
+            raise ValueError(f"reward={reward} is not finite; check the environment")
         # u ← γ(1 − done)·u + r   (done = terminated or truncated, as in both codes)
         self.trace = self.trace * self.gamma * (1.0 - float(done)) + float(reward)
         self.stats.update(np.asarray(self.trace))

@@ -23,11 +23,16 @@ Both treat a list of tensors as one flat vector.
 
 from __future__ import annotations
 
+import logging
 from typing import Literal, Sequence, TypeVar
 
 import torch
 
+from icml26.common.argcheck import check_real
+
 __all__ = ["OrthogonalMomentum", "cosine", "project_out"]
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T", torch.Tensor, Sequence[torch.Tensor])
 MomentumSource = Literal["projected", "raw"]
@@ -36,7 +41,13 @@ MomentumSource = Literal["projected", "raw"]
 def _as_list(x) -> tuple[list[torch.Tensor], bool]:
     if isinstance(x, torch.Tensor):
         return [x], True
-    return list(x), False
+    try:
+        out = list(x)
+    except TypeError:
+        raise TypeError(f"expected a tensor or a list of tensors, got {type(x).__name__}") from None
+    if not all(isinstance(t, torch.Tensor) for t in out):
+        raise TypeError("expected a tensor or a list of tensors")
+    return out, False
 
 
 def _dot(a: Sequence[torch.Tensor], b: Sequence[torch.Tensor]) -> torch.Tensor:
@@ -50,7 +61,10 @@ def _safe_ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
 
 
 def cosine(a: T, b: T) -> float:
-    """cos(a, b) of two tensors (or two lists of tensors taken as flat vectors); 0 if either is 0."""
+    """cos(a, b) of two tensors (or two lists of tensors taken as flat vectors); 0 if either is 0.
+
+    NaN in either gives NaN.
+    """
     la, _ = _as_list(a)
     lb, _ = _as_list(b)
     if len(la) != len(lb):
@@ -75,8 +89,10 @@ def project_out(update: T, reference: T, eps: float = 0.0) -> T:
             component once ‖reference‖² is comparable to 1e-8.
 
     Returns:
-        The projected update, with the structure of ``update``.
+        The projected update, with the structure of ``update``. NaN in either input gives NaN
+        (documented; :class:`OrthogonalMomentum` is the one that guards its state).
     """
+    check_real(eps, "eps", low=0.0)
     lu, single = _as_list(update)
     lr, _ = _as_list(reference)
     if len(lu) != len(lr) or any(u.shape != r.shape for u, r in zip(lu, lr)):
@@ -105,14 +121,17 @@ class OrthogonalMomentum:
         sgd.step()
 
     A step on which the auxiliary loss is off is ``orth(zeros)``, i.e. :meth:`decay`.
+
+    **Non-finite gradients** (NaN or ±inf anywhere in the group) are skipped: the call returns
+    zeros (no update) and leaves c untouched, so one bad step cannot poison the momentum for the
+    rest of the run (c would stay NaN forever). ``skipped`` counts them; a warning is logged
+    the first time.
     """
 
     def __init__(self, beta: float = 0.99, *, eps: float = 1e-8,
                  momentum_source: MomentumSource = "projected") -> None:
-        if not 0.0 <= beta < 1.0:
-            raise ValueError(f"beta={beta} must lie in [0, 1)")
-        if eps < 0.0:
-            raise ValueError(f"eps={eps} must be non-negative")
+        check_real(beta, "beta", low=0.0, high=1.0, high_open=True)
+        check_real(eps, "eps", low=0.0)
         if momentum_source not in ("projected", "raw"):
             raise ValueError(f"momentum_source={momentum_source!r} must be 'projected' or 'raw'")
         self.beta = beta
@@ -120,6 +139,8 @@ class OrthogonalMomentum:
         self.momentum_source = momentum_source
         self.momentum: list[torch.Tensor] | None = None
         """c, one tensor per gradient tensor (``None`` until the first call)."""
+        self.skipped = 0
+        """Calls whose gradients held NaN or ±inf (answered with zeros; c unchanged)."""
 
     def _init(self, grads: list[torch.Tensor]) -> list[torch.Tensor]:
         if self.momentum is None:
@@ -135,7 +156,17 @@ class OrthogonalMomentum:
         lg, single = _as_list(grads)
         if not lg:
             return []
+        if not all(isinstance(g, torch.Tensor) and g.is_floating_point() for g in lg):
+            raise TypeError("OrthogonalMomentum takes floating-point tensors (a tensor or a list of them)")
         c = self._init(lg)
+        if not bool(torch.stack([torch.isfinite(g).all() for g in lg]).all()):
+            # a non-finite g would make c NaN for good: skip the step, keep c
+            if self.skipped == 0:
+                log.warning("OrthogonalMomentum: a gradient holds NaN or inf; the step is skipped (zeros) and the "
+                            "momentum kept")
+            self.skipped += 1
+            zeros = [torch.zeros_like(g) for g in lg]
+            return zeros[0] if single else zeros
         # u = g − (⟨g, c⟩ / (‖c‖² + ε)) c
         coef = _safe_ratio(_dot(lg, c), _dot(c, c) + self.eps)
         u = [g - coef * m for g, m in zip(lg, c)]

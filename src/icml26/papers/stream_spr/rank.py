@@ -68,5 +68,9 @@ def effective_rank(features: torch.Tensor | np.ndarray, delta: float = 0.01) -> 
     phi = np.asarray(features, dtype=np.float64)
     if phi.ndim != 2:
         raise ValueError(f"features must be (N states, D features), got shape {phi.shape}")
+    if phi.size == 0:
+        raise ValueError(f"features is empty (shape {phi.shape})")
+    if not np.isfinite(phi).all():
+        raise ValueError("features contain NaN or inf; the singular values are undefined")
     s = np.linalg.svd(phi, compute_uv=False)
     return EffectiveRank(srank=srank(s, delta), erank=erank(s), delta=delta)

@@ -28,6 +28,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from icml26.common.argcheck import check_int
+
 from .networks import LayerNorm, init_streaming_
 
 __all__ = ["SPRHead", "SPROutput", "SPRWindow", "TransitionModel", "spr_loss"]
@@ -63,10 +65,12 @@ class TransitionModel(nn.Module):
 
     def __init__(self, latent_shape: Sequence[int], n_actions: int, *, hidden: int | None = None) -> None:
         super().__init__()
-        self.latent_shape = tuple(int(s) for s in latent_shape)
-        self.n_actions = int(n_actions)
+        self.latent_shape = tuple(check_int(s, "latent_shape", low=1) for s in latent_shape)
+        self.n_actions = check_int(n_actions, "n_actions")
         if n_actions < 1:
             raise ValueError(f"n_actions={n_actions} must be at least 1")
+        if hidden is not None:
+            check_int(hidden, "hidden", low=1)
         if len(self.latent_shape) == 3:
             c = self.latent_shape[0]
             h = hidden or c
@@ -84,6 +88,10 @@ class TransitionModel(nn.Module):
 
     def forward(self, z: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """z: (batch, *latent_shape); actions: (batch,) integers → (batch, *latent_shape)."""
+        if not isinstance(actions, torch.Tensor) or actions.is_floating_point() or actions.is_complex():
+            raise TypeError("actions must be an integer tensor (batch,)")
+        if actions.numel() and (int(actions.min()) < 0 or int(actions.max()) >= self.n_actions):
+            raise ValueError(f"actions must lie in 0 .. {self.n_actions - 1}, got {actions.tolist()}")
         onehot = F.one_hot(actions.long(), self.n_actions).to(z.dtype)
         if z.dim() == 4:
             onehot = onehot[:, :, None, None].expand(-1, -1, z.shape[2], z.shape[3])
@@ -129,6 +137,9 @@ class SPRHead(nn.Module):
         super().__init__()
         if target_init not in ("copy", "independent"):
             raise ValueError(f"target_init={target_init!r} must be 'copy' or 'independent'")
+        if not isinstance(encoder, nn.Module):
+            raise TypeError(f"encoder must be an nn.Module, got {type(encoder).__name__}")
+        check_int(projection_dim, "projection_dim", low=1)
         latent_shape = tuple(int(s) for s in latent_shape)
         if transition is None:
             transition = init_streaming_(TransitionModel(latent_shape, n_actions, hidden=transition_hidden),
@@ -208,7 +219,7 @@ class SPRWindow:
     """
 
     def __init__(self, depth: int, alignment: Alignment = "correct") -> None:
-        if depth < 1:
+        if check_int(depth, "depth") < 1:
             raise ValueError(f"depth={depth} (K) must be at least 1")
         if alignment not in ("correct", "official"):
             raise ValueError(f"alignment={alignment!r} must be 'correct' or 'official'")
@@ -219,6 +230,9 @@ class SPRWindow:
 
     def push(self, obs: torch.Tensor, action: int) -> None:
         """Add o_t (shape ``obs_shape``, no batch dimension) and the action a_t taken at it."""
+        if not isinstance(obs, torch.Tensor):
+            raise TypeError(f"obs must be a torch.Tensor, got {type(obs).__name__}")
+        check_int(action, "action", low=0)
         self._obs.append(obs)
         self._actions.append(int(action))
 

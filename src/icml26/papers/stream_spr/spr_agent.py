@@ -41,6 +41,8 @@ from .agents import (
     q_lambda_update,
 )
 from .networks import HeadActivation, StreamNetwork
+from icml26.common.argcheck import check_real
+
 from .orth import MomentumSource, OrthogonalMomentum, cosine, project_out
 from .spr import Alignment, SPRHead, SPRWindow, TargetInit
 
@@ -53,6 +55,10 @@ class LearningRates:
     """α of ObGD for the Q(λ) update."""
     spr: float
     """α_SPR, the SGD step of the SPR update (multiplied by the weight w)."""
+
+    def __post_init__(self) -> None:
+        check_real(self.rl, "rl", low=0.0, low_open=True)
+        check_real(self.spr, "spr", low=0.0)
 
 
 #: ``"official"``: stream-rep-rl's Args (``q_lr = 1e-4`` serves as both); ``"elsayed"``:
@@ -105,10 +111,13 @@ class StreamQSPR(_EpsilonGreedyAgent):
                  device: torch.device | str | None = None) -> None:
         if lr_preset not in LR_PRESETS:
             raise ValueError(f"lr_preset={lr_preset!r} must be one of {', '.join(LR_PRESETS)}")
-        if spr_weight < 0 or (spr_lr is not None and spr_lr < 0):
-            raise ValueError("spr_weight and spr_lr must be non-negative")
-        if projection_eps < 0:
-            raise ValueError(f"projection_eps={projection_eps} must be non-negative")
+        check_real(spr_weight, "spr_weight", low=0.0)
+        if spr_lr is not None:
+            check_real(spr_lr, "spr_lr", low=0.0)
+        if lr is not None:
+            check_real(lr, "lr", low=0.0, low_open=True)
+        check_real(projection_eps, "projection_eps", low=0.0)
+        check_real(spr_tau, "spr_tau", low=0.0, high=1.0)
         preset = LR_PRESETS[lr_preset]
         self.lr = preset.rl if lr is None else lr
         self.spr_lr = preset.spr if spr_lr is None else spr_lr

@@ -18,6 +18,8 @@ import numpy as np
 
 from icml26.common.extras import require
 
+from icml26.common.argcheck import check_real
+
 from .games import MINATAR_GAMES
 from .normalization import RewardScaler, WelfordStats
 
@@ -35,7 +37,7 @@ class RunningNorm(gym.ObservationWrapper):
         if shape is None:
             raise ValueError("RunningNorm needs an observation space with a shape (Box)")
         self.stats = WelfordStats(shape)
-        self.epsilon = epsilon
+        self.epsilon = check_real(epsilon, "epsilon", low=0.0)
         self.observation_space = gym.spaces.Box(-np.inf, np.inf, shape=shape, dtype=np.float32)
 
     def normalize(self, obs: np.ndarray, update: bool = True) -> np.ndarray:
@@ -74,6 +76,8 @@ def stream_wrappers(env: Any, gamma: float = 0.99, *, normalize_observations: bo
 
 def find_wrapper(env: Any, kind: type) -> Any | None:
     """The first wrapper of type ``kind`` in ``env``'s chain, or ``None``."""
+    if not isinstance(kind, type):
+        raise TypeError(f"kind must be a wrapper class (e.g. RunningNorm), got {kind!r}")
     while env is not None:
         if isinstance(env, kind):
             return env
@@ -89,6 +93,7 @@ def make_minatar(game: str, *, sticky_action_prob: float = 0.1, difficulty_rampi
     """
     if game not in MINATAR_GAMES:
         raise ValueError(f"unknown MinAtar game {game!r}; choose one of {', '.join(MINATAR_GAMES)}")
+    check_real(sticky_action_prob, "sticky_action_prob", low=0.0, high=1.0)
     require("minatar", "rl")
     import minatar.gym
 
