@@ -6,8 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from icml26.plotting import subplots, values
-from icml26.results import plot_curves
+from icml26.plotting import draw_curve, subplots, values
 
 __all__ = ["LABELS", "plot"]
 
@@ -17,7 +16,11 @@ LABELS = {"spr_orth2": "Stream Q(λ)+SPR+orth+orth²", "spr_naive": "Stream Q(λ
 
 def plot(data: dict[str, Any]) -> dict[str, Any]:
     """An overview panel (curves, SPR loss, cosine, ranks) plus one figure per curve."""
-    figures = plot_curves(data)
+    figures = {}
+    for name, curve in data["curves"].items():
+        fig, axes = subplots(panel=(6.0, 4.0))
+        draw_curve(axes[0, 0], {"ylabel": name, **curve}, title=curve.get("title", f"{data['paper']}: {name}"))
+        figures[f"{name}.png"] = fig
     curves = data["curves"]
     fig, axes = subplots(2, 2, panel=(5.5, 3.75))
     colors = {LABELS["spr_orth2"]: "tab:red", LABELS["spr_naive"]: "tab:orange", LABELS["stream_q"]: "tab:blue"}
