@@ -74,7 +74,8 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"\nchecks ({len(checks)}; a check holds when `measured op target`; no config field moves a target):")
     for c in checks.values():
         print(f"  {c.id}: {c.name}")
-        print(f"      {c.op} {c.target:g}   ({c.source}: {c.ref})")
+        only = "" if set(c.settings) == {"full", "quick", "tiny"} else f"   [measured in: {', '.join(c.settings)}]"
+        print(f"      {c.op} {c.target:g}   ({c.source}: {c.ref}){only}")
     from icml26.common.config import config_fields
 
     cls = spec.load_experiment().Config

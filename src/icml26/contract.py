@@ -124,6 +124,9 @@ class CheckSpec:
         source: ``"paper"`` (a figure from the paper), ``"issue"`` (set by the issue that asked
             for the reproduction) or ``"ours"`` (our choice).
         ref: where exactly: ``"Table 3"``, ``"issue #19"``, or for ``ours`` the one-line reason.
+        settings: the settings whose runs measure this check (default: every setting). A check
+            declared only for ``("full",)`` is simply absent from a quick run's result, instead of
+            being recorded as not measured.
     """
 
     id: str
@@ -132,6 +135,7 @@ class CheckSpec:
     target: float
     source: Source
     ref: str
+    settings: tuple[str, ...] = ("full", "quick", "tiny")
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -147,6 +151,11 @@ class CheckSpec:
             raise ValueError(f"check {self.id!r}: source {self.source!r} must be one of {', '.join(_SOURCES)}")
         if not isinstance(self.ref, str) or not self.ref.strip():
             raise ValueError(f"check {self.id!r}: ref must say where the target comes from (or why, for 'ours')")
+        settings = tuple(self.settings)
+        if not settings or any(s not in ("full", "quick", "tiny") for s in settings):
+            raise ValueError(f"check {self.id!r}: settings {self.settings!r} must be a non-empty subset of "
+                             "('full', 'quick', 'tiny')")
+        object.__setattr__(self, "settings", settings)
 
     def measure(self, value: float, note: str = "") -> Check:
         """The measured :class:`Check` of this spec (``value`` may be NaN: not held)."""
@@ -162,7 +171,9 @@ class CheckSpec:
         return self.measure(math.nan, note=f"not measured: {reason}")
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        out = dataclasses.asdict(self)
+        out["settings"] = list(self.settings)
+        return out
 
 
 def declare(*specs: CheckSpec) -> dict[str, CheckSpec]:
@@ -279,8 +290,11 @@ class Experiment(Protocol):
     def run(self, config: Any, ctx: RunContext) -> Outcome: ...
 
 
-def finish_checks(declared: Mapping[str, CheckSpec], measured: list[Check], *, where: str) -> list[Check]:
+def finish_checks(declared: Mapping[str, CheckSpec], measured: list[Check], *, where: str,
+                  setting: str | None = None) -> list[Check]:
     """The checks of a run in declaration order: measured ones as given, the rest not held.
+
+    With ``setting``, a declared check whose ``settings`` exclude it is left out unless measured.
 
     Raises ``RuntimeError`` (an internal error, not a user's) when a measured check is not
     declared, is measured twice, or carries a bar other than its declaration's.
@@ -299,7 +313,7 @@ def finish_checks(declared: Mapping[str, CheckSpec], measured: list[Check], *, w
                                f"{spec.op} {spec.target}; measure it with CHECKS[{c.id!r}].measure(value)")
         seen[c.id] = c
     return [seen[i] if i in seen else spec.not_measured("this run did not compute it")
-            for i, spec in declared.items()]
+            for i, spec in declared.items() if i in seen or setting is None or setting in spec.settings]
 
 
 

@@ -220,7 +220,8 @@ def execute(
         raise TypeError(f"{spec.experiment_module}.run must return an Outcome, got {type(outcome)!r}")
 
     declared = getattr(module, "CHECKS", None)
-    measured = finish_checks(declared, outcome.checks, where=spec.experiment_module) if declared is not None \
+    measured = finish_checks(declared, outcome.checks, where=spec.experiment_module, setting=setting) \
+        if declared is not None \
         else outcome.checks
     checks = [c.to_dict() for c in measured]
     data: dict[str, Any] = {
