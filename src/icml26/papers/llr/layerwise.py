@@ -211,6 +211,7 @@ def layer_alphas(
     method: FitMethod = "median",
     xmin_pos: int = 2,
     min_eigs: int = 50,
+    group=None,
 ) -> dict[str, AlphaFit]:
     """Power-law fits of every hidden layer of ``model`` (embeddings and head left out).
 
@@ -218,25 +219,51 @@ def layer_alphas(
     ``eigs_thresh``), and so are layers whose fit fails (e.g. a zero matrix, or one of rank
     below half its size: see :func:`~icml26.papers.llr.esd.esd`'s eigenvalue floor). A
     layer with NaN or inf weights is a ``ValueError`` naming it (training has diverged).
+
+    Under ``torch.distributed`` (a process group active; ``group`` selects one) the layers are
+    split round-robin across ranks: each rank fits its share and the fits are exchanged, so
+    every rank returns the same dictionary. An FSDP2-sharded weight (a ``DTensor``) is
+    all-gathered one layer at a time (every rank takes part in each gather; only the layer's
+    owner keeps the full matrix long enough to fit it). DDP-replicated weights need no gather.
     """
+    from icml26.common.distributed import all_gather_objects, gather_full, is_sharded, world
+
     _check_model(model)
     min_eigs = check_int(min_eigs, "min_eigs", low=0)
-    fits: dict[str, AlphaFit] = {}
-    for name, (module, excluded) in find_layers(model, exclude=exclude).items():
+    rank, size = world(group)
+    mine: dict[str, AlphaFit] = {}
+    errors: list[str] = []
+    candidates = [(name, module) for name, (module, excluded) in find_layers(model, exclude=exclude).items()
+                  if not excluded and _n_eigs(module.weight) >= min_eigs]
+    for index, (name, module) in enumerate(candidates):
         weight = module.weight
-        if excluded or _n_eigs(weight) < min_eigs:
+        owner = index % size
+        if is_sharded(weight):
+            weight = gather_full(weight.detach())  # a collective: every rank calls it for every layer
+        if owner != rank:
             continue
         if not bool(torch.isfinite(weight).all()):
-            raise ValueError(f"layer {name}: weight contains NaN or inf (has training diverged?); "
-                             f"LLR cannot fit its spectrum")
+            # collected, then raised on every rank (a raise on one rank alone would leave the others waiting)
+            errors.append(f"layer {name}: weight contains NaN or inf (has training diverged?); "
+                          f"LLR cannot fit its spectrum")
+            continue
         try:
-            fit = esd_alpha(weight, method, xmin_pos=xmin_pos)
+            fit = esd_alpha(weight.detach(), method, xmin_pos=xmin_pos)
         except ValueError as exc:
             log.warning("LLR: layer %s not fitted (%s); it stays at the base rate", name, exc)
             continue
         if math.isfinite(fit.alpha):
-            fits[name] = fit
-    return fits
+            mine[name] = fit
+    parts = all_gather_objects((mine, errors), group)
+    errors = [e for _, errs in parts for e in errs]
+    if errors:
+        raise ValueError(errors[0])
+    if size == 1:
+        return mine
+    merged: dict[str, AlphaFit] = {}
+    for part, _ in parts:
+        merged.update(part)
+    return {name: merged[name] for name, _ in candidates if name in merged}  # model order on every rank
 
 
 def _n_eigs(weight: torch.Tensor) -> int:
@@ -292,6 +319,9 @@ class LayerwiseLR:
         target_transform: applied to the fitted layers' ``{name: multiplier}`` before
             the embedding policy and normalisation (e.g. the shuffled control of
             :mod:`icml26.papers.llr.baselines`).
+        group: the ``torch.distributed`` process group (default: the default group when one is
+            initialised). Under DDP or FSDP2 every rank computes the same multipliers: the fits are
+            split across ranks and exchanged (:func:`layer_alphas`). Construct it on every rank.
     """
 
     def __init__(
@@ -314,6 +344,7 @@ class LayerwiseLR:
         xmin_pos: int = 2,
         min_eigs: int = 50,
         target_transform: Callable[[dict[str, float]], dict[str, float]] | None = None,
+        group=None,
     ) -> None:
         _check_model(model)
         if not isinstance(optimizer, torch.optim.Optimizer):
@@ -343,6 +374,7 @@ class LayerwiseLR:
         self.normalize, self.method, self.xmin_pos, self.min_eigs = normalize, method, xmin_pos, min_eigs
         self.exclude = _substrings(exclude)
         self.target_transform = target_transform
+        self.group = group
 
         layers = find_layers(model, exclude=self.exclude)
         self._excluded = {name for name, (_, excluded) in layers.items() if excluded}
@@ -427,7 +459,7 @@ class LayerwiseLR:
 
     def _update(self) -> None:
         fits = layer_alphas(self.model, exclude=self.exclude, method=self.method, xmin_pos=self.xmin_pos,
-                            min_eigs=self.min_eigs)
+                            min_eigs=self.min_eigs, group=self.group)
         targets = self._targets(fits)
         self._start = self._multipliers_at(self._t)
         self._target = targets
