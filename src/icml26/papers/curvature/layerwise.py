@@ -131,8 +131,14 @@ def layerwise_curvature_entropy(
     batch_size: int = 16,
     eps: float = 1e-8,
     show_progress: bool | None = None,
+    group=None,
 ) -> CurvatureEntropyAnalysis:
     """Curvature-entropy statistics at every layer of a Hugging Face causal LM.
+
+    Under ``torch.distributed`` (a process group active; ``group`` selects one), call it on
+    every rank with the same ``input_ids``: the batches are dealt round-robin across ranks, each
+    rank runs its share, and the per-batch results are gathered and merged in batch order, so
+    every rank returns exactly what one process would (the same batches, summed in the same order).
 
     Args:
         model: any causal LM that returns ``hidden_states`` (call ``model.eval()`` first).
@@ -145,7 +151,10 @@ def layerwise_curvature_entropy(
         batch_size: rows per forward pass.
         eps: zero-length threshold of the turning angles.
         show_progress: progress bar (default: only on a terminal).
+        group: the process group to shard the corpus over (default: the default group, if any).
     """
+    from icml26.common.distributed import all_gather_objects, world
+
     if not isinstance(input_ids, Tensor) or input_ids.ndim != 2:
         raise ValueError("input_ids must be a (batch, T) tensor of token ids")
     if input_ids.is_floating_point() or input_ids.is_complex():
@@ -163,15 +172,14 @@ def layerwise_curvature_entropy(
         token_log_frequency = unigram_log_frequency(input_ids[mask], _vocab_size(model))
     log_freq = token_log_frequency.to("cpu", torch.float64)
 
-    kappas: list[list[Tensor]] = [[] for _ in range(n_layers + 1)]
-    entropies, positions, freqs = [], [], []
-    angle_sum = torch.zeros(n_layers + 1, dtype=torch.float64)
-    angle_count = torch.zeros(n_layers + 1, dtype=torch.float64)
     T = input_ids.shape[1]
     position = torch.arange(T).expand_as(input_ids)
     keep_all = mask & (position >= window + 1)
-    for start in progress(range(0, input_ids.shape[0], batch_size), enabled=show_progress,
-                          desc="curvature vs entropy"):
+    rank, size = world(group)
+    starts = list(range(0, input_ids.shape[0], batch_size))
+    # per batch: (kappa per layer, entropy, position, log frequency, angle sums, angle counts)
+    batches: dict[int, tuple] = {}
+    for start in progress(starts[rank::size], enabled=show_progress, desc="curvature vs entropy"):
         ids = input_ids[start : start + batch_size]
         m = mask[start : start + batch_size]
         keep = keep_all[start : start + batch_size]
@@ -182,22 +190,33 @@ def layerwise_curvature_entropy(
                              f"expected num_hidden_layers + 1 = {n_layers + 1}")
         keep_dev = keep.to(device)
         vertex_ok = (m[:, :-2] & m[:, 1:-1] & m[:, 2:]).to(device) if T >= 3 else None
+        kappa_rows, angle_sum, angle_count = [], np.zeros(n_layers + 1), np.zeros(n_layers + 1)
         for layer, hidden in enumerate(out.hidden_states):
             kappa = contextual_curvature(hidden, window, eps=eps)
-            kappas[layer].append(kappa[keep_dev].double().cpu())
+            kappa_rows.append(kappa[keep_dev].double().cpu().numpy())
             if vertex_ok is not None:
                 angles = turning_angles(hidden, eps=eps)
                 ok = vertex_ok & torch.isfinite(angles)
-                angle_sum[layer] += float(angles[ok].double().sum())
-                angle_count[layer] += float(ok.sum())
-        entropies.append(next_token_entropy(out.logits)[keep_dev].double().cpu())
-        positions.append(position[start : start + batch_size][keep])
-        freqs.append(log_freq[ids[keep].cpu()])
-
-    curvature = torch.stack([torch.cat(k) for k in kappas]).numpy()
-    entropy = torch.cat(entropies).numpy()
-    pos = torch.cat(positions).numpy().astype(np.float64)
-    freq = torch.cat(freqs).numpy()
+                angle_sum[layer] = float(angles[ok].double().sum())
+                angle_count[layer] = float(ok.sum())
+        batches[start] = (kappa_rows, next_token_entropy(out.logits)[keep_dev].double().cpu().numpy(),
+                          position[start : start + batch_size][keep].numpy(),
+                          log_freq[ids[keep].cpu()].numpy(), angle_sum, angle_count)
+    if size > 1:
+        merged: dict[int, tuple] = {}
+        for part in all_gather_objects(batches, group):
+            merged.update(part)
+        batches = merged
+    ordered = [batches[s] for s in starts]
+    curvature = np.stack([np.concatenate([b[0][layer] for b in ordered]) for layer in range(n_layers + 1)])
+    entropy = np.concatenate([b[1] for b in ordered])
+    pos = np.concatenate([b[2] for b in ordered]).astype(np.float64)
+    freq = np.concatenate([b[3] for b in ordered])
+    angle_sum = torch.zeros(n_layers + 1, dtype=torch.float64)
+    angle_count = torch.zeros(n_layers + 1, dtype=torch.float64)
+    for b in ordered:  # the same order of additions as one process
+        angle_sum += torch.from_numpy(b[4])
+        angle_count += torch.from_numpy(b[5])
     if entropy.size < 3:
         raise ValueError(f"only {entropy.size} tokens have a defined kappa(t; W={window}); "
                          f"pass longer rows (T > W + 1) or more of them")
