@@ -1,0 +1,121 @@
+"""Hugging Face ``Trainer`` integration of the training-time methods (needs the ``lm`` extra).
+
+* **LLR** — :func:`llr_optimizer` builds the per-layer AdamW the method needs (pass it as
+  ``Trainer(optimizers=(optimizer, None))``) and :class:`LLRCallback` refits the layer
+  multipliers every ``every`` steps (``Trainer(callbacks=[LLRCallback(...)])``);
+* **curvature regulariser** — :func:`curvature_trainer` returns a ``Trainer`` whose loss is
+  ``CE + λ·mean_l (1 − cos)`` over the chosen hidden-state layers (the forward pass runs with
+  ``output_hidden_states=True``; padded positions are masked);
+
+Everything runs under ``accelerate`` / ``torchrun`` as the ``Trainer`` does: LLR's fits are
+split across ranks (see :func:`icml26.papers.llr.layer_alphas`).
+
+``transformers`` is imported when a function is called, not when this module is imported.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import torch
+
+from icml26.common.extras import require
+
+__all__ = ["LLRCallback", "curvature_trainer", "llr_optimizer"]
+
+
+def _transformers():
+    return require("transformers", "lm")
+
+
+def llr_optimizer(model: torch.nn.Module, *, lr: float, weight_decay: float = 0.0,
+                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                  exclude: Iterable[str] = ("embed", "head", "lm_head")) -> torch.optim.AdamW:
+    """AdamW over LLR's per-layer parameter groups (:func:`icml26.papers.llr.layerwise_param_groups`).
+
+    Use the ``TrainingArguments``' values, e.g. ``llr_optimizer(model, lr=args.learning_rate,
+    weight_decay=args.weight_decay)``, and hand it to ``Trainer(optimizers=(optimizer, None))``
+    so that the Trainer still builds its learning-rate schedule.
+    """
+    from icml26.papers.llr import layerwise_param_groups
+
+    groups = layerwise_param_groups(model, weight_decay=weight_decay, exclude=exclude)
+    return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
+
+
+def _base_optimizer(optimizer: Any) -> torch.optim.Optimizer:
+    # accelerate wraps the optimizer (AcceleratedOptimizer.optimizer); hooks go on the real one
+    inner = getattr(optimizer, "optimizer", optimizer)
+    if not isinstance(inner, torch.optim.Optimizer):
+        raise TypeError(f"the Trainer's optimizer is a {type(optimizer).__name__}, not a torch optimizer")
+    return inner
+
+
+def LLRCallback(**llr_kwargs: Any):  # noqa: N802 - a class factory that reads like a class
+    """A ``TrainerCallback`` running :class:`icml26.papers.llr.LayerwiseLR` inside a ``Trainer``.
+
+    ``llr_kwargs`` are :class:`~icml26.papers.llr.LayerwiseLR`'s keyword arguments (``r_min``,
+    ``r_max``, ``every``, ``ramp_steps``, ``active_fraction``, …); ``total_steps`` is the
+    Trainer's ``max_steps``. The Trainer's optimizer must hold one parameter group per layer:
+    build it with :func:`llr_optimizer`. After training, ``callback.llr`` holds the multipliers
+    and their history.
+    """
+    transformers = _transformers()
+
+    class _LLRCallback(transformers.TrainerCallback):
+        def __init__(self) -> None:
+            self.kwargs = dict(llr_kwargs)
+            self.llr = None
+
+        def on_train_begin(self, args, state, control, model=None, optimizer=None, **kwargs):
+            from icml26.papers.llr import LayerwiseLR
+
+            if model is None or optimizer is None:
+                raise RuntimeError("LLRCallback needs the Trainer's model and optimizer at on_train_begin")
+            base = _base_optimizer(optimizer)
+            if len(base.param_groups) < 2:
+                raise ValueError("the Trainer's optimizer has one parameter group; LLR needs one per layer: "
+                                 "pass Trainer(optimizers=(llr_optimizer(model, lr=...), None))")
+            self.llr = LayerwiseLR(model, base, total_steps=max(1, state.max_steps), **self.kwargs)
+
+        def on_step_end(self, args, state, control, **kwargs):
+            if self.llr is not None:
+                self.llr.step()
+
+        def on_train_end(self, args, state, control, **kwargs):
+            if self.llr is not None:
+                self.llr.remove()
+
+    return _LLRCallback()
+
+
+def curvature_trainer(curvature_loss: Any, **trainer_kwargs: Any):
+    """A ``transformers.Trainer`` whose loss adds the curvature regulariser.
+
+    Args:
+        curvature_loss: an :class:`icml26.papers.curvature.CurvatureLoss` (layers, weight λ).
+        trainer_kwargs: everything ``Trainer(...)`` takes (model, args, datasets, collator …).
+
+    The loss of a batch is the model's own loss (``labels`` in the batch) plus
+    ``curvature_loss(outputs, input_ids, attention_mask)``; the two parts of the last step are in
+    ``trainer.last_losses``.
+    """
+    from icml26.papers.curvature import CurvatureLoss
+
+    if not isinstance(curvature_loss, CurvatureLoss):
+        raise TypeError(f"curvature_loss must be a CurvatureLoss, got {type(curvature_loss).__name__}")
+    transformers = _transformers()
+
+    class CurvatureTrainer(transformers.Trainer):
+        last_losses: dict[str, float] = {}
+
+        def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+            if "labels" not in inputs:
+                raise ValueError("the batch has no labels; the curvature Trainer adds to the model's own loss")
+            outputs = model(**inputs, output_hidden_states=True)
+            aux = curvature_loss(outputs, inputs.get("input_ids"), inputs.get("attention_mask"))
+            loss = outputs.loss + aux
+            self.last_losses = {"lm": float(outputs.loss.detach()), "curvature": float(aux.detach())}
+            return (loss, outputs) if return_outputs else loss
+
+    return CurvatureTrainer(**trainer_kwargs)

@@ -1,0 +1,78 @@
+"""The Hugging Face Trainer integrations, a few steps each with a tiny HF model on CPU."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("accelerate")
+
+from icml26.common.tiny_lm import TinyLMConfig, build_model  # noqa: E402
+from icml26.integrations.hf import LLRCallback, curvature_trainer, llr_optimizer  # noqa: E402
+
+
+class _Rows(torch.utils.data.Dataset):
+    def __init__(self, n=16, T=16, vocab=97, seed=0):
+        g = torch.Generator().manual_seed(seed)
+        self.ids = torch.randint(0, vocab, (n, T), generator=g)
+
+    def __len__(self):
+        return len(self.ids)
+
+    def __getitem__(self, i):
+        return {"input_ids": self.ids[i], "attention_mask": torch.ones_like(self.ids[i]), "labels": self.ids[i]}
+
+
+def _model():
+    return build_model(TinyLMConfig(arch="llama", vocab_size=97, d_model=64, n_layers=2, n_heads=2, context=16), seed=0)
+
+
+def _args(tmp_path, steps=4, lr=1e-3):
+    return transformers.TrainingArguments(output_dir=str(tmp_path), max_steps=steps, per_device_train_batch_size=4,
+                                          learning_rate=lr, report_to=[], save_strategy="no", use_cpu=True,
+                                          logging_strategy="no", disable_tqdm=True, seed=0)
+
+
+def test_llr_callback_fits_and_scales_layers(tmp_path):
+    model = _model()
+    optimizer = llr_optimizer(model, lr=1e-3)
+    callback = LLRCallback(every=2, ramp_steps=0, active_fraction=1.0, min_eigs=16, r_min=1.0, r_max=3.0)
+    trainer = transformers.Trainer(model=model, args=_args(tmp_path), train_dataset=_Rows(),
+                                   optimizers=(optimizer, None), callbacks=[callback])
+    trainer.train()
+    mult = callback.llr.multipliers
+    fitted = [v for k, v in mult.items() if "layers" in k]
+    assert fitted and min(fitted) == pytest.approx(1.0) and max(fitted) == pytest.approx(3.0)
+    assert callback.llr.history.steps[:2] == [0, 2]
+
+
+def test_llr_callback_refuses_a_single_group_optimizer(tmp_path):
+    model = _model()
+    trainer = transformers.Trainer(model=model, args=_args(tmp_path, steps=1), train_dataset=_Rows(),
+                                   callbacks=[LLRCallback()],
+                                   optimizers=(torch.optim.AdamW(model.parameters(), lr=1e-3), None))
+    with pytest.raises(ValueError, match="llr_optimizer"):
+        trainer.train()
+
+
+def test_curvature_trainer_adds_the_regulariser_and_straightens(tmp_path):
+    from icml26.papers.curvature import CurvatureLoss
+
+    data = _Rows()
+    loss_fn = CurvatureLoss(layers=(1,), weight=1.0)
+    batch = {k: torch.stack([data[i][k] for i in range(4)]) for k in ("input_ids", "attention_mask", "labels")}
+    model = _model()
+    with torch.no_grad():
+        out = model(**batch, output_hidden_states=True)
+        before_total = float(out.loss + loss_fn(out, batch["input_ids"], batch["attention_mask"]))
+        before_curv = float(loss_fn(out, batch["input_ids"], batch["attention_mask"]))
+    trainer = curvature_trainer(loss_fn, model=model, args=_args(tmp_path, steps=12, lr=3e-3), train_dataset=data)
+    assert trainer.compute_loss(model, dict(batch)).item() == pytest.approx(before_total, rel=1e-5)
+    trainer.train()
+    assert set(trainer.last_losses) == {"lm", "curvature"}
+    with torch.no_grad():
+        after_curv = float(loss_fn(model(**batch, output_hidden_states=True), batch["input_ids"], batch["attention_mask"]))
+    assert after_curv < before_curv
+    with pytest.raises(TypeError, match="CurvatureLoss"):
+        curvature_trainer(0.1, model=model, args=_args(tmp_path))
