@@ -11,6 +11,22 @@ import torch.nn.functional as F
 from scipy import integrate, stats
 from torch import nn
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from icml26.papers.lmcleaner import BASELINES, ReplayRemover, TruncatedRemover
+from icml26.papers.lmcleaner.analysis import (
+    accuracy_drop_points,
+    decay_ratio,
+    decay_window,
+    draft_composition_epsilon,
+    ga_equal_compute_score,
+    lag_groups,
+    max_abs_gap,
+    per_request_mu,
+    ratio,
+    relative_residual,
+)
 from icml26.papers.lmcleaner import (
     RDPAccountant,
     BatchMeanFisherHVP,
@@ -28,13 +44,13 @@ from icml26.papers.lmcleaner import (
     effective_window,
     gaussian_delta,
     gaussian_epsilon,
-    gradient_ascent,
+    gradient_ascent_unlearn,
     isotropic_noise_scale,
     lanczos_top_eigenvectors,
     lmcleaner_unlearn,
     mahalanobis_shift,
     make_hvp,
-    neggrad_plus,
+    neggrad_plus_unlearn,
     no_op,
     random_basis,
     replay_counterfactual,
@@ -548,8 +564,8 @@ def test_baselines_share_a_signature_and_cost_accounting():
         "lmcleaner": lmcleaner_unlearn(problem, rec, theta, forget, now, window=3, hvp=ExactHVP(problem)),
         "replay": replay_counterfactual(problem, rec, theta, forget, now),
         "retrain": retrain_from_scratch(problem, rec, theta, forget, now),
-        "ga": gradient_ascent(problem, rec, theta, forget, now, steps=6, lr=0.05),
-        "neggrad": neggrad_plus(problem, rec, theta, forget, now, steps=3, lr=0.05),
+        "ga": gradient_ascent_unlearn(problem, rec, theta, forget, now, steps=6, lr=0.05),
+        "neggrad": neggrad_plus_unlearn(problem, rec, theta, forget, now, steps=3, lr=0.05),
         "noop": no_op(problem, rec, theta, forget, now),
     }
     assert results["lmcleaner"].grad_equivalents == 6.0 and results["lmcleaner"].deleted_steps == (4,)
@@ -589,8 +605,8 @@ def test_hessian_basis_on_least_squares():
     assert torch.allclose(top @ top.T, q @ q.T, atol=1e-8)      # same projector
 
 
-def test_readme_example():
-    """The usage example of the paper README: train, record, delete mid-training, requeue."""
+def test_online_unlearner_mid_training_request_counts():
+    """The README's scenario with numbers checked: train, record, delete mid-training, requeue."""
     torch.manual_seed(0)
     x, y = torch.randn(1000, 20), torch.randint(0, 10, (1000,))
     model = nn.Sequential(nn.Linear(20, 64), nn.Tanh(), nn.Linear(64, 10))
@@ -734,3 +750,108 @@ def test_experiment_config_rejects_bad_fields(bad):
     Config.tiny()
     with pytest.raises(ValueError):
         Config(**bad)
+
+
+# ---------------------------------------------------------------------------
+# issues #17 / #18: the pluggable remover, renames, checked input
+# ---------------------------------------------------------------------------
+def test_replay_remover_serves_the_exact_counterfactual_with_the_same_bookkeeping():
+    """Two code paths, one answer: OnlineUnlearner with ReplayRemover equals replay_counterfactual,
+    and with TruncatedRemover (K ≥ L − 1, least squares) the same θ again."""
+    results = {}
+    for name in ("replay", "truncated"):
+        problem = _least_squares(l2=0.01)
+        rec = _train(problem, _single_pass(120, 10))
+        pool = DataPool(torch.arange(120), 10, generator=torch.Generator().manual_seed(0))
+        remover = ReplayRemover(problem) if name == "replay" else TruncatedRemover(ExactHVP(problem), 100)
+        unlearner = OnlineUnlearner(problem, rec, remover=remover, pool=pool)
+        theta_before = rec.current_params()
+        expected = replay_counterfactual(problem, rec, theta_before, [35, 71], rec.num_steps)
+        unlearner.request([35, 71])
+        served = unlearner.serve()[0]
+        assert served.deleted_steps == (3, 7)
+        assert served.requeued.numel() == 18                 # the other samples of the two batches
+        assert rec.steps[3].removed and rec.steps[7].removed and rec.steps[-1].kind == "edit"
+        assert torch.allclose(rec.current_params(), expected.params, atol=1e-10, rtol=0)
+        results[name] = served
+    # replay runs from t_z = 3 to τ = 12: 9 steps, 2 of them deleted → 7 gradients
+    assert results["replay"].grad_equivalents == 7
+    assert results["replay"].hvp_calls == 0 and results["truncated"].hvp_calls > 0
+
+
+def test_baselines_table_names_the_procedures():
+    assert BASELINES["gradient_ascent"] is gradient_ascent_unlearn
+    assert BASELINES["neggrad_plus"] is neggrad_plus_unlearn
+    assert set(BASELINES) == {"retrain", "replay", "gradient_ascent", "neggrad_plus", "no_op"}
+
+
+def test_negative_ids_no_longer_wrap_around():
+    problem = _least_squares()
+    with pytest.raises(ValueError, match="sample ids"):
+        problem.batch(torch.tensor([-1]))
+    rec = _train(problem, _single_pass(40, 10))
+    with pytest.raises(ValueError, match="negative id"):
+        rec.steps_using([-1])
+
+
+# ---------------------------------------------------------------------------
+# analysis (hand computations)
+# ---------------------------------------------------------------------------
+def test_analysis_by_hand():
+    now, ideal = torch.tensor([3.0, 4.0]), torch.zeros(2)
+    # ‖(0.6, 0.8) − 0‖ / ‖(3, 4) − 0‖ = 1 / 5
+    assert relative_residual(torch.tensor([0.6, 0.8]), ideal, now) == pytest.approx(0.2)
+    assert relative_residual(now, ideal, now) == 1.0                   # no-op scores 1
+    assert lag_groups([1000, 50, 200]) == (50, [200], 1000)
+    assert lag_groups([5, 20]) == (5, [], 20)
+    windows = [0, 1, 2, 5, 10, 20, 50, 100]
+    assert decay_window(windows, 200) == 100 and decay_window(windows, 20) == 10 and decay_window([0, 5], 3) == 0
+    curve = [0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.25, 0.2]
+    assert decay_ratio(curve, windows, 200) == pytest.approx(0.2 / 0.8)
+    assert max_abs_gap([0.50, 0.61], [0.52, 0.55]) == pytest.approx(0.06)
+    # lag 1: max(0.9/0.8, 100·(0.95 − 0.95)) = 1.125; lag 2: max(0.4/0.8, 100·(0.95 − 0.93)) = 2 → min 1.125
+    assert ga_equal_compute_score([0.9, 0.4], [0.95, 0.95], [0.95, 0.93]) == pytest.approx(1.125)
+    assert accuracy_drop_points(0.95, 0.20) == pytest.approx(75.0)
+    assert ratio(2040.0, 20.0) == 102.0 and ratio(1.0, 0.0) == math.inf
+    # μ = ε / √(4 ln(2.5/δ)); ε = 1, δ = 2.5e-4: √(4 ln 1e4) = √(16 ln 10)
+    assert per_request_mu(1.0, 2.5e-4) == pytest.approx(1 / math.sqrt(16 * math.log(10)))
+    # M = 4, ε = 1, δ = e^-2: 4 + √(2 · 2 · 4) = 8
+    assert draft_composition_epsilon(4, 1.0, math.exp(-2)) == pytest.approx(8.0)
+
+
+# ---------------------------------------------------------------------------
+# noise scales (hypothesis)
+# ---------------------------------------------------------------------------
+_sens = st.floats(1e-6, 1e3)
+_eps = st.floats(0.01, 1.0)
+_delta = st.floats(1e-12, 0.5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(sensitivity=_sens, epsilon=_eps, delta=_delta, beta=st.floats(1e-4, 1.0))
+def test_property_noise_scales(sensitivity, epsilon, delta, beta):
+    sigma = isotropic_noise_scale(sensitivity, epsilon, delta)
+    sigma_par, sigma_perp = subspace_noise_scales(sensitivity, epsilon, delta, beta)
+    # the closed forms: σ = Δ̄/ε √(2 ln(1.25/δ)); σ_∥ = 2Δ̄/ε √(2 ln(2.5/δ)); σ_⊥ = β σ_∥
+    assert sigma == pytest.approx(sensitivity / epsilon * math.sqrt(2 * math.log(1.25 / delta)), rel=1e-12)
+    assert sigma_par == pytest.approx(2 * sensitivity / epsilon * math.sqrt(2 * math.log(2.5 / delta)), rel=1e-12)
+    assert sigma_perp == pytest.approx(beta * sigma_par, rel=1e-12)
+    # linear in Δ̄ and in 1/ε
+    assert isotropic_noise_scale(3 * sensitivity, epsilon, delta) == pytest.approx(3 * sigma, rel=1e-12)
+    assert isotropic_noise_scale(sensitivity, epsilon / 2, delta) == pytest.approx(2 * sigma, rel=1e-12)
+    # the subspace budget is split (ε/2, δ/2): σ_∥ is the isotropic σ at (ε/2, δ/2) — up to 1.25 vs 2.5
+    assert sigma_par >= sigma
+
+
+@settings(max_examples=200, deadline=None)
+@given(sensitivity=_sens, epsilon=_eps, delta=_delta, beta=st.floats(1e-4, 1.0))
+def test_property_calibrated_noise_meets_its_budget_on_the_exact_curve(sensitivity, epsilon, delta, beta):
+    """For ε ≤ 1 (the classical Gaussian mechanism's domain) the calibrated shifts satisfy the
+    exact privacy curve of Balle & Wang: δ(ε) ≤ δ (isotropic: μ = Δ̄/σ; subspace: the certificate's μ)."""
+    mu_iso = sensitivity / isotropic_noise_scale(sensitivity, epsilon, delta)
+    assert gaussian_delta(mu_iso, epsilon) <= delta * (1 + 1e-9)
+    sigma_par, sigma_perp = subspace_noise_scales(sensitivity, epsilon, delta, beta)
+    # μ² = Δ̄²/σ_∥² + (βΔ̄)²/σ_⊥² = 2 Δ̄²/σ_∥²
+    mu_sub = math.sqrt(sensitivity**2 / sigma_par**2 + (beta * sensitivity) ** 2 / sigma_perp**2)
+    assert mu_sub == pytest.approx(math.sqrt(2) * sensitivity / sigma_par, rel=1e-12)
+    assert gaussian_delta(mu_sub, epsilon) <= delta * (1 + 1e-9)

@@ -19,18 +19,27 @@ Public API:
   :func:`hessian_basis`, :func:`lanczos_top_eigenvectors`, :func:`gaussian_delta`,
   :func:`gaussian_epsilon`, :func:`mahalanobis_shift`, :func:`concentration`.
 * :class:`RDPAccountant`: the privacy ledger across requests.
-* :class:`OnlineUnlearner` and :class:`DataPool`: serving deletion requests during training.
-* Baselines with one signature: :func:`lmcleaner_unlearn` (the method),
-  :func:`retrain_from_scratch`, :func:`replay_counterfactual`, :func:`gradient_ascent`,
-  :func:`neggrad_plus`, :func:`no_op`.
+* :class:`OnlineUnlearner` and :class:`DataPool`: serving deletion requests during training,
+  with a pluggable remover (:class:`TruncatedRemover`, LMCleaner, by default;
+  :class:`ReplayRemover`, exact replay).
+* Baselines sharing the positional signature ``(problem, recorder, params_now, forget_ids,
+  now_step)``: :func:`lmcleaner_unlearn` (the method), :func:`retrain_from_scratch`,
+  :func:`replay_counterfactual`, :func:`gradient_ascent_unlearn`, :func:`neggrad_plus_unlearn`,
+  :func:`no_op` (``BASELINES``). There is no ``METHOD``: the method needs ``window`` and ``hvp``
+  and the ascent baselines a step budget and a learning rate, so their required keywords differ.
+
+Renamed (issue #17): ``gradient_ascent`` → ``gradient_ascent_unlearn`` and ``neggrad_plus`` →
+``neggrad_plus_unlearn`` (procedures here; hamu's functions of the old names are directions).
 """
+
+from typing import Callable
 
 from .accountant import DEFAULT_ORDERS, RDPAccountant
 from .baselines import (
     Unlearned,
-    gradient_ascent,
+    gradient_ascent_unlearn,
     lmcleaner_unlearn,
-    neggrad_plus,
+    neggrad_plus_unlearn,
     no_op,
     replay_counterfactual,
     retrain_from_scratch,
@@ -55,9 +64,28 @@ from .privacy import (
 from .problem import PerSampleLoss, SupervisedProblem
 from .propagation import Correction, correction_path, effective_window, truncated_correction
 from .trajectory import StepRecord, TrajectoryRecorder
-from .unlearner import DataPool, NoiseSpec, OnlineUnlearner, ServedRequest
+from .unlearner import (
+    DataPool,
+    NoiseSpec,
+    OnlineUnlearner,
+    Removal,
+    Remover,
+    ReplayRemover,
+    ServedRequest,
+    TruncatedRemover,
+)
+
+BASELINES: dict[str, Callable] = {
+    "retrain": retrain_from_scratch,
+    "replay": replay_counterfactual,
+    "gradient_ascent": gradient_ascent_unlearn,
+    "neggrad_plus": neggrad_plus_unlearn,
+    "no_op": no_op,
+}
+"""The paper's baselines by name; they share lmcleaner_unlearn's positional arguments."""
 
 __all__ = [
+    "BASELINES",
     "BatchMeanFisherHVP",
     "Certificate",
     "Correction",
@@ -73,10 +101,14 @@ __all__ = [
     "OnlineUnlearner",
     "PerSampleLoss",
     "RDPAccountant",
+    "Removal",
+    "Remover",
+    "ReplayRemover",
     "ServedRequest",
     "StepRecord",
     "SupervisedProblem",
     "TrajectoryRecorder",
+    "TruncatedRemover",
     "Unlearned",
     "add_isotropic_noise",
     "add_subspace_noise",
@@ -85,14 +117,14 @@ __all__ = [
     "effective_window",
     "gaussian_delta",
     "gaussian_epsilon",
-    "gradient_ascent",
+    "gradient_ascent_unlearn",
     "hessian_basis",
     "isotropic_noise_scale",
     "lanczos_top_eigenvectors",
     "lmcleaner_unlearn",
     "mahalanobis_shift",
     "make_hvp",
-    "neggrad_plus",
+    "neggrad_plus_unlearn",
     "no_op",
     "random_basis",
     "replay_counterfactual",

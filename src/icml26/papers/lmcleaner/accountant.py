@@ -28,6 +28,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from ._checks import integer, number
 from .privacy import gaussian_epsilon
 
 __all__ = ["DEFAULT_ORDERS", "RDPAccountant"]
@@ -47,18 +48,20 @@ class RDPAccountant:
     """
 
     def __init__(self, orders: Sequence[float] = DEFAULT_ORDERS) -> None:
-        self.orders = np.asarray(orders, dtype=np.float64)
-        if self.orders.ndim != 1 or self.orders.size == 0 or np.any(self.orders <= 1.0):
+        try:
+            self.orders = np.asarray(orders, dtype=np.float64)
+        except (TypeError, ValueError):
+            raise TypeError(f"orders must be numbers > 1, got {orders!r}") from None
+        if self.orders.ndim != 1 or self.orders.size == 0 or not np.all(np.isfinite(self.orders)) \
+                or np.any(self.orders <= 1.0):
             raise ValueError("orders must be a non-empty list of numbers > 1")
         self.rdp = np.zeros_like(self.orders)
         self.mus: list[float] = []
 
     def add_gaussian(self, mu: float, count: int = 1) -> None:
         """Record ``count`` releases of a Gaussian mechanism with shift μ = Δ/σ."""
-        if not (math.isfinite(mu) and mu > 0):
-            raise ValueError(f"mu={mu} must be a positive number")
-        if count < 1:
-            raise ValueError(f"count={count} must be at least 1")
+        mu = number("mu", mu, low=0.0, strict=True)
+        count = integer("count", count, low=1)
         # RDP(α) += count · α μ² / 2
         self.rdp = self.rdp + count * self.orders * mu**2 / 2.0
         self.mus.extend([float(mu)] * count)
@@ -69,9 +72,10 @@ class RDPAccountant:
         return len(self.mus)
 
     def epsilon(self, delta: float, conversion: Literal["improved", "classic"] = "improved") -> tuple[float, float]:
-        """(ε, best α) spent so far at δ."""
-        if not 0 < delta < 1:
-            raise ValueError(f"delta={delta} must lie in (0, 1)")
+        """(ε, best α) spent so far at δ ∈ (0, 1); (0, NaN) before any release."""
+        delta = number("delta", delta, low=0.0, strict=True, high=1.0, high_strict=True)
+        if conversion not in ("improved", "classic"):
+            raise ValueError(f"conversion={conversion!r} must be 'improved' or 'classic'")
         if not self.mus:
             return 0.0, float("nan")
         a = self.orders
@@ -88,6 +92,7 @@ class RDPAccountant:
 
     def exact_epsilon(self, delta: float) -> float:
         """The tight ε of the composed Gaussian mechanism, μ = √(Σμ_i²), from the exact curve."""
+        number("delta", delta, low=0.0, strict=True, high=1.0, high_strict=True)
         if not self.mus:
             return 0.0
         return gaussian_epsilon(math.sqrt(sum(m * m for m in self.mus)), delta)

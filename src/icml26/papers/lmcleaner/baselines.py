@@ -7,14 +7,19 @@ Every function has the same signature,
   every step whose batch touched ``forget_ids`` (cost: τ − #skipped gradients);
 * :func:`replay_counterfactual`: the same from θ[t_z], the first affected step
   (cost: τ − t_z − #skipped gradients); both give θ_ideal exactly;
-* :func:`gradient_ascent`: ascend the mean loss of the forget samples;
-* :func:`neggrad_plus`: descend β·L_retain − (1 − β)·L_forget (Kurmanji et al. 2023),
-  with retain batches taken from the most recent recorded batches;
+* :func:`gradient_ascent_unlearn`: ascend the mean loss of the forget samples;
+* :func:`neggrad_plus_unlearn`: descend β·L_retain − (1 − β)·L_forget (Kurmanji et al.
+  2023), with retain batches taken from the most recent recorded batches;
 * :func:`no_op`: return θ[τ] unchanged.
 
 The method itself, :func:`lmcleaner_unlearn`, wraps :func:`~.propagation.truncated_correction`.
 Costs are counted in mini-batch gradients (a gradient over |S| samples costs |S|/B
 with B the recorded batch size).
+
+The two ascent baselines were called ``gradient_ascent`` and ``neggrad_plus``; they are
+whole unlearning procedures, while hamu's functions of those names are update directions,
+so they were renamed (issue #17: one meaning per name). Every function refuses a
+``params_now`` holding NaN or inf and a ``forget_ids`` with negative ids.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
+from ._checks import finite_vector, integer, number, sample_ids
 from .hvp import HVP
 from .problem import SupervisedProblem
 from .propagation import truncated_correction
@@ -32,9 +38,9 @@ from .trajectory import TrajectoryRecorder
 
 __all__ = [
     "Unlearned",
-    "gradient_ascent",
+    "gradient_ascent_unlearn",
     "lmcleaner_unlearn",
-    "neggrad_plus",
+    "neggrad_plus_unlearn",
     "no_op",
     "replay_counterfactual",
     "retrain_from_scratch",
@@ -55,6 +61,23 @@ class Unlearned:
     params: Tensor
     grad_equivalents: float
     deleted_steps: tuple[int, ...] = ()
+
+
+def _inputs(problem: SupervisedProblem, recorder: TrajectoryRecorder, params_now: Tensor, forget_ids,
+            now_step: int) -> Tensor:
+    """Check the shared arguments; returns the forget ids as a CPU long tensor."""
+    if not isinstance(problem, SupervisedProblem):
+        raise TypeError(f"problem must be a SupervisedProblem, got {type(problem).__name__}")
+    if not isinstance(recorder, TrajectoryRecorder):
+        raise TypeError(f"recorder must be a TrajectoryRecorder, got {type(recorder).__name__}")
+    finite_vector("params_now", params_now, problem.num_params)
+    integer("now_step", now_step, low=1)
+    if now_step > recorder.num_steps:
+        raise ValueError(f"now_step={now_step} must lie in 1..{recorder.num_steps} (the recorded steps)")
+    ids = sample_ids("forget_ids", forget_ids)
+    if ids.numel() == 0:
+        raise ValueError("forget_ids is empty; name at least one sample to delete")
+    return ids
 
 
 def _affected(recorder: TrajectoryRecorder, forget_ids, now_step: int) -> list[int]:
@@ -88,6 +111,7 @@ def lmcleaner_unlearn(problem: SupervisedProblem, recorder: TrajectoryRecorder, 
                       forget_ids: Tensor | Sequence[int], now_step: int, *, window: int, hvp: HVP,
                       damping: float = 0.0) -> Unlearned:
     """LMCleaner: delete every batch before τ that used ``forget_ids`` by truncated propagation."""
+    _inputs(problem, recorder, params_now, forget_ids, now_step)
     steps = _affected(recorder, forget_ids, now_step)
     correction = truncated_correction(recorder, params_now, steps, now_step, window=window, hvp=hvp,
                                       damping=damping)
@@ -98,6 +122,7 @@ def lmcleaner_unlearn(problem: SupervisedProblem, recorder: TrajectoryRecorder, 
 def retrain_from_scratch(problem: SupervisedProblem, recorder: TrajectoryRecorder, params_now: Tensor,
                          forget_ids: Tensor | Sequence[int], now_step: int) -> Unlearned:
     """Rerun the recorded schedule from θ[0] without the affected batches (θ_ideal)."""
+    _inputs(problem, recorder, params_now, forget_ids, now_step)
     steps = _affected(recorder, forget_ids, now_step)
     theta = recorder.params_at(0, params_now, now_step).to(params_now.device)
     theta, grads = _replay(problem, recorder, theta, 0, now_step, set(steps))
@@ -107,6 +132,7 @@ def retrain_from_scratch(problem: SupervisedProblem, recorder: TrajectoryRecorde
 def replay_counterfactual(problem: SupervisedProblem, recorder: TrajectoryRecorder, params_now: Tensor,
                           forget_ids: Tensor | Sequence[int], now_step: int) -> Unlearned:
     """Replay from θ[t_z] (the first affected step) without the affected batches (θ_ideal)."""
+    _inputs(problem, recorder, params_now, forget_ids, now_step)
     steps = _affected(recorder, forget_ids, now_step)
     start = min(steps)
     theta = recorder.params_at(start, params_now, now_step).to(params_now.device)
@@ -114,12 +140,12 @@ def replay_counterfactual(problem: SupervisedProblem, recorder: TrajectoryRecord
     return Unlearned(params=theta, grad_equivalents=float(grads), deleted_steps=tuple(steps))
 
 
-def gradient_ascent(problem: SupervisedProblem, recorder: TrajectoryRecorder, params_now: Tensor,
-                    forget_ids: Tensor | Sequence[int], now_step: int, *, steps: int, lr: float) -> Unlearned:
+def gradient_ascent_unlearn(problem: SupervisedProblem, recorder: TrajectoryRecorder, params_now: Tensor,
+                            forget_ids: Tensor | Sequence[int], now_step: int, *, steps: int,
+                            lr: float) -> Unlearned:
     """``steps`` ascent steps θ ← θ + η·∇L_forget(θ) on the forget samples' mean loss (λ = 0)."""
-    if steps < 0 or lr <= 0:
-        raise ValueError(f"steps={steps} must be ≥ 0 and lr={lr} positive")
-    forget = torch.as_tensor(forget_ids, dtype=torch.long).reshape(-1)
+    forget = _inputs(problem, recorder, params_now, forget_ids, now_step)
+    steps, lr = integer("steps", steps), number("lr", lr, low=0.0, strict=True)
     theta = params_now.detach().reshape(-1).clone()
     loss = lambda th: problem.per_sample_losses(th, forget).mean()  # noqa: E731
     for _ in range(steps):
@@ -129,17 +155,17 @@ def gradient_ascent(problem: SupervisedProblem, recorder: TrajectoryRecorder, pa
     return Unlearned(params=theta, grad_equivalents=float(cost))
 
 
-def neggrad_plus(problem: SupervisedProblem, recorder: TrajectoryRecorder, params_now: Tensor,
-                 forget_ids: Tensor | Sequence[int], now_step: int, *, steps: int, lr: float,
-                 beta: float = 0.5) -> Unlearned:
+def neggrad_plus_unlearn(problem: SupervisedProblem, recorder: TrajectoryRecorder, params_now: Tensor,
+                         forget_ids: Tensor | Sequence[int], now_step: int, *, steps: int, lr: float,
+                         beta: float = 0.5) -> Unlearned:
     """NegGrad+: ``steps`` descent steps on β·L_retain − (1 − β)·L_forget.
 
     Retain batch k is the batch of the k-th most recent recorded step before τ that
     did not touch ``forget_ids``.
     """
-    if steps < 0 or lr <= 0 or not 0 <= beta <= 1:
-        raise ValueError(f"need steps ≥ 0, lr > 0 and beta in [0, 1]; got {steps}, {lr}, {beta}")
-    forget = torch.as_tensor(forget_ids, dtype=torch.long).reshape(-1)
+    forget = _inputs(problem, recorder, params_now, forget_ids, now_step)
+    steps, lr = integer("steps", steps), number("lr", lr, low=0.0, strict=True)
+    beta = number("beta", beta, low=0.0, high=1.0)
     affected = set(recorder.steps_using(forget, include_removed=True))
     retain_steps = [s for s in range(now_step - 1, -1, -1)
                     if recorder.steps[s].kind == "sgd" and s not in affected][:steps]
@@ -164,4 +190,5 @@ def neggrad_plus(problem: SupervisedProblem, recorder: TrajectoryRecorder, param
 def no_op(problem: SupervisedProblem, recorder: TrajectoryRecorder, params_now: Tensor,
           forget_ids: Tensor | Sequence[int], now_step: int) -> Unlearned:
     """Leave the model as it is."""
+    _inputs(problem, recorder, params_now, forget_ids, now_step)
     return Unlearned(params=params_now.detach().reshape(-1).clone(), grad_equivalents=0.0)

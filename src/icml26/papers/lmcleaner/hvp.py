@@ -51,9 +51,17 @@ class HVP(Protocol):
     def __call__(self, params: Tensor, batch_ids: Tensor, vector: Tensor) -> Tensor: ...
 
 
-def _check(params: Tensor, vector: Tensor) -> None:
+def _check(params: Tensor, vector: Tensor, batch_ids=None) -> None:
+    """Shapes and dtypes of an HVP call. NaN in ``vector`` or ``params`` propagates (NaN out): the
+    backends sit in the propagation loop and do not synchronise a device to look for it."""
+    if not isinstance(params, Tensor) or not isinstance(vector, Tensor):
+        raise TypeError("params and vector must be torch tensors (p,)")
     if params.shape != vector.shape or params.ndim != 1:
         raise ValueError(f"params and vector must both be (p,), got {tuple(params.shape)} and {tuple(vector.shape)}")
+    if params.dtype != vector.dtype:
+        raise ValueError(f"params ({params.dtype}) and vector ({vector.dtype}) must have one dtype")
+    if batch_ids is not None and torch.as_tensor(batch_ids).numel() == 0:
+        raise ValueError("batch_ids is empty: a Hessian needs at least one sample")
 
 
 class ExactHVP:
@@ -62,10 +70,12 @@ class ExactHVP:
     grad_equivalents = 2.0
 
     def __init__(self, problem: SupervisedProblem) -> None:
+        if not isinstance(problem, SupervisedProblem):
+            raise TypeError(f"problem must be a SupervisedProblem, got {type(problem).__name__}")
         self.problem = problem
 
     def __call__(self, params: Tensor, batch_ids: Tensor, vector: Tensor) -> Tensor:
-        _check(params, vector)
+        _check(params, vector, batch_ids)
         gradient = grad(lambda th: self.problem.objective(th, batch_ids))
         # H v = d/dr ∇L(θ + r v) at r = 0
         return jvp(gradient, (params.detach(),), (vector.detach(),))[1]
@@ -77,10 +87,12 @@ class GaussNewtonHVP:
     grad_equivalents = 2.0
 
     def __init__(self, problem: SupervisedProblem) -> None:
+        if not isinstance(problem, SupervisedProblem):
+            raise TypeError(f"problem must be a SupervisedProblem, got {type(problem).__name__}")
         self.problem = problem
 
     def __call__(self, params: Tensor, batch_ids: Tensor, vector: Tensor) -> Tensor:
-        _check(params, vector)
+        _check(params, vector, batch_ids)
         x, y = self.problem.batch(batch_ids)
 
         def outputs(th: Tensor) -> Tensor:
@@ -107,6 +119,8 @@ class EmpiricalFisherHVP:
     grad_equivalents = 1.0
 
     def __init__(self, problem: SupervisedProblem) -> None:
+        if not isinstance(problem, SupervisedProblem):
+            raise TypeError(f"problem must be a SupervisedProblem, got {type(problem).__name__}")
         self.problem = problem
 
     def per_sample_gradients(self, params: Tensor, batch_ids: Tensor) -> Tensor:
@@ -120,7 +134,7 @@ class EmpiricalFisherHVP:
         return vmap(grad(one), in_dims=(None, 0, 0))(params.detach(), x, y)
 
     def __call__(self, params: Tensor, batch_ids: Tensor, vector: Tensor) -> Tensor:
-        _check(params, vector)
+        _check(params, vector, batch_ids)
         g = self.per_sample_gradients(params, batch_ids)
         # F v = (1/B) Gᵀ (G v) + λ v
         result = g.T @ (g @ vector) / g.shape[0]
@@ -135,10 +149,12 @@ class BatchMeanFisherHVP:
     grad_equivalents = 1.0
 
     def __init__(self, problem: SupervisedProblem) -> None:
+        if not isinstance(problem, SupervisedProblem):
+            raise TypeError(f"problem must be a SupervisedProblem, got {type(problem).__name__}")
         self.problem = problem
 
     def __call__(self, params: Tensor, batch_ids: Tensor, vector: Tensor) -> Tensor:
-        _check(params, vector)
+        _check(params, vector, batch_ids)
         g = grad(lambda th: self.problem.per_sample_losses(th, batch_ids).mean())(params.detach())
         # ḡ (ḡᵀ v) + λ v
         result = g * torch.dot(g, vector)

@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from .hvp import ExactHVP
+from ._checks import finite_vector, integer, number
 from .problem import SupervisedProblem
 
 __all__ = [
@@ -63,13 +64,10 @@ def _check_budget(sensitivity: float | None, epsilon: float, delta: float) -> fl
             "no certificate without a public sensitivity bound Δ̄ ≥ ‖θ̂ − θ_ideal‖: pass "
             "sensitivity=... (e.g. η_max × gradient clip norm, or the largest logged ‖u[t]‖)"
         )
-    if not (math.isfinite(sensitivity) and sensitivity > 0):
-        raise ValueError(f"sensitivity={sensitivity} must be a positive number")
-    if not epsilon > 0:
-        raise ValueError(f"epsilon={epsilon} must be positive")
-    if not 0 < delta < 1:
-        raise ValueError(f"delta={delta} must lie in (0, 1)")
-    return float(sensitivity)
+    sensitivity = number("sensitivity", sensitivity, low=0.0, strict=True)
+    number("epsilon", epsilon, low=0.0, strict=True)
+    number("delta", delta, low=0.0, strict=True, high=1.0, high_strict=True)
+    return sensitivity
 
 
 def isotropic_noise_scale(sensitivity: float, epsilon: float, delta: float) -> float:
@@ -88,8 +86,7 @@ def subspace_noise_scales(sensitivity: float, epsilon: float, delta: float, beta
         beta: concentration factor β ∈ (0, 1], assumed ‖(I − Π)(θ̂ − θ_ideal)‖ ≤ β·Δ̄.
     """
     sensitivity = _check_budget(sensitivity, epsilon, delta)
-    if not 0 < beta <= 1:
-        raise ValueError(f"beta={beta} must lie in (0, 1]")
+    beta = number("beta", beta, low=0.0, strict=True, high=1.0)
     # σ_∥ = (2 Δ̄/ε) · √(2 ln(2.5/δ))
     sigma_parallel = 2.0 * sensitivity / epsilon * math.sqrt(2.0 * math.log(2.5 / delta))
     # σ_⊥ = β σ_∥
@@ -106,6 +103,7 @@ def random_basis(dim: int, k: int, *, seed: int = 42, dtype: torch.dtype = torch
     The seed is public and the basis is data-independent, as in the authors' code
     (seed 42). The QR costs O(dim·k²).
     """
+    dim, k, seed = integer("dim", dim, low=1), integer("k", k, low=1), integer("seed", seed)
     if not 1 <= k <= dim:
         raise ValueError(f"k={k} must lie in 1..dim={dim}")
     generator = torch.Generator().manual_seed(seed)
@@ -134,7 +132,13 @@ def lanczos_top_eigenvectors(
 
     Returns:
         eigenvalues ``(k,)`` in decreasing order and orthonormal eigenvectors ``(dim, k)``.
+        A ``matvec`` that returns NaN/inf or the wrong shape is a ``ValueError``.
     """
+    if not callable(matvec):
+        raise TypeError(f"matvec must be a callable v -> A·v, got {type(matvec).__name__}")
+    dim, k, seed = integer("dim", dim, low=1), integer("k", k, low=1), integer("seed", seed)
+    if num_iters is not None:
+        integer("num_iters", num_iters, low=1)
     if not 1 <= k <= dim:
         raise ValueError(f"k={k} must lie in 1..dim={dim}")
     m = min(dim, num_iters if num_iters is not None else max(2 * k + 20, 40))
@@ -146,7 +150,12 @@ def lanczos_top_eigenvectors(
     basis = [q]
     alphas, betas = [], []
     for j in range(m):
-        w = matvec(basis[j]).to(dtype)
+        w = matvec(basis[j])
+        if not isinstance(w, Tensor) or w.shape != (dim,):
+            raise ValueError(f"matvec must return a ({dim},) tensor, got {tuple(getattr(w, 'shape', ()))}")
+        if not bool(torch.isfinite(w).all()):
+            raise ValueError(f"matvec returned NaN or inf at Lanczos iteration {j}; is the operator (or θ) finite?")
+        w = w.to(dtype)
         alpha = torch.dot(w, basis[j])
         alphas.append(alpha)
         # full re-orthogonalisation against every Lanczos vector (twice, for stability)
@@ -215,6 +224,10 @@ class NoisyRelease:
 
 
 def _check_basis(basis: Tensor, dim: int) -> None:
+    if not isinstance(basis, Tensor):
+        raise TypeError(f"basis must be a (p, k) torch tensor, got {type(basis).__name__}")
+    if not bool(torch.isfinite(basis).all()):
+        raise ValueError("basis holds NaN or inf")
     if basis.ndim != 2 or basis.shape[0] != dim or not 1 <= basis.shape[1] <= dim:
         raise ValueError(f"basis must be (p={dim}, k) with 1 ≤ k ≤ p, got {tuple(basis.shape)}")
     gram = basis.T.double() @ basis.double()
@@ -237,11 +250,14 @@ def sample_subspace_noise(basis: Tensor, sigma_parallel: float, sigma_perp: floa
         sigma_parallel, sigma_perp: σ_∥ and σ_⊥ (:func:`subspace_noise_scales`).
         like: a tensor whose dtype and device the draws take (default: the basis').
     """
+    num_samples = integer("num_samples", num_samples, low=1)
+    sigma_parallel = number("sigma_parallel", sigma_parallel, low=0.0)
+    sigma_perp = number("sigma_perp", sigma_perp, low=0.0)
+    if not isinstance(basis, Tensor):
+        raise TypeError(f"basis must be a (p, k) torch tensor, got {type(basis).__name__}")
     like = basis if like is None else like
     q = basis.to(device=like.device, dtype=like.dtype)
     _check_basis(q, q.shape[0])
-    if num_samples < 1 or sigma_parallel < 0 or sigma_perp < 0:
-        raise ValueError("need num_samples ≥ 1 and non-negative scales")
     z_par = _randn((num_samples, q.shape[1]), like, generator)
     z_full = _randn((num_samples, q.shape[0]), like, generator)
     # ξ_∥ = σ_∥ Q z_k ;  ξ_⊥ = σ_⊥ (I − QQᵀ) z_p
@@ -269,8 +285,9 @@ def add_subspace_noise(
         epsilon, delta, beta: see :func:`subspace_noise_scales`.
         generator: a torch generator for the noise.
     """
-    theta = params.detach().reshape(-1)
+    theta = finite_vector("params", params)
     sigma_par, sigma_perp = subspace_noise_scales(sensitivity, epsilon, delta, beta)
+    sensitivity = float(sensitivity)
     noise = sample_subspace_noise(basis, sigma_par, sigma_perp, like=theta, generator=generator)
     mu = math.sqrt(sensitivity**2 / sigma_par**2 + (beta * sensitivity) ** 2 / sigma_perp**2)
     cert = Certificate(epsilon=epsilon, delta=delta, mu=mu, sensitivity=float(sensitivity),
@@ -288,40 +305,55 @@ def add_isotropic_noise(
     generator: torch.Generator | None = None,
 ) -> NoisyRelease:
     """θ̂ + N(0, σ²I) with the draft's σ = (Δ̄/ε)·√(2·ln(1.25/δ))."""
-    theta = params.detach().reshape(-1)
+    theta = finite_vector("params", params)
     sigma = isotropic_noise_scale(sensitivity, epsilon, delta)
+    sensitivity = float(sensitivity)
     noise = sigma * _randn((theta.numel(),), theta, generator)
     cert = Certificate(epsilon=epsilon, delta=delta, mu=float(sensitivity) / sigma,
                        sensitivity=float(sensitivity), assumption=f"‖r‖ ≤ Δ̄ = {sensitivity:.4g}")
     return NoisyRelease(params=theta + noise, sigma_parallel=sigma, sigma_perp=sigma, certificate=cert)
 
 
+def _residual_and_basis(residual: Tensor, basis: Tensor) -> tuple[Tensor, Tensor]:
+    r = finite_vector("residual", residual)
+    if not isinstance(basis, Tensor) or basis.ndim != 2 or basis.shape[0] != r.numel():
+        raise ValueError(f"basis must be ({r.numel()}, k) for a residual of {r.numel()} entries, "
+                         f"got {tuple(getattr(basis, 'shape', ()))}")
+    return r, basis.to(device=r.device, dtype=r.dtype)
+
+
 def mahalanobis_shift(residual: Tensor, basis: Tensor, sigma_parallel: float, sigma_perp: float) -> float:
-    """μ = √(‖Πr‖²/σ_∥² + ‖(I−Π)r‖²/σ_⊥²) for a residual r ``(p,)``."""
-    r = residual.detach().reshape(-1)
-    q = basis.to(device=r.device, dtype=r.dtype)
+    """μ = √(‖Πr‖²/σ_∥² + ‖(I−Π)r‖²/σ_⊥²) for a residual r ``(p,)`` (σ_∥, σ_⊥ > 0)."""
+    sigma_parallel = number("sigma_parallel", sigma_parallel, low=0.0, strict=True)
+    sigma_perp = number("sigma_perp", sigma_perp, low=0.0, strict=True)
+    r, q = _residual_and_basis(residual, basis)
     par = q @ (q.T @ r)
     return math.sqrt(float(par.norm()) ** 2 / sigma_parallel**2 + float((r - par).norm()) ** 2 / sigma_perp**2)
 
 
 def concentration(residual: Tensor, basis: Tensor, sensitivity: float) -> float:
-    """β̂ = ‖(I − Π) r‖ / Δ̄: the empirical concentration of a residual r ``(p,)`` in span(Q)."""
-    r = residual.detach().reshape(-1)
-    q = basis.to(device=r.device, dtype=r.dtype)
+    """β̂ = ‖(I − Π) r‖ / Δ̄: the empirical concentration of a residual r ``(p,)`` in span(Q) (Δ̄ > 0)."""
+    sensitivity = number("sensitivity", sensitivity, low=0.0, strict=True)
+    r, q = _residual_and_basis(residual, basis)
     return float((r - q @ (q.T @ r)).norm()) / sensitivity
 
 
 def gaussian_delta(mu: float, epsilon: float | np.ndarray) -> float | np.ndarray:
     """Balle & Wang's exact δ(ε) of the Gaussian mechanism with shift μ = Δ/σ.
 
-    δ(ε) = Φ(μ/2 − ε/μ) − e^ε·Φ(−μ/2 − ε/μ), computed in log space for large ε.
+    δ(ε) = Φ(μ/2 − ε/μ) − e^ε·Φ(−μ/2 − ε/μ), computed in log space for large ε. μ > 0 finite,
+    ε ≥ 0 finite; a scalar ε gives a Python float, an array ε a NumPy array.
     """
     from scipy.special import log_ndtr
     from scipy.stats import norm
 
-    if not mu > 0:
-        raise ValueError(f"mu={mu} must be positive")
-    eps = np.asarray(epsilon, dtype=np.float64)
+    mu = number("mu", mu, low=0.0, strict=True)
+    try:
+        eps = np.asarray(epsilon.detach().cpu() if hasattr(epsilon, "detach") else epsilon, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"epsilon={epsilon!r} must be a number or an array of numbers") from None
+    if not np.isfinite(eps).all() or (eps < 0).any():
+        raise ValueError(f"epsilon={epsilon!r} must be finite and >= 0")
     first = norm.cdf(mu / 2.0 - eps / mu)
     second = np.exp(eps + log_ndtr(-mu / 2.0 - eps / mu))
     out = np.maximum(first - second, 0.0)
@@ -332,8 +364,7 @@ def gaussian_epsilon(mu: float, delta: float) -> float:
     """The smallest ε with :func:`gaussian_delta` (μ, ε) ≤ δ (root of the exact curve)."""
     from scipy.optimize import brentq
 
-    if not 0 < delta < 1:
-        raise ValueError(f"delta={delta} must lie in (0, 1)")
+    delta = number("delta", delta, low=0.0, strict=True, high=1.0, high_strict=True)
     if gaussian_delta(mu, 0.0) <= delta:
         return 0.0
     hi = 1.0

@@ -18,13 +18,23 @@ which is what ``torch.optim.SGD(..., weight_decay=λ)`` minimises.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Callable
 
+import numpy as np
 import torch
 from torch import Tensor, nn
 from torch.func import functional_call, grad
 
 __all__ = ["PerSampleLoss", "SupervisedProblem"]
+
+
+def _number(name: str, value) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name}={value!r} must be a real number")
+    if not math.isfinite(value):
+        raise ValueError(f"{name}={value} must be a finite number")
+    return float(value)
 
 #: ``loss(outputs (B, ...), targets (B, ...)) -> per-sample losses (B,)``.
 PerSampleLoss = Callable[[Tensor, Tensor], Tensor]
@@ -52,6 +62,20 @@ class SupervisedProblem:
     l2: float = 0.0
 
     def __post_init__(self) -> None:
+        if not isinstance(self.model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(self.model).__name__}")
+        if not callable(self.loss):
+            raise TypeError("loss must be a callable (outputs, targets) -> per-sample losses")
+        for name in ("inputs", "targets"):
+            value = getattr(self, name)
+            if not isinstance(value, Tensor):
+                if isinstance(value, np.ndarray):
+                    setattr(self, name, torch.from_numpy(value))
+                else:
+                    raise TypeError(f"{name} must be a torch tensor (or a NumPy array), got {type(value).__name__}")
+        if self.inputs.dim() == 0 or self.targets.dim() == 0:
+            raise ValueError("inputs and targets need a leading sample dimension (N, ...)")
+        self.l2 = _number("l2", self.l2)
         if self.inputs.shape[0] != self.targets.shape[0]:
             raise ValueError(
                 f"inputs has {self.inputs.shape[0]} rows but targets has {self.targets.shape[0]}; "
@@ -63,6 +87,7 @@ class SupervisedProblem:
         if not self._names:
             raise ValueError("the model has no parameter with requires_grad=True")
         params = dict(self.model.named_parameters())
+        self._first = params[self._names[0]]  # its dtype follows module.double() / .to()
         self._shapes = [params[n].shape for n in self._names]
         self._numels = [params[n].numel() for n in self._names]
 
@@ -79,8 +104,10 @@ class SupervisedProblem:
 
     @torch.no_grad()
     def set_flat_params(self, theta: Tensor) -> None:
-        """Write θ ``(p,)`` into the model's parameters in place."""
+        """Write θ ``(p,)`` into the model's parameters in place (NaN or inf is refused)."""
         self._check(theta)
+        if not bool(torch.isfinite(theta).all()):
+            raise ValueError("theta holds NaN or inf; the model's parameters were not changed")
         params = dict(self.model.named_parameters())
         for name, piece in zip(self._names, torch.split(theta, self._numels)):
             params[name].copy_(piece.view_as(params[name]))
@@ -92,13 +119,23 @@ class SupervisedProblem:
         return {n: piece.view(shape) for n, piece, shape in zip(self._names, pieces, self._shapes)}
 
     def _check(self, theta: Tensor) -> None:
+        if not isinstance(theta, Tensor):
+            raise TypeError(f"theta must be a torch tensor ({self.num_params},), got {type(theta).__name__}")
         if theta.ndim != 1 or theta.numel() != self.num_params:
             raise ValueError(f"θ must have shape ({self.num_params},), got {tuple(theta.shape)}")
+        dtype = self._first.dtype
+        if theta.dtype != dtype:
+            raise ValueError(f"theta has dtype {theta.dtype} but the model's parameters are {dtype}; "
+                             f"pass theta.to({dtype})")
 
     # -- data -------------------------------------------------------------
     def batch(self, ids: Tensor) -> tuple[Tensor, Tensor]:
-        """Inputs and targets of the samples ``ids`` (a 1-D integer tensor)."""
-        ids = torch.as_tensor(ids, dtype=torch.long).to(self.inputs.device)
+        """Inputs and targets of the samples ``ids`` (a 1-D integer tensor of row indices 0 … N−1)."""
+        ids = torch.as_tensor(ids, dtype=torch.long)
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.inputs.shape[0]):
+            raise ValueError(f"sample ids must lie in 0..{self.inputs.shape[0] - 1}, got "
+                             f"{int(ids.min())}..{int(ids.max())} (a negative id would wrap around)")
+        ids = ids.to(self.inputs.device)
         return self.inputs[ids], self.targets[ids]
 
     # -- evaluation -------------------------------------------------------
@@ -125,5 +162,7 @@ class SupervisedProblem:
         return grad(lambda th: self.objective(th, ids))(theta.detach())
 
     def sgd_step(self, theta: Tensor, ids: Tensor, lr: float) -> Tensor:
-        """One plain SGD step, θ − η·∇L_S(θ) (what ``torch.optim.SGD`` does)."""
+        """One plain SGD step, θ − η·∇L_S(θ) (what ``torch.optim.SGD`` does); η finite and >= 0."""
+        if not (isinstance(lr, (int, float)) and not isinstance(lr, bool) and math.isfinite(lr) and lr >= 0):
+            raise ValueError(f"lr={lr!r} must be a finite number >= 0")
         return theta - lr * self.gradient(theta, ids)

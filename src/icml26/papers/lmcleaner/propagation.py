@@ -29,6 +29,7 @@ from typing import Iterator, Sequence
 import torch
 from torch import Tensor
 
+from ._checks import finite_vector, integer, number
 from .hvp import HVP
 from .trajectory import TrajectoryRecorder
 
@@ -37,6 +38,8 @@ __all__ = ["Correction", "correction_path", "effective_window", "truncated_corre
 
 def effective_window(window: int, batch_step: int, now_step: int) -> int:
     """K* = min(K, τ − t_z − 1): how many propagators follow the deleted step t_z."""
+    window, batch_step, now_step = integer("window", window, low=-(2**62)), \
+        integer("batch_step", batch_step, low=-(2**62)), integer("now_step", now_step, low=-(2**62))
     if window < 0:
         raise ValueError(f"window={window} must be non-negative")
     if not 0 <= batch_step < now_step:
@@ -64,7 +67,11 @@ class Correction:
 
 
 def _as_steps(batch_step: int | Sequence[int]) -> tuple[int, ...]:
-    steps = (int(batch_step),) if isinstance(batch_step, int) else tuple(int(s) for s in batch_step)
+    if isinstance(batch_step, (int, Tensor)) and not isinstance(batch_step, bool) and \
+            (not isinstance(batch_step, Tensor) or batch_step.numel() == 1):
+        steps = (integer("batch_step", batch_step),)
+    else:
+        steps = tuple(integer("batch_step", s) for s in batch_step)
     if not steps:
         raise ValueError("batch_step is empty: give at least one step to delete")
     if len(set(steps)) != len(steps):
@@ -73,8 +80,16 @@ def _as_steps(batch_step: int | Sequence[int]) -> tuple[int, ...]:
 
 
 def _check_now(recorder: TrajectoryRecorder, now_step: int) -> None:
+    if not isinstance(recorder, TrajectoryRecorder):
+        raise TypeError(f"recorder must be a TrajectoryRecorder, got {type(recorder).__name__}")
+    integer("now_step", now_step, low=-(2**62))
     if not 0 < now_step <= recorder.num_steps:
         raise ValueError(f"now_step={now_step} must lie in 1..{recorder.num_steps} (the recorded steps)")
+
+
+def _check_hvp(hvp) -> None:
+    if not callable(hvp) or not hasattr(hvp, "grad_equivalents"):
+        raise TypeError(f"hvp must be an HVP backend (make_hvp(problem, kind)), got {type(hvp).__name__}")
 
 
 def _propagate(
@@ -137,9 +152,12 @@ def truncated_correction(
     """
     steps = _as_steps(batch_step)
     _check_now(recorder, now_step)
+    _check_hvp(hvp)
+    integer("window", window, low=-(2**62))
+    damping = number("damping", damping)
     if damping < 0:
         raise ValueError(f"damping={damping} must be non-negative")
-    params_now = params_now.detach().reshape(-1)
+    params_now = finite_vector("params_now", params_now)
     skip = frozenset(steps)
     total = torch.zeros_like(params_now)
     windows, calls = [], 0
@@ -172,8 +190,11 @@ def correction_path(
     if not windows:
         raise ValueError("windows is empty")
     _check_now(recorder, now_step)
-    params_now = params_now.detach().reshape(-1)
-    wanted = {int(k): effective_window(int(k), batch_step, now_step) for k in windows}
+    _check_hvp(hvp)
+    batch_step = integer("batch_step", batch_step)
+    damping = number("damping", damping, low=0.0)
+    params_now = finite_vector("params_now", params_now)
+    wanted = {integer("window", k, low=-(2**62)): effective_window(k, batch_step, now_step) for k in windows}
     by_kstar: dict[int, tuple[Tensor, int]] = {}
     for k, v, n in _propagate(recorder, params_now, batch_step, now_step, max(wanted),
                               hvp, frozenset({batch_step}), damping):

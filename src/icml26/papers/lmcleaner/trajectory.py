@@ -34,6 +34,8 @@ from typing import Iterator, Literal, Sequence
 import torch
 from torch import Tensor, nn
 
+from ._checks import finite_vector, integer, number
+from ._checks import sample_ids as _sample_ids
 from .problem import SupervisedProblem
 
 __all__ = ["StepRecord", "TrajectoryRecorder"]
@@ -99,11 +101,13 @@ class TrajectoryRecorder:
         allow_approximation: bool = False,
         storage_device: str | torch.device | None = None,
     ) -> None:
+        if not isinstance(model, nn.Module):
+            raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         self._params = [p for _, p in model.named_parameters() if p.requires_grad]
         if not self._params:
             raise ValueError("the model has no parameter with requires_grad=True")
         if checkpoint_every is not None:
-            if checkpoint_every < 1:
+            if isinstance(checkpoint_every, bool) or not isinstance(checkpoint_every, int) or checkpoint_every < 1:
                 raise ValueError(f"checkpoint_every={checkpoint_every} must be a positive integer or None")
             if problem is None:
                 raise ValueError("checkpoint_every needs problem=SupervisedProblem(...) to replay SGD steps")
@@ -188,7 +192,7 @@ class TrajectoryRecorder:
         """
         if self._open:
             raise ValueError("recorder.step blocks cannot be nested")
-        ids = torch.as_tensor(batch_ids, dtype=torch.long).detach().cpu().reshape(-1)
+        ids = _sample_ids("batch_ids", batch_ids)
         if ids.numel() == 0:
             raise ValueError("a recorded step needs a non-empty batch of sample ids")
         if lr is None:
@@ -199,6 +203,7 @@ class TrajectoryRecorder:
                 raise ValueError(f"parameter groups have different learning rates {sorted(lrs)}; "
                                  "LMCleaner needs one η per step")
             lr = lrs.pop()
+        lr = number("lr", lr, low=0.0)
         theta_before = self._check_unchanged()
         t = self.num_steps
         if self.checkpoint_every is not None and t % self.checkpoint_every == 0:
@@ -221,9 +226,9 @@ class TrajectoryRecorder:
     def record_edit(self, new_params: Tensor) -> None:
         """Write ``new_params`` ``(p,)`` into the model and record the change as an edit step."""
         self._check_unchanged()
-        new_params = new_params.detach().reshape(-1)
-        if new_params.numel() != self._theta_last.numel():
+        if isinstance(new_params, Tensor) and new_params.numel() != self._theta_last.numel():
             raise ValueError(f"new_params must have {self._theta_last.numel()} entries, got {new_params.numel()}")
+        new_params = finite_vector("new_params", new_params, self._theta_last.numel())
         t = self.num_steps
         if self.checkpoint_every is not None and t % self.checkpoint_every == 0:
             self._checkpoints[t] = self._store(self._theta_last)
@@ -241,6 +246,7 @@ class TrajectoryRecorder:
     def mark_removed(self, steps: Sequence[int]) -> None:
         """Mark the batches of ``steps`` as deleted (the counterfactual skips them)."""
         for s in steps:
+            integer("step", s)
             self._check_step(s)
             if self.steps[s].kind != "sgd":
                 raise ValueError(f"step {s} is an edit, not a batch; only batches can be removed")
@@ -248,6 +254,7 @@ class TrajectoryRecorder:
 
     # -- queries ------------------------------------------------------------
     def _check_step(self, s: int, *, upper: int | None = None) -> None:
+        integer("step", s, low=-(2**62))
         upper = self.num_steps - 1 if upper is None else upper
         if not 0 <= s <= upper:
             raise ValueError(f"step {s} is outside the recorded range 0..{upper}")
@@ -269,7 +276,7 @@ class TrajectoryRecorder:
 
     def steps_using(self, sample_ids: Tensor | Sequence[int], *, include_removed: bool = False) -> list[int]:
         """Steps whose batch contains any of ``sample_ids`` (removed ones only if asked), sorted."""
-        wanted = torch.as_tensor(sample_ids, dtype=torch.long).reshape(-1).tolist()
+        wanted = _sample_ids("sample_ids", sample_ids).tolist()
         found = {s for i in wanted for s in self._steps_of_sample.get(i, ())}
         return sorted(s for s in found if include_removed or not self.steps[s].removed)
 

@@ -6,8 +6,10 @@
 is served at step τ:
 
 1. the affected steps {t : S_t ∩ D_u ≠ ∅, t < τ} are found in the recorder;
-2. their updates are removed by truncated propagation,
-   θ̂ = θ[τ] − Σ_j v_j (:func:`~.propagation.truncated_correction`);
+2. their updates are removed by the unlearner's *remover*: by default LMCleaner's truncated
+   propagation, θ̂ = θ[τ] − Σ_j v_j (:func:`~.propagation.truncated_correction`); any
+   :class:`Remover` can take its place (e.g. :class:`ReplayRemover`, the exact counterfactual
+   replay), with the same bookkeeping below;
 3. optionally subspace-aware (or isotropic) noise is added, and the release's
    Gaussian shift μ is entered in the Rényi-DP ledger;
 4. θ̂ is written into the model as a recorded edit, the affected steps are marked
@@ -21,15 +23,18 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from typing import Literal, Sequence
+from typing import Literal, Protocol, Sequence
 
 import torch
 from torch import Tensor
 
+from ._checks import integer
+from ._checks import sample_ids as _ids
 from .accountant import RDPAccountant
 from .hvp import HVP
 from .privacy import (
     Certificate,
+    _check_basis,
     add_isotropic_noise,
     add_subspace_noise,
     isotropic_noise_scale,
@@ -39,7 +44,8 @@ from .problem import SupervisedProblem
 from .propagation import truncated_correction
 from .trajectory import TrajectoryRecorder
 
-__all__ = ["DataPool", "NoiseSpec", "OnlineUnlearner", "ServedRequest"]
+__all__ = ["DataPool", "NoiseSpec", "OnlineUnlearner", "Removal", "Remover", "ReplayRemover", "ServedRequest",
+           "TruncatedRemover"]
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +65,12 @@ class DataPool:
 
     def __init__(self, sample_ids: Tensor | Sequence[int], batch_size: int, *, epochs: int = 1,
                  generator: torch.Generator | None = None) -> None:
-        ids = torch.as_tensor(sample_ids, dtype=torch.long).reshape(-1).cpu()
+        ids = _ids("sample_ids", sample_ids)
         if ids.numel() == 0:
             raise ValueError("the pool needs at least one sample id")
-        if batch_size < 1 or epochs < 1:
-            raise ValueError(f"batch_size={batch_size} and epochs={epochs} must be positive")
+        batch_size, epochs = integer("batch_size", batch_size, low=1), integer("epochs", epochs, low=1)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
         self.batch_size = batch_size
         self.epochs_left = epochs
         self.generator = generator
@@ -89,13 +96,13 @@ class DataPool:
 
     def remove(self, ids: Tensor | Sequence[int]) -> None:
         """Never serve ``ids`` again."""
-        ids = torch.as_tensor(ids, dtype=torch.long).reshape(-1).cpu()
+        ids = _ids("ids", ids)
         self._active = self._active[~torch.isin(self._active, ids)]
         self._pending = self._pending[~torch.isin(self._pending, ids)]
 
     def requeue(self, ids: Tensor | Sequence[int]) -> None:
         """Return ``ids`` to the current epoch's unused samples (deferred re-learning)."""
-        ids = torch.as_tensor(ids, dtype=torch.long).reshape(-1).cpu()
+        ids = _ids("ids", ids)
         ids = ids[torch.isin(ids, self._active) & ~torch.isin(ids, self._pending)]
         if ids.numel():
             self._pending = self._shuffle(torch.cat([self._pending, ids]))
@@ -130,6 +137,8 @@ class NoiseSpec:
             raise ValueError(f"mode={self.mode!r} must be 'subspace' or 'isotropic'")
         if self.mode == "subspace" and self.basis is None:
             raise ValueError("subspace noise needs basis=Q (random_basis or hessian_basis)")
+        if self.basis is not None:
+            _check_basis(self.basis, self.basis.shape[0] if isinstance(self.basis, Tensor) and self.basis.ndim else -1)
         # refuse a missing Δ̄ or a bad (ε, δ, β) here, not half-way through serving a request
         if self.mode == "subspace":
             subspace_noise_scales(self.sensitivity, self.epsilon, self.delta, self.beta)
@@ -167,14 +176,76 @@ class ServedRequest:
     epsilon_spent: float | None
 
 
+@dataclasses.dataclass(frozen=True)
+class Removal:
+    """What a remover did to the parameters for one request.
+
+    Attributes:
+        params: θ̂ ``(p,)`` after removing the deleted batches' influence (before any noise).
+        grad_equivalents: compute in mini-batch gradients.
+        hvp_calls: Hessian-vector products (0 for a replay).
+        windows: K* per deleted batch (empty for a replay).
+        correction_norm: ‖θ[τ] − θ̂‖.
+    """
+
+    params: Tensor
+    grad_equivalents: float
+    hvp_calls: int = 0
+    windows: tuple[int, ...] = ()
+    correction_norm: float = 0.0
+
+
+class Remover(Protocol):
+    """``remover(recorder, params_now, steps, now_step, sample_ids) -> Removal``: removes the
+    recorded batches ``steps`` (all before ``now_step``, each holding some of ``sample_ids``)."""
+
+    def __call__(self, recorder: TrajectoryRecorder, params_now: Tensor, steps: list[int], now_step: int,
+                 sample_ids: Tensor) -> Removal: ...
+
+
+@dataclasses.dataclass
+class TruncatedRemover:
+    """LMCleaner's removal: θ̂ = θ[τ] − Σ_j v_j by truncated propagation over ``window`` steps."""
+
+    hvp: HVP
+    window: int
+
+    def __call__(self, recorder: TrajectoryRecorder, params_now: Tensor, steps: list[int], now_step: int,
+                 sample_ids: Tensor) -> Removal:
+        correction = truncated_correction(recorder, params_now, steps, now_step, window=self.window, hvp=self.hvp)
+        # θ̂ = θ[τ] − Σ_j v_j
+        return Removal(params=params_now - correction.vector, grad_equivalents=correction.grad_equivalents,
+                       hvp_calls=correction.hvp_calls, windows=correction.windows,
+                       correction_norm=float(correction.vector.norm()))
+
+
+@dataclasses.dataclass
+class ReplayRemover:
+    """The exact counterfactual: replay from the first deleted step without the deleted batches
+    (:func:`~.baselines.replay_counterfactual`); θ̂ = θ_ideal, cost τ − t_z − #deleted gradients."""
+
+    problem: SupervisedProblem
+
+    def __call__(self, recorder: TrajectoryRecorder, params_now: Tensor, steps: list[int], now_step: int,
+                 sample_ids: Tensor) -> Removal:
+        from .baselines import replay_counterfactual
+
+        exact = replay_counterfactual(self.problem, recorder, params_now, sample_ids, now_step)
+        return Removal(params=exact.params, grad_equivalents=exact.grad_equivalents,
+                       correction_norm=float((params_now - exact.params).norm()))
+
+
 class OnlineUnlearner:
     """Serves a queue of deletion requests during training with LMCleaner.
 
     Args:
         problem: the model, loss and data.
         recorder: the recorder attached to the training loop (dense or checkpoint mode).
-        hvp: HVP backend (:func:`~.hvp.make_hvp`).
-        window: truncation window K.
+        hvp: HVP backend (:func:`~.hvp.make_hvp`) of the default remover.
+        window: truncation window K of the default remover.
+        remover: how the deleted batches' influence is removed (default:
+            ``TruncatedRemover(hvp, window)``, LMCleaner); e.g. ``ReplayRemover(problem)`` serves
+            requests by exact replay with the same pool, ledger and recorder bookkeeping.
         pool: the :class:`DataPool` the loop draws from (``None``: nothing is removed
             from or returned to a pool).
         noise: noise for certification (``None``: no noise, no certificate).
@@ -182,11 +253,28 @@ class OnlineUnlearner:
         generator: torch generator for the noise.
     """
 
-    def __init__(self, problem: SupervisedProblem, recorder: TrajectoryRecorder, *, hvp: HVP, window: int,
-                 pool: DataPool | None = None, noise: NoiseSpec | None = None,
-                 accountant: RDPAccountant | None = None, generator: torch.Generator | None = None) -> None:
-        if window < 0:
-            raise ValueError(f"window={window} must be non-negative")
+    def __init__(self, problem: SupervisedProblem, recorder: TrajectoryRecorder, *, hvp: HVP | None = None,
+                 window: int | None = None, remover: Remover | None = None, pool: DataPool | None = None,
+                 noise: NoiseSpec | None = None, accountant: RDPAccountant | None = None,
+                 generator: torch.Generator | None = None) -> None:
+        if not isinstance(problem, SupervisedProblem):
+            raise TypeError(f"problem must be a SupervisedProblem, got {type(problem).__name__}")
+        if not isinstance(recorder, TrajectoryRecorder):
+            raise TypeError(f"recorder must be a TrajectoryRecorder, got {type(recorder).__name__}")
+        if remover is None:
+            if hvp is None or window is None:
+                raise ValueError("pass hvp= and window= (LMCleaner's truncated removal) or a remover=")
+            window = integer("window", window, low=-(2**62))
+            if window < 0:
+                raise ValueError(f"window={window} must be non-negative")
+            remover = TruncatedRemover(hvp, window)
+        elif not callable(remover):
+            raise TypeError(f"remover must be a callable Remover, got {type(remover).__name__}")
+        if pool is not None and not isinstance(pool, DataPool):
+            raise TypeError(f"pool must be a DataPool or None, got {type(pool).__name__}")
+        if noise is not None and noise.basis is not None and noise.basis.shape[0] != problem.num_params:
+            raise ValueError(f"noise.basis has {noise.basis.shape[0]} rows but the model has {problem.num_params} "
+                             "parameters; build it with random_basis(problem.num_params, k)")
         if noise is not None and recorder.approximate:
             raise ValueError("the recorded run is not plain SGD (allow_approximation=True); "
                              "no certificate can be issued, so do not pass noise=")
@@ -194,6 +282,7 @@ class OnlineUnlearner:
         self.recorder = recorder
         self.hvp = hvp
         self.window = window
+        self.remover = remover
         self.pool = pool
         self.noise = noise
         self.accountant = accountant or RDPAccountant()
@@ -204,7 +293,7 @@ class OnlineUnlearner:
 
     def request(self, sample_ids: Tensor | Sequence[int]) -> int:
         """Queue a request to delete ``sample_ids``; they leave the pool at once. Returns its id."""
-        ids = torch.as_tensor(sample_ids, dtype=torch.long).reshape(-1).cpu()
+        ids = _ids("sample_ids", sample_ids)
         if ids.numel() == 0:
             raise ValueError("a deletion request needs at least one sample id")
         if self.pool is not None:
@@ -235,12 +324,11 @@ class OnlineUnlearner:
         steps = rec.steps_using(ids)
         if not steps:
             log.info("request %d: no recorded batch used these samples; nothing to remove", rid)
-            correction = None
+            removal = None
             new_params = params_now
         else:
-            correction = truncated_correction(rec, params_now, steps, now, window=self.window, hvp=self.hvp)
-            # θ̂ = θ[τ] − Σ_j v_j
-            new_params = params_now - correction.vector
+            removal = self.remover(rec, params_now, steps, now, ids)
+            new_params = removal.params
         certificate, eps_spent = None, None
         if self.noise is not None:
             spec = self.noise
@@ -266,7 +354,7 @@ class OnlineUnlearner:
                 self.pool.requeue(requeued)
         return ServedRequest(
             request_id=rid, sample_ids=ids, now_step=now, deleted_steps=tuple(steps),
-            windows=correction.windows if correction else (), hvp_calls=correction.hvp_calls if correction else 0,
-            grad_equivalents=correction.grad_equivalents if correction else 0.0, requeued=requeued,
-            correction_norm=float(correction.vector.norm()) if correction else 0.0,
+            windows=removal.windows if removal else (), hvp_calls=removal.hvp_calls if removal else 0,
+            grad_equivalents=removal.grad_equivalents if removal else 0.0, requeued=requeued,
+            correction_norm=removal.correction_norm if removal else 0.0,
             certificate=certificate, epsilon_spent=eps_spent)
