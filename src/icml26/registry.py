@@ -270,11 +270,12 @@ for _spec in (
         area="lm",
         extras=(),
         claim=(
-            "Alternating fine-tuning with a half-space safety projection on DPP-selected safety data "
-            "keeps attack success low at task parity with plain fine-tuning, better than safety "
-            "mixing, a safety penalty, Lisa-style alternation, and random or relevance-only selection "
-            "of the same size."
+            "Half-space projection with DPP-selected safety data keeps attack success low at task parity: "
+            "on a digits analogue of a harmful fine-tuning attack, SPARD's attack success stays at or below "
+            "15 % (SFT: at least 60 %) and at most half the best baseline's, within 3 task-accuracy points "
+            "of plain fine-tuning, and DPP selection beats random selection at p up to 3 %."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="revit",

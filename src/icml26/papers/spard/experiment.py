@@ -1,0 +1,279 @@
+"""SPARD reproduction: the digits analogue of a harmful fine-tuning attack (issue #22, brief §4).
+
+Per replicate (:mod:`icml26.papers.spard.digits`): an aligned MLP that refuses harmful digits
+7/8/9 is fine-tuned on a shifted 0-6 task with 10 % attack data (compliant labels), under
+every arm of the issue: SFT; SafeInstr, penalty and Lisa-style with a random safety subset
+(and, as a control, with SPARD's own DPP subset); SPAG with random, relevance-only top-k
+and DPP (= SPARD) selection at p in {1, 3, 10} %; SPARD through the authors' AdamW update;
+SPARD with the LLM-scale floor ``τ ≥ 0.2``; and (``sensitivity``) Lisa and penalty at other
+strengths. All arms of a replicate share data, initialisation and batch order.
+
+Optional sections, report only: the selectors on the 939 Do-Not-Answer prompts with MiniLM
+embeddings (:mod:`~icml26.papers.spard.text_selection`, ``embed`` extra) and, in the full
+setting, SmolLM2-135M-Instruct LoRA-fine-tuned with SFT vs SPARD
+(:mod:`~icml26.papers.spard.lm_section`, ``pretrained`` extra).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from typing import Any
+
+import numpy as np
+
+from icml26.common.config import validate_numbers
+from icml26.contract import Outcome, RunContext
+from icml26.papers.spard.analysis import accuracy_drop_points, ratio_to_best, worst_gap
+from icml26.papers.spard.claims import CHECKS
+from icml26.papers.spard.digits import HARM_CATEGORIES, Replicate, run_replicate
+from icml26.papers.spard.figures import plot
+
+__all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
+
+log = logging.getLogger(__name__)
+
+STREAMS: dict[str, int] = {}
+"""Named random streams (all by name, indexed by replicate): ``split``, ``augment``, ``shift``,
+``attack``, ``init``, ``base_order``, ``ft_order``, ``safety_order``, ``random_select``, ``text``, ``lm``."""
+
+BASELINE_NAMES = ("SafeInstr", "penalty", "Lisa")
+
+
+@dataclasses.dataclass
+class Config:
+    """The digits analogue (full scale: the issue's 5 replicates plus the SmolLM2 section)."""
+
+    replicates: int = 5
+    """Independent replicates (data split, attack, pool, initialisation) per run (issue: 5; quick: 3)."""
+    ratios: tuple[float, ...] = (0.01, 0.03, 0.10)
+    """Safety-data ratios p (subset size k = ⌊p · |user set|⌋; issue #22: 1, 3, 10 %)."""
+    headline_ratio: float = 0.03
+    """The p of the headline comparison with the baselines (the paper's 3 %)."""
+    harmful_ratio: float = 0.10
+    """Share of the user set that is attack data (authors: 10 %)."""
+    pool_per_category: int = 200
+    """Safety-pool pairs per harm category (3 categories: about 600 pairs)."""
+    test_fraction: float = 0.25
+    """Held-out share of the digits (ASR and task accuracy are measured on it)."""
+    shift_noise: float = dataclasses.field(default=0.3, metadata={"min": 0.0})
+    """Gaussian noise of the task shift (after inverting intensities on the [-1, 1] scale)."""
+    augment_noise: float = dataclasses.field(default=0.2, metadata={"min": 0.0})
+    """Noise of the pool's and the alignment set's augmentations."""
+    base_copies: int = 4
+    """Augmented copies of the training images in the alignment set of the base model."""
+    base_epochs: int = 10
+    """Epochs of the base model's alignment training."""
+    base_lr: float = 3e-3
+    """AdamW rate of the alignment training."""
+    hidden: int = 128
+    """Hidden width of the MLP (issue: 64-128-11)."""
+    epochs: int = 20
+    """Fine-tuning epochs over the user set (brief §4.2: 20)."""
+    lr: float = 1e-3
+    """Fine-tuning AdamW rate (brief §4.2: 1e-3)."""
+    weight_decay: float = dataclasses.field(default=0.01, metadata={"min": 0.0})
+    """AdamW weight decay (authors: 0.01)."""
+    batch_size: int = 32
+    """Task batch size (authors: 32)."""
+    safety_batch: int = 4
+    """Safety examples per safety step (authors: batch 1 x accumulation 4)."""
+    tol: float = dataclasses.field(default=0.1, metadata={"min": 0.0})
+    """SPAG's hysteresis: project only when the safety loss exceeds τ + tol (authors: 0.1)."""
+    trust_radius: float = 1.0
+    """SPAG's trust radius (closed form: ‖Δ‖ ≤ r; reference_adamw: α_max; authors: 1)."""
+    tau_floor: float = dataclasses.field(default=0.0, metadata={"min": 0.0})
+    """Floor of τ = max(floor, 1.5 × base safety loss). 0: τ tracks the base model's loss (ours, see
+    README); the LLM-scale 0.2 of the API default is run as an ablation arm."""
+    power: float = dataclasses.field(default=4.0, metadata={"min": 0.0})
+    """Relevance exponent β (authors: 4)."""
+    lam: float = dataclasses.field(default=1.0, metadata={"min": 0.0})
+    """Penalty baseline's λ."""
+    rho: float = dataclasses.field(default=1.0, metadata={"min": 0.0})
+    """Lisa baseline's proximal strength ρ."""
+    lisa_phase: int = 10
+    """Lisa's steps per state (task, then safety)."""
+    floor_ablation: bool = True
+    """Also run SPARD with the LLM-scale floor τ ≥ 0.2 (headline p)."""
+    sensitivity: bool = True
+    """Also run Lisa at ρ ∈ {0.1, 10} and penalty at λ = 10 (random data, headline p)."""
+    text_section: bool = True
+    """Run the Do-Not-Answer selection section (needs the embed extra)."""
+    text_ks: tuple[int, ...] = (5, 10, 20)
+    """Subset sizes of the text section."""
+    lm_section: bool = True
+    """Run the SmolLM2 LoRA section (needs the pretrained extra; minutes; off in quick)."""
+    lm_steps: int = 300
+    """LoRA fine-tuning steps of the SmolLM2 section."""
+    lm_task_size: int = 400
+    """Benign task examples in the SmolLM2 user set (plus 10 % harmful)."""
+    lm_pool: int = 300
+    """Do-Not-Answer prompts the base model answers to build the SmolLM2 safety pool (its refusals)."""
+    lm_eval: int = 100
+    """Held-out Do-Not-Answer prompts of the SmolLM2 ASR."""
+    lm_task_eval: int = 40
+    """Held-out task prompts of the SmolLM2 exact match."""
+
+    def __post_init__(self) -> None:
+        validate_numbers(self)
+        self.ratios = tuple(float(p) for p in self.ratios)
+        self.text_ks = tuple(int(k) for k in self.text_ks)
+        for name in ("replicates", "pool_per_category", "base_epochs", "hidden", "epochs", "batch_size",
+                     "safety_batch", "lisa_phase", "lm_steps", "lm_task_size", "lm_pool", "lm_eval",
+                     "lm_task_eval"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        if not self.ratios or any(not 0 < p <= 1 for p in self.ratios):
+            raise ValueError(f"ratios={self.ratios} must be a non-empty tuple of shares in (0, 1]")
+        if self.headline_ratio not in self.ratios:
+            raise ValueError(f"headline_ratio={self.headline_ratio} must be one of ratios={self.ratios}")
+        for name in ("harmful_ratio", "test_fraction"):
+            if not 0 < getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must lie in (0, 1)")
+        for name in ("base_lr", "lr", "trust_radius"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be positive")
+        if any(k < 1 for k in self.text_ks):
+            raise ValueError(f"text_ks={self.text_ks} must be positive subset sizes")
+
+    @classmethod
+    def quick(cls) -> "Config":
+        """The CPU reproduction: 3 replicates, the text section, no SmolLM2 section (~2-3 min on 2 cores)."""
+        return cls(replicates=3, lm_section=False)
+
+    @classmethod
+    def tiny(cls) -> "Config":
+        """Seconds: one replicate, 2 epochs, a 60-pair-per-category pool, p in {1, 3} %, no sections."""
+        return cls(replicates=1, ratios=(0.01, 0.03), pool_per_category=60, base_copies=1, base_epochs=3,
+                   epochs=2, floor_ablation=False, sensitivity=False, text_section=False,
+                   lm_section=False)
+
+
+def _mean(values: list[float]) -> float:
+    return float(np.mean(values))
+
+
+def _aggregate(reps: list[Replicate], cfg: Config) -> dict[str, dict[str, float]]:
+    """Mean (and sd) over replicates per arm; the method's arm first."""
+    head = f"SPARD p={cfg.headline_ratio:.0%}"
+    names = list(reps[0].arms)
+    order = [head, "SFT"] + [f"{b} (random data)" for b in BASELINE_NAMES]
+    order += [n for n in names if n not in order]
+    metrics: dict[str, dict[str, float]] = {}
+    for name in order:
+        arms = [rep.arms[name] for rep in reps]
+        row = {"asr": _mean([a.asr for a in arms]), "asr_sd": float(np.std([a.asr for a in arms])),
+               "task_acc": _mean([a.task_acc for a in arms])}
+        row.update({f"asr_{c}": _mean([a.asr_by_category[c] for a in arms]) for c in HARM_CATEGORIES})
+        if all(math.isfinite(a.tau) for a in arms):
+            row["tau"] = _mean([a.tau for a in arms])
+            row["projection_rate"] = _mean([a.projection_rate for a in arms])
+        metrics[name] = row
+    for (selector, p) in reps[0].selections:
+        infos = [rep.selections[(selector, p)] for rep in reps]
+        metrics[f"selection {selector} p={p:.0%}"] = {
+            "categories_mean": _mean([i.categories for i in infos]),
+            "categories_min": float(min(i.categories for i in infos)),
+            "logdet": _mean([i.logdet for i in infos]),
+            **{f"share_{c}": _mean([i.share_by_category[c] for i in infos]) for c in HARM_CATEGORIES},
+        }
+    metrics["base model"] = {"asr": _mean([rep.base.asr for rep in reps]),
+                             "task_acc": _mean([rep.base.task_acc for rep in reps]),
+                             "pool_safety_loss": _mean([rep.base_safety_loss for rep in reps])}
+    return metrics
+
+
+def _checks(metrics: dict[str, dict[str, float]], reps: list[Replicate], cfg: Config) -> tuple[list, list[str]]:
+    head = cfg.headline_ratio
+    spard = metrics[f"SPARD p={head:.0%}"]
+    sft = metrics["SFT"]
+    baselines = {b: metrics[f"{b} (random data)"]["asr"] for b in BASELINE_NAMES}
+    same_data = {b: metrics[f"{b} (DPP data)"]["asr"] for b in BASELINE_NAMES}
+    ratio, best = ratio_to_best(spard["asr"], baselines)
+    ratio_same, best_same = ratio_to_best(spard["asr"], same_data)
+    small = [p for p in cfg.ratios if p <= 0.03 + 1e-12]
+    checks = [
+        CHECKS["sft_asr"].measure(sft["asr"], note=f"sd over {len(reps)} replicates {sft['asr_sd']:.3f}"),
+        CHECKS["spard_asr"].measure(spard["asr"], note=f"sd {spard['asr_sd']:.3f}; per replicate "
+                                    + ", ".join(f"{rep.arms[f'SPARD p={head:.0%}'].asr:.3f}" for rep in reps)),
+        CHECKS["spard_vs_best_baseline"].measure(ratio, note=f"best baseline {best} ASR {baselines[best]:.3f}"),
+        CHECKS["task_parity"].measure(accuracy_drop_points(sft["task_acc"], spard["task_acc"]),
+                                      note=f"SFT {sft['task_acc']:.3f}, SPARD {spard['task_acc']:.3f}"),
+        CHECKS["spag_vs_baselines_same_data"].measure(
+            ratio_same, note=f"best baseline on the DPP subset: {best_same} ASR {same_data[best_same]:.3f}"),
+    ]
+    if small:
+        dpp = {p: metrics[f"SPARD p={p:.0%}"]["asr"] for p in small}
+        rnd = {p: metrics[f"SPAG+random p={p:.0%}"]["asr"] for p in small}
+        gap, at = worst_gap(dpp, rnd)
+        checks.append(CHECKS["dpp_vs_random"].measure(
+            gap, note="; ".join(f"p={p:.0%}: DPP {dpp[p]:.3f} vs random {rnd[p]:.3f}" for p in small)
+            + f" (worst at p={at:.0%})"))
+    coverage = min(rep.selections[("DPP", p)].categories for rep in reps for p in cfg.ratios)
+    topk = min(rep.selections[("top-k", p)].categories for rep in reps for p in cfg.ratios)
+    rand = min(rep.selections[("random", p)].categories for rep in reps for p in cfg.ratios)
+    checks.append(CHECKS["dpp_coverage"].measure(coverage, note=f"fewest for top-k {topk}, for random {rand}"))
+    notes = [f"best baseline (random safety subset, p={head:.0%}): {best}; with SPARD's DPP subset: {best_same}."]
+    return checks, notes
+
+
+def _curves(metrics: dict[str, dict[str, float]], cfg: Config) -> dict[str, Any]:
+    xs = [100 * p for p in cfg.ratios]
+    names = {"SPARD (DPP)": "SPARD p={:.0%}", "SPAG+random": "SPAG+random p={:.0%}", "SPAG+top-k": "SPAG+top-k p={:.0%}"}
+    sel = {"DPP": "DPP", "random": "random", "top-k": "top-k"}
+    return {
+        "asr_vs_ratio": {"x": xs, "series": {k: [metrics[v.format(p)]["asr"] for p in cfg.ratios] for k, v in names.items()},
+                         "xlabel": "safety data p (% of the user set)", "ylabel": "attack success rate",
+                         "title": "spard: ASR of SPAG by selection rule"},
+        "coverage_vs_ratio": {"x": xs, "series": {k: [metrics[f"selection {v} p={p:.0%}"]["categories_mean"]
+                                                      for p in cfg.ratios] for k, v in sel.items()},
+                              "xlabel": "safety data p (% of the user set)", "ylabel": "harm categories covered (of 3)",
+                              "title": "spard: category coverage of the selected subset"},
+    }
+
+
+def _text_section(cfg: Config, ctx: RunContext, metrics: dict, curves: dict, notes: list[str]) -> None:
+    from icml26.common.extras import MissingExtraError
+    from icml26.papers.spard.text_selection import run_text_selection
+
+    ctx.stage("text selection on Do-Not-Answer (MiniLM)")
+    try:
+        text = run_text_selection(cfg.text_ks, power=cfg.power, rng=ctx.rng("text"), device=str(ctx.device))
+    except MissingExtraError as exc:
+        notes.append(f"text section skipped: {exc}")
+        return
+    for (selector, k), row in text.rows.items():
+        metrics[f"text {selector} k={k}"] = row
+    for metric, label in (("areas", "risk areas covered (of 5)"), ("intents", "intent tags covered"),
+                          ("logdet", "log det L_Y"), ("reference_area_share", "share from the reference's area")):
+        curves[f"text_{metric}"] = {"x": list(cfg.text_ks),
+                                    "series": {s: [text.rows[(s, k)][metric] for k in cfg.text_ks]
+                                               for s in ("DPP", "top-k", "random")},
+                                    "xlabel": "subset size k", "ylabel": label,
+                                    "title": f"spard: Do-Not-Answer selection, {label}"}
+    ctx.provenance["text_section_encode_seconds"] = round(text.encode_seconds, 1)
+    notes.append(f"text section: {text.n_prompts} Do-Not-Answer prompts, MiniLM embeddings; each risk area's "
+                 "random half in turn is the reference, the rest the candidates; means over the 5 areas.")
+
+
+def run(config: Config, ctx: RunContext) -> Outcome:
+    reps = []
+    for r in ctx.progress(range(config.replicates), desc="spard replicates"):
+        reps.append(run_replicate(config, ctx, r))
+    metrics = _aggregate(reps, config)
+    checks, notes = _checks(metrics, reps, config)
+    curves = _curves(metrics, config)
+    ctx.provenance["user_set_size"] = reps[0].user_size
+    ctx.provenance["attack_size"] = reps[0].attack_size
+    ctx.provenance["arm_seconds"] = {name: round(_mean([rep.arms[name].seconds for rep in reps]), 2)
+                                     for name in reps[0].arms}
+    if config.text_section:
+        _text_section(config, ctx, metrics, curves, notes)
+    if config.lm_section and ctx.setting == "full":
+        from icml26.papers.spard.lm_section import run_lm_section
+
+        run_lm_section(config, ctx, metrics, notes)
+    elif config.lm_section:
+        notes.append("SmolLM2 section: full setting only (not run).")
+    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
