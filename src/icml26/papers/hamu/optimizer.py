@@ -32,7 +32,9 @@ from typing import Callable, Iterable, Literal, Sequence
 import torch
 from torch import Tensor
 
-from .solver import Variant, _number, hamu_update_segments
+from icml26.common.distributed import all_reduce_, is_sharded, local
+
+from .solver import _EPS, Variant, _number, block_coefficients
 
 __all__ = ["BoundMode", "HamuOptimizer", "HamuStepLog", "InfeasiblePolicy", "distribute_bound"]
 
@@ -107,21 +109,51 @@ def distribute_bound(bound: float, retain_norms: Tensor, forget_norms: Tensor) -
     return bound * products / total
 
 
-def _flatten(tensors: Sequence[Tensor]) -> Tensor:
-    return torch.cat([t.reshape(-1) for t in tensors])
+_CHUNK = 1 << 20
+
+
+def _dot64(a: Tensor, b: Tensor) -> Tensor:
+    """Σ a·b accumulated in float64, in chunks (no float64 copy of a whole tensor)."""
+    a, b = a.reshape(-1), b.reshape(-1)
+    total = torch.zeros((), dtype=torch.float64, device=a.device)
+    for x, y in zip(a.split(_CHUNK), b.split(_CHUNK)):
+        total += (x * y).to(torch.float64).sum()
+    return total
 
 
 def _clip(flat: Tensor, max_norm: float | None) -> Tensor:
-    """Scale ``flat`` down to norm ``max_norm`` if it is longer (no change for ``None``)."""
+    """Scale a flat direction down to norm ``max_norm`` if it is longer (the baselines' clipping)."""
     if max_norm is None:
         return flat
     norm = float(torch.linalg.vector_norm(flat))
     return flat * (max_norm / norm) if norm > max_norm else flat
 
 
-def _segment_norm(flat: Tensor, segments: Tensor, n_segments: int) -> Tensor:
-    out = torch.zeros(n_segments, dtype=torch.float64, device=flat.device)
-    return out.index_add_(0, segments, (flat * flat).to(torch.float64)).sqrt()
+def _clip_scale(norm_sq: float, max_norm: float | None) -> float:
+    """The factor that scales a gradient of squared norm ``norm_sq`` down to ``max_norm`` (1 if shorter)."""
+    if max_norm is None:
+        return 1.0
+    norm = math.sqrt(norm_sq)
+    return max_norm / norm if norm > max_norm else 1.0
+
+
+def _as_param_grad(p: Tensor, g_local: Tensor) -> Tensor:
+    """A gradient for ``p`` from this rank's piece: a DTensor with ``p``'s sharding under FSDP2."""
+    if not is_sharded(p):
+        return g_local
+    from torch.distributed.tensor import DTensor
+
+    return DTensor.from_local(g_local, p.device_mesh, p.placements, shape=p.shape, stride=p.stride(),
+                              run_check=False)
+
+
+def _shard_group(params: Sequence[Tensor]):
+    """The process group over which FSDP2 shards ``params`` (``None``: nothing is sharded)."""
+    for p in params:
+        if is_sharded(p):
+            mesh = p.device_mesh
+            return mesh.get_group() if mesh.ndim == 1 else mesh.get_group(0)
+    return None
 
 
 class HamuOptimizer:
@@ -198,8 +230,7 @@ class HamuOptimizer:
         self.stop_on_criterion = stop_on_criterion
         self.max_grad_norm = max_grad_norm
         self.optimizer = optimizer if optimizer is not None else torch.optim.SGD(self.params, lr=lr, momentum=0.0)
-        self._sizes = [p.numel() for p in self.params]
-        self._segment_cache: tuple | None = None
+        self._group = _shard_group(self.params)
         self.stopped = False
         """Set when a step met ``infeasible="stop"`` or the stop flag with ``stop_on_criterion``."""
         self.logs: list[HamuStepLog] = []
@@ -226,46 +257,99 @@ class HamuOptimizer:
             if g_r.shape != p.shape or g_f.shape != p.shape:
                 raise ValueError(f"gradient shapes {tuple(g_r.shape)}, {tuple(g_f.shape)} do not match "
                                  f"parameter shape {tuple(p.shape)}")
-        raw_r, raw_f = _flatten(retain_grads), _flatten(forget_grads)
-        for name, raw in (("retain", raw_r), ("forget", raw_f)):
-            if not bool(torch.isfinite(raw).all()):
+        # Work on this rank's shards (the whole tensors without FSDP2); every per-block scalar is a
+        # sum over entries, so summing the shards' sums (all_reduce over the shard group) gives the
+        # full model's value, and δ is formed shard by shard. Memory: the gradients' own dtype, no
+        # flattened or float64 copy of the model.
+        raw_r = [local(g).detach() for g in retain_grads]
+        raw_f = [local(g).detach() for g in forget_grads]
+        group = self._group
+        n = len(self.params)
+        # per tensor: ‖g_r‖², ‖g_f‖², g_r·g_f, and whether g_r, g_f hold a non-finite entry
+        stats = torch.zeros(n, 5, dtype=torch.float64, device=raw_r[0].device)
+        for t, (r, f) in enumerate(zip(raw_r, raw_f)):
+            stats[t, 0], stats[t, 1], stats[t, 2] = _dot64(r, r), _dot64(f, f), _dot64(r, f)
+            stats[t, 3] = float(not bool(torch.isfinite(r).all()))
+            stats[t, 4] = float(not bool(torch.isfinite(f).all()))
+        if group is not None:
+            all_reduce_(stats, group=group)
+        for name, column in (("retain", 0), ("forget", 1)):
+            if bool(stats[:, 3 + column].any()) or not bool(torch.isfinite(stats[:, column]).all()):
                 raise ValueError(f"the {name} gradient holds NaN or inf (is the {name} loss finite?); "
                                  "no step was taken and the parameters are unchanged")
-        gr, gf = _clip(raw_r, self.max_grad_norm), _clip(raw_f, self.max_grad_norm)
-        if self.variant == "U":
-            gr, gf = -gf, -gr
-        segments, n_segments = self._segments(gr.device)
+        # clip g_r and g_f each to global norm ≤ max_grad_norm: scale factors s_r, s_f
+        scale_r = _clip_scale(float(stats[:, 0].sum()), self.max_grad_norm)
+        scale_f = _clip_scale(float(stats[:, 1].sum()), self.max_grad_norm)
+        rr, ff, rf = stats[:, 0] * scale_r**2, stats[:, 1] * scale_f**2, stats[:, 2] * (scale_r * scale_f)
+        # effective gradients g_r = s_r·raw_r, g_f = s_f·raw_f; HAMU-U swaps to (−g_f, −g_r)
+        swap = self.variant == "U"
+        if swap:
+            rr, ff = ff, rr
+        n_blocks = n if self.layerwise else 1
+        block = torch.arange(n, device=stats.device) if self.layerwise else torch.zeros(n, dtype=torch.long,
+                                                                                        device=stats.device)
 
-        # Per-block norms decide the radii and the split of the bound.
-        retain_norm = _segment_norm(gr, segments, n_segments)
-        forget_norm = _segment_norm(gf, segments, n_segments)
+        def per_block(values: Tensor) -> Tensor:
+            return torch.zeros(n_blocks, dtype=torch.float64, device=values.device).index_add_(0, block, values)
+
+        retain_sq, forget_sq, kappa_blocks = per_block(rr), per_block(ff), per_block(rf)
+        retain_norm, forget_norm = retain_sq.sqrt(), forget_sq.sqrt()
         products = retain_norm * forget_norm
         # relative: B = c · lr · Σ_l ‖g_r,l‖‖g_f,l‖ (global: c · lr · ‖g_r‖‖g_f‖)
         bound = self.bound * self.lr * float(products.sum()) if self.bound_mode == "relative" else self.bound
         bounds = distribute_bound(bound, retain_norm, forget_norm)
         # R_l = lr ‖g_r,l‖
         radii = self.lr * retain_norm
-        solved = hamu_update_segments(gr, gf, segments, bounds=bounds, radii=radii)
-        delta = solved.delta
+
+        def effective(t: int) -> tuple[Tensor, Tensor]:
+            # scaling by 1 is exact, so unclipped gradients are used as they are (no copy)
+            r = raw_r[t] if scale_r == 1.0 else raw_r[t] * scale_r
+            f = raw_f[t] if scale_f == 1.0 else raw_f[t] * scale_f
+            return (-f, -r) if swap else (r, f)
+
+        # ‖g_⊥,l‖ with g_⊥ = g_r − (κ/‖g_f‖²)·g_f, from the vectors (no cancellation): a second pass
+        projection = (kappa_blocks / forget_sq.clamp_min(_EPS**2))[block]
+        perp = torch.zeros(n, dtype=torch.float64, device=stats.device)
+        for t in range(n):
+            g_r, g_f = effective(t)
+            residual = g_r - projection[t].to(g_r.dtype) * g_f
+            perp[t] = _dot64(residual, residual)
+        if group is not None:
+            all_reduce_(perp, group=group)
+        perp_norm = per_block(perp).sqrt()
+        solved = block_coefficients(retain_sq, forget_sq, kappa_blocks, perp_norm, bounds=bounds, radii=radii)
 
         n_infeasible = int((solved.branch == 2).sum())
-        # Stop: the optimum's effective retain change Σ_l g_r,l·δ_l is ≥ 0.
-        stop = n_infeasible == 0 and float(torch.dot(gr, delta)) >= 0.0
-        # The authors' rule: B > Σ_l R_l √(‖g_r,l‖²‖g_f,l‖² − κ_l²)/‖g_r,l‖
-        sin_part = (products**2 - solved.hardness**2).clamp_min(0.0).sqrt()
-        reference_rhs = float((radii * sin_part / retain_norm.clamp_min(1e-300)).sum())
         applied = True
         if n_infeasible and self.infeasible != "min_norm":
             applied = False
             self.stopped = self.stopped or self.infeasible == "stop"
+        # δ_l = a_l·g_f,l + b_l·g_r,l, formed tensor by tensor (on this rank's shard)
+        coef_f, coef_r = solved.coef_forget[block], solved.coef_retain[block]
+        deltas_local: list[Tensor] = []
+        dots = torch.zeros(n, 4, dtype=torch.float64, device=stats.device)  # g_r·δ (effective), raw_f·δ, raw_r·δ, δ·δ
+        for t in range(n):
+            g_r, g_f = effective(t)
+            d = coef_f[t].to(g_r.dtype) * g_f + coef_r[t].to(g_r.dtype) * g_r
+            dots[t, 0], dots[t, 1] = _dot64(g_r, d), _dot64(raw_f[t], d)
+            dots[t, 2], dots[t, 3] = _dot64(raw_r[t], d), _dot64(d, d)
+            deltas_local.append(d)
+        if group is not None:
+            all_reduce_(dots, group=group)
+        # Stop: the optimum's effective retain change Σ_l g_r,l·δ_l is ≥ 0.
+        stop = n_infeasible == 0 and float(dots[:, 0].sum()) >= 0.0
+        # The authors' rule: B > Σ_l R_l √(‖g_r,l‖²‖g_f,l‖² − κ_l²)/‖g_r,l‖
+        sin_part = (products**2 - kappa_blocks**2).clamp_min(0.0).sqrt()
+        reference_rhs = float((radii * sin_part / retain_norm.clamp_min(1e-300)).sum())
         if stop and self.stop_on_criterion:
             applied = False
             self.stopped = True
         if not applied:
-            delta = torch.zeros_like(delta)
+            deltas_local = [torch.zeros_like(d) for d in deltas_local]
+            dots.zero_()
 
-        kappa = float(solved.hardness.sum())
-        norms = float(torch.linalg.vector_norm(gr)) * float(torch.linalg.vector_norm(gf))
+        kappa = float(kappa_blocks.sum())
+        norms = math.sqrt(float(retain_sq.sum())) * math.sqrt(float(forget_sq.sum()))
         info = HamuStepLog(
             hardness=kappa,
             cosine=kappa / norms if norms > 0.0 else math.nan,
@@ -275,23 +359,13 @@ class HamuOptimizer:
             n_infeasible=n_infeasible,
             stop=stop,
             stop_reference=bound > reference_rhs,
-            predicted_forget_change=float(torch.dot(raw_f, delta)),
-            predicted_retain_change=float(torch.dot(raw_r, delta)),
-            step_norm=float(torch.linalg.vector_norm(delta)),
+            predicted_forget_change=float(dots[:, 1].sum()),
+            predicted_retain_change=float(dots[:, 2].sum()),
+            step_norm=math.sqrt(float(dots[:, 3].sum())),
             applied=applied,
         )
-        deltas = [d.reshape(p.shape).to(p.dtype) for d, p in zip(torch.split(delta, self._sizes), self.params)]
+        deltas = [d.reshape(local(p).shape).to(p.dtype) for d, p in zip(deltas_local, self.params)]
         return deltas, info
-
-    def _segments(self, device: torch.device) -> tuple[Tensor, int]:
-        """Block index of every entry of the flat gradient: one per tensor, or one in all."""
-        key = (device, self.layerwise)
-        if self._segment_cache is None or self._segment_cache[0] != key:
-            n = len(self.params) if self.layerwise else 1
-            sizes = torch.tensor(self._sizes, device=device)
-            ids = torch.repeat_interleave(torch.arange(len(self._sizes), device=device), sizes)
-            self._segment_cache = (key, ids if self.layerwise else torch.zeros_like(ids), n)
-        return self._segment_cache[1], self._segment_cache[2]
 
     # --------------------------------------------------------------------- applying it
     def apply(self, retain_grads: Sequence[Tensor], forget_grads: Sequence[Tensor]) -> HamuStepLog:
@@ -301,13 +375,26 @@ class HamuOptimizer:
         deltas, info = self.transform(retain_grads, forget_grads)
         if info.applied:
             for p, d in zip(self.params, deltas):
-                # grad = −δ / lr, so SGD's θ − lr·grad is θ + δ
-                p.grad = (-d / self.lr).to(p.dtype)
+                # grad = −δ / lr, so SGD's θ − lr·grad is θ + δ (in δ's own storage: no second copy)
+                p.grad = _as_param_grad(p, d.div_(-self.lr).to(p.dtype))
             self.optimizer.step()
             for p in self.params:
                 p.grad = None
         self.logs.append(info)
         return info
+
+    def _backward_grads(self, loss: Tensor) -> list[Tensor]:
+        """∇loss per parameter through ``loss.backward()``, so that DDP, FSDP2 and accelerate
+        synchronise it across ranks exactly as they do for training (``autograd.grad`` bypasses
+        DDP's all-reduce). ``.grad`` is cleared before and after; a parameter the loss does not
+        reach gets zeros."""
+        for p in self.params:
+            p.grad = None
+        loss.backward()
+        grads = [torch.zeros_like(p) if p.grad is None else p.grad for p in self.params]
+        for p in self.params:
+            p.grad = None
+        return grads
 
     def step(
         self,
@@ -318,6 +405,11 @@ class HamuOptimizer:
     ) -> HamuStepLog:
         """One paired step: gradients of both closures' losses, transform, optimizer step.
 
+        Both gradients come from ``loss.backward()``, so under ``DistributedDataParallel`` (or FSDP2,
+        or ``accelerate``) they are averaged over ranks like training gradients, and every rank
+        takes the same step. (:meth:`apply` takes gradients you computed yourself: average them
+        across ranks first.)
+
         Args:
             retain_closure, forget_closure: compute the retain and forget loss (scalars) on the
                 current batches; they are called once each (twice with ``measure``).
@@ -325,9 +417,9 @@ class HamuOptimizer:
                 the realised changes L(θ + δ) − L(θ).
         """
         retain_loss = retain_closure()
-        retain_grads = _grads(retain_loss, self.params)
+        retain_grads = self._backward_grads(retain_loss)
         forget_loss = forget_closure()
-        forget_grads = _grads(forget_loss, self.params)
+        forget_grads = self._backward_grads(forget_loss)
         info = self.apply(retain_grads, forget_grads)
         info.retain_loss, info.forget_loss = float(retain_loss.detach()), float(forget_loss.detach())
         if measure:
@@ -338,6 +430,7 @@ class HamuOptimizer:
 
 
 def _grads(loss: Tensor, params: Sequence[Tensor]) -> list[Tensor]:
-    """∇loss for each parameter (zeros for parameters the loss does not touch)."""
+    """∇loss for each parameter (zeros for parameters the loss does not touch), without touching
+    ``.grad``; no gradient synchronisation (use :meth:`HamuOptimizer._backward_grads` under DDP)."""
     grads = torch.autograd.grad(loss, params, allow_unused=True)
     return [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]

@@ -298,11 +298,40 @@ def hamu_update_segments(
     forget_sq = _segment_sum(gf * gf, segments, n_segments)
     # κ = g_r·g_f per block
     kappa = _segment_sum(gr * gf, segments, n_segments)
-    retain_norm, forget_norm = retain_sq.sqrt(), forget_sq.sqrt()
     safe_forget_sq = forget_sq.clamp_min(_EPS**2)
     # g_⊥ = g_r − (κ/‖g_f‖²)·g_f, its norm computed from the vector (no cancellation)
     projection = (kappa / safe_forget_sq).to(gr.dtype)[segments]
     perp_norm = _segment_sum((gr - projection * gf) ** 2, segments, n_segments).sqrt()
+    coef = block_coefficients(retain_sq, forget_sq, kappa, perp_norm, bounds=bounds, radii=radii)
+    coef_forget, coef_retain, branch, stop = coef.coef_forget, coef.coef_retain, coef.branch, coef.stop
+    retain_norm, forget_norm = coef.retain_norm, coef.forget_norm
+    delta = coef_forget.to(gr.dtype)[segments] * gf + coef_retain.to(gr.dtype)[segments] * gr
+    return SegmentSolution(delta, branch, stop, kappa, retain_norm, forget_norm)
+
+
+@dataclasses.dataclass
+class BlockCoefficients:
+    """Per block, the closed form's δ_l = coef_forget_l·g_f,l + coef_retain_l·g_r,l and its branch."""
+
+    coef_forget: Tensor
+    coef_retain: Tensor
+    branch: Tensor
+    """0 direct, 1 rectified, 2 infeasible."""
+    stop: Tensor
+    retain_norm: Tensor
+    forget_norm: Tensor
+
+
+def block_coefficients(retain_sq: Tensor, forget_sq: Tensor, kappa: Tensor, perp_norm: Tensor, *,
+                       bounds: Tensor, radii: Tensor) -> BlockCoefficients:
+    """HAMU-Q's closed form from per-block scalars only: ‖g_r,l‖², ‖g_f,l‖², κ_l, ‖g_⊥,l‖ (float64).
+
+    Every branch is a combination of g_f,l and g_r,l, so these four scalars per block decide δ;
+    the gradients themselves are needed only to form δ. This is what lets the optimizer work
+    tensor by tensor (no flattened copy) and on FSDP2 shards (the scalars are sums over shards).
+    """
+    retain_norm, forget_norm = retain_sq.sqrt(), forget_sq.sqrt()
+    safe_forget_sq = forget_sq.clamp_min(_EPS**2)
 
     infeasible = (bounds > radii * forget_norm) | ((forget_norm <= _EPS) & (bounds > 0))
     flat = ~infeasible & (retain_norm <= _EPS)
@@ -331,7 +360,5 @@ def hamu_update_segments(
     # infeasible: the minimum-norm step (B/‖g_f‖²)·g_f (zero when g_f = 0)
     coef_forget = torch.where(infeasible, ascent, coef_forget)
     coef_retain = torch.where(infeasible, torch.zeros_like(bounds), coef_retain)
-
-    delta = coef_forget.to(gr.dtype)[segments] * gf + coef_retain.to(gr.dtype)[segments] * gr
     branch = torch.where(direct, 0, torch.where(infeasible, 2, 1))
-    return SegmentSolution(delta, branch, stop, kappa, retain_norm, forget_norm)
+    return BlockCoefficients(coef_forget, coef_retain, branch, stop, retain_norm, forget_norm)
