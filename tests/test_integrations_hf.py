@@ -9,7 +9,7 @@ transformers = pytest.importorskip("transformers")
 pytest.importorskip("accelerate")
 
 from icml26.common.tiny_lm import TinyLMConfig, build_model  # noqa: E402
-from icml26.integrations.hf import LLRCallback, curvature_trainer, llr_optimizer  # noqa: E402
+from icml26.integrations.hf import LLRCallback, curvature_trainer, hamu_trainer, llr_optimizer  # noqa: E402
 
 
 class _Rows(torch.utils.data.Dataset):
@@ -76,3 +76,23 @@ def test_curvature_trainer_adds_the_regulariser_and_straightens(tmp_path):
     assert after_curv < before_curv
     with pytest.raises(TypeError, match="CurvatureLoss"):
         curvature_trainer(0.1, model=model, args=_args(tmp_path))
+
+
+def test_hamu_trainer_raises_forget_loss_and_logs_each_step(tmp_path):
+    model = _model()
+    retain, forget = _Rows(n=16, seed=1), _Rows(n=8, seed=2)
+
+    def lm_loss(data):
+        batch = {k: torch.stack([data[i][k] for i in range(len(data))]) for k in ("input_ids", "attention_mask", "labels")}
+        with torch.no_grad():
+            return float(model(**batch).loss)
+
+    before = lm_loss(forget)
+    trainer = hamu_trainer(forget, hamu={"bound": 0.5}, model=model, args=_args(tmp_path, steps=6, lr=1.0),
+                           train_dataset=retain)
+    trainer.train()
+    assert len(trainer.hamu_logs) == 6 and all(log.applied for log in trainer.hamu_logs)
+    assert all(log.predicted_forget_change > 0 for log in trainer.hamu_logs)
+    assert lm_loss(forget) > before
+    with pytest.raises(ValueError, match="learning_rate"):
+        hamu_trainer(forget, hamu={"lr": 1.0}, model=model, args=_args(tmp_path), train_dataset=retain)

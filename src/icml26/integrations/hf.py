@@ -6,6 +6,9 @@
 * **curvature regulariser** — :func:`curvature_trainer` returns a ``Trainer`` whose loss is
   ``CE + λ·mean_l (1 − cos)`` over the chosen hidden-state layers (the forward pass runs with
   ``output_hidden_states=True``; padded positions are masked);
+* **HAMU** — :func:`hamu_trainer` returns a ``Trainer`` whose every step draws one retain batch
+  (the train set) and one forget batch and takes HAMU's constrained step; both gradients go
+  through ``backward`` (``accelerator.backward``), so DDP / accelerate average them across ranks.
 
 Everything runs under ``accelerate`` / ``torchrun`` as the ``Trainer`` does: LLR's fits are
 split across ranks (see :func:`icml26.papers.llr.layer_alphas`).
@@ -21,7 +24,7 @@ import torch
 
 from icml26.common.extras import require
 
-__all__ = ["LLRCallback", "curvature_trainer", "llr_optimizer"]
+__all__ = ["LLRCallback", "curvature_trainer", "hamu_trainer", "llr_optimizer"]
 
 
 def _transformers():
@@ -119,3 +122,80 @@ def curvature_trainer(curvature_loss: Any, **trainer_kwargs: Any):
             return (loss, outputs) if return_outputs else loss
 
     return CurvatureTrainer(**trainer_kwargs)
+
+
+def hamu_trainer(forget_dataset: Any, *, hamu: dict[str, Any] | None = None, stop_on_criterion: bool = False,
+                 **trainer_kwargs: Any):
+    """A ``transformers.Trainer`` for HAMU's paired retain/forget unlearning steps.
+
+    Args:
+        forget_dataset: the forget set (``train_dataset`` in ``trainer_kwargs`` is the retain set);
+            it is cycled without shuffling, through the Trainer's collator.
+        hamu: :class:`icml26.papers.hamu.HamuOptimizer` keyword arguments (``bound``,
+            ``bound_mode``, ``variant``, ``layerwise``, ``max_grad_norm`` …); its ``lr`` is the
+            ``TrainingArguments.learning_rate``.
+        stop_on_criterion: end training once HAMU's stop flag fires (retain harm unavoidable).
+        trainer_kwargs: everything ``Trainer(...)`` takes.
+
+    Each step: the retain loss's gradient, then the forget loss's, each through
+    ``accelerator.backward`` (so DDP / accelerate average them over ranks); HAMU's update θ ← θ + δ
+    (an SGD step on −δ/lr inside :class:`~icml26.papers.hamu.HamuOptimizer`). The Trainer's own
+    optimizer sees no gradient and leaves the parameters alone. The step logs are in
+    ``trainer.hamu_logs``; the reported training loss is the retain loss.
+    """
+    transformers = _transformers()
+    from icml26.papers.hamu import HamuOptimizer
+
+    hamu_kwargs = dict(hamu or {})
+    if "lr" in hamu_kwargs:
+        raise ValueError("hamu={'lr': ...}: HAMU's lr is TrainingArguments.learning_rate")
+    if forget_dataset is None or len(forget_dataset) == 0:
+        raise ValueError("forget_dataset is empty; pass the examples to unlearn")
+
+    class _StopCallback(transformers.TrainerCallback):
+        def on_step_end(self, args, state, control, **kwargs):
+            if stop_on_criterion and trainer.hamu is not None and trainer.hamu.stopped:
+                control.should_training_stop = True
+
+    class HamuTrainer(transformers.Trainer):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.hamu = None
+            self.hamu_logs: list[Any] = []
+            self._forget_iter = None
+
+        def _next_forget(self):
+            if self._forget_iter is None:
+                def cycle():
+                    while True:
+                        yield from self.get_eval_dataloader(forget_dataset)
+                self._forget_iter = cycle()
+            return self._prepare_inputs(next(self._forget_iter))
+
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            model.train()
+            if self.hamu is None:
+                params = [p for p in model.parameters() if p.requires_grad]
+                self.hamu = HamuOptimizer(params, lr=self.args.learning_rate,
+                                          stop_on_criterion=stop_on_criterion, **hamu_kwargs)
+            if self.hamu.stopped:
+                return torch.zeros((), device=self.args.device)
+            losses, grads = [], []
+            for batch in (self._prepare_inputs(inputs), self._next_forget()):
+                for p in self.hamu.params:
+                    p.grad = None
+                loss = self.compute_loss(model, batch)
+                self.accelerator.backward(loss)
+                losses.append(loss.detach())
+                grads.append([torch.zeros_like(p) if p.grad is None else p.grad.detach().clone()
+                              for p in self.hamu.params])
+            for p in self.hamu.params:
+                p.grad = None
+            info = self.hamu.apply(grads[0], grads[1])
+            info.retain_loss, info.forget_loss = float(losses[0]), float(losses[1])
+            self.hamu_logs.append(info)
+            return losses[0]
+
+    trainer = HamuTrainer(**trainer_kwargs)
+    trainer.add_callback(_StopCallback())
+    return trainer
