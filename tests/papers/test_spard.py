@@ -447,3 +447,70 @@ def test_analysis_by_hand():
         attack_success_rate([0.5, 1.0], refuse_label=10)
     with pytest.raises(ValueError, match="differ"):
         accuracy([1, 2], [1])
+
+
+# -- torch.distributed ------------------------------------------------------------------------
+
+_STEPS, _HALF = 5, 8
+
+
+def _dist_data():
+    g = torch.Generator().manual_seed(7)
+    task = [(torch.randn(2 * _HALF, 6, generator=g), torch.randint(0, 3, (2 * _HALF,), generator=g))
+            for _ in range(_STEPS)]
+    safety = [(torch.randn(2 * _HALF, 6, generator=g) + 1.0, torch.full((2 * _HALF,), 2)) for _ in range(_STEPS)]
+    return task, safety
+
+
+def _dist_model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(6, 16), nn.ReLU(), nn.Linear(16, 3))
+
+
+def _spag_run(model, task, safety, mode):
+    opt = torch.optim.AdamW(model.parameters(), lr=5e-2)
+    proj = SafetyProjection(model, safety, tau=0.6, tol=0.0, trust_radius=0.3, mode=mode)
+    history = spag_finetune(model, task, safety, steps=_STEPS, optimizer=opt, projection=proj, progress=False)
+    return history.safety_loss, history.projected
+
+
+_DIST_CASES = (("closed_form", False), ("reference_adamw", False), ("closed_form", True))  # (mode, FSDP2?)
+
+
+def _spag_ranks(rank, world):
+    from torch.distributed.fsdp import fully_shard
+    from torch.nn.parallel import DistributedDataParallel
+
+    from icml26.common.distributed import gather_full
+
+    task, safety = _dist_data()
+    part = slice(rank * _HALF, (rank + 1) * _HALF)
+    task = [(x[part], y[part]) for x, y in task]
+    safety = [(x[part], y[part]) for x, y in safety]
+    out = []
+    for mode, shard in _DIST_CASES:
+        model = _dist_model()
+        if shard:
+            fully_shard(model)
+        losses, projected = _spag_run(model if shard else DistributedDataParallel(model), task, safety, mode)
+        out.append((losses, projected, {k: gather_full(v).detach().clone() for k, v in model.state_dict().items()}))
+    return out
+
+
+@pytest.mark.dist
+def test_spag_under_two_ranks_equals_one_process_on_the_union_batch():
+    """DDP (closed form and the authors' AdamW update) and FSDP2 (closed form): same decisions, losses
+    and weights as one process on the union of the ranks' batches."""
+    from tests.distributed_harness import run_ranks
+
+    results = run_ranks(_spag_ranks, 2)
+    for i, (mode, shard) in enumerate(_DIST_CASES):
+        model = _dist_model()
+        ref_losses, ref_projected = _spag_run(model, *_dist_data(), mode)
+        assert any(ref_projected) and not all(ref_projected)  # both decisions occur
+        for rank_results in results:
+            losses, projected, state = rank_results[i]
+            assert projected == ref_projected, (mode, shard)  # every rank took the single process's decisions
+            np.testing.assert_allclose(losses, ref_losses, rtol=1e-5)
+            for name, value in model.state_dict().items():
+                torch.testing.assert_close(state[name], value, rtol=1e-4, atol=1e-6)

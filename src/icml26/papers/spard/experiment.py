@@ -215,7 +215,32 @@ def _checks(metrics: dict[str, dict[str, float]], reps: list[Replicate], cfg: Co
     rand = min(rep.selections[("random", p)].categories for rep in reps for p in cfg.ratios)
     checks.append(CHECKS["dpp_coverage"].measure(coverage, note=f"fewest for top-k {topk}, for random {rand}"))
     notes = [f"best baseline (random safety subset, p={head:.0%}): {best}; with SPARD's DPP subset: {best_same}."]
-    return checks, notes
+    return checks, notes + _notes(metrics, cfg)
+
+
+def _notes(metrics: dict[str, dict[str, float]], cfg: Config) -> list[str]:
+    """What the ablation and sensitivity arms say, in numbers."""
+    p = f"p={cfg.headline_ratio:.0%}"
+    spard, sft = metrics[f"SPARD {p}"], metrics["SFT"]
+
+    def fig(name: str) -> str:
+        row = metrics[name]
+        return f"ASR {row['asr']:.3f}, task {row['task_acc']:.3f}"
+
+    notes = [f"SPARD {p}: {fig(f'SPARD {p}')} (tau {spard['tau']:.3f}, projections on "
+             f"{spard['projection_rate']:.0%} of the steps); SFT: {fig('SFT')}.",
+             f"authors' update (reference_adamw): {fig(f'SPARD-reference_adamw {p}')}; AdamW's normalisation "
+             "turns the alpha-scaled safety gradient into a ~lr-per-coordinate step."]
+    if f"SPARD tau_floor=0.2 {p}" in metrics:
+        row = metrics[f"SPARD tau_floor=0.2 {p}"]
+        notes.append(f"with the LLM-scale floor tau >= 0.2 (the API default): {fig(f'SPARD tau_floor=0.2 {p}')} "
+                     f"(tau {row['tau']:.3f}); the base model's safety loss on the pool is "
+                     f"{metrics['base model']['pool_safety_loss']:.3f}.")
+    sens = [n for n in metrics if n.startswith(("Lisa rho=", "penalty lambda="))]
+    if sens:
+        notes.append("baseline sensitivity (random data): " + "; ".join(f"{n.split(' (')[0]}: {fig(n)}" for n in sens)
+                     + f"; defaults: Lisa {fig('Lisa (random data)')}, penalty {fig('penalty (random data)')}.")
+    return notes
 
 
 def _curves(metrics: dict[str, dict[str, float]], cfg: Config) -> dict[str, Any]:

@@ -154,6 +154,8 @@ HOSTILE = [
     Probe("SafetyProjection tau = 'high'", lambda: SafetyProjection(_model(), _safety(), tau="high"), match="tau"),
     Probe("SafetyProjection radius = 0", lambda: SafetyProjection(_model(), _safety(), trust_radius=0.0),
           match="trust_radius"),
+    Probe("SafetyProjection tau_floor = -0.2", lambda: SafetyProjection(_model(), _safety(), tau_floor=-0.2),
+          match="tau_floor"),
     Probe("SafetyProjection mode = 'adam'", lambda: SafetyProjection(_model(), _safety(), mode="adam"), match="mode"),
     Probe("SafetyProjection reference_adamw with an infinite alpha_max",
           lambda: SafetyProjection(_model(), _safety(), trust_radius=math.inf, mode="reference_adamw"),

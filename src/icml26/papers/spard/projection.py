@@ -267,6 +267,7 @@ class SafetyProjection:
         if isinstance(tau, str) and tau != "auto":
             raise ValueError(f"tau={tau!r} must be a non-negative number or 'auto'")
         _, self.tol, self.trust_radius = _check_threshold(0.0 if tau == "auto" else tau, tol, trust_radius)
+        tau_floor = check_real(tau_floor, "tau_floor", low=0.0)
         if mode == "reference_adamw" and self.trust_radius == math.inf:
             raise ValueError("trust_radius (alpha_max) must be finite in mode='reference_adamw'")
         self.accumulation = check_int(accumulation, "accumulation", low=1)
@@ -284,7 +285,7 @@ class SafetyProjection:
         self.base_loss = float("nan")
         if tau == "auto":
             self.base_loss = self.mean_loss(auto_batches)
-            self.tau = auto_tau(self.base_loss, floor=check_real(tau_floor, "tau_floor", low=0.0))
+            self.tau = auto_tau(self.base_loss, floor=tau_floor)
             log.info("tau='auto': base safety loss %.4f -> tau %.4f", self.base_loss, self.tau)
         else:
             self.tau = float(check_real(tau, "tau", low=0.0))
