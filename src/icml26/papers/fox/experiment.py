@@ -1,0 +1,270 @@
+"""Fox reproduction: a tiny LLaVA trained on ShapeScenes with a planted co-occurrence prior.
+
+1. Train a real ``LlavaForConditionalGeneration`` (CLIP 64-d × 2, patch 8 → 16 image tokens; Llama
+   128-d, 4 layers, 8 heads) on captions and yes/no questions of ShapeScenes, where an anchor shape
+   A comes with its partner B with P(B|A) = 0.85 and 20 % of objects are faint (cached per seed).
+2. Caption 300 adversarial images (A present, B absent) greedily with every arm — vanilla, VCD, SID,
+   PAI and Fox, each a ``generate(model, inputs, config)`` plug-in — and score CHAIR_I, CHAIR_S and
+   recall.
+3. POPE (random / popular / adversarial negatives, as POPE draws them) on the same images, one
+   token per question, F1 with "yes" positive.
+4. Mechanism: on "is there a B ?" for the adversarial images, ablate every head of the probed layers
+   in turn; precision@k of Fox's probe against the k heads whose ablation lowers p(yes) most
+   (chance k/H). Also the AUC of the probe's score at hallucinated vs correct object words.
+
+One master seed is one replicate: it seeds the training, the evaluation images and the POPE draws.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from typing import Any
+
+
+from icml26.common.config import validate_numbers
+from icml26.common.metrics import binary_auc
+from icml26.contract import Outcome, RunContext
+from icml26.papers.fox.analysis import chair, relative_reduction
+from icml26.papers.fox.baselines import (
+    PAIConfig,
+    SIDConfig,
+    VCDConfig,
+    pai_generate,
+    sid_generate,
+    vanilla_generate,
+    vcd_generate,
+)
+from icml26.papers.fox.claims import CHECKS
+from icml26.papers.fox.decoding import DecodingConfig, FoxConfig, default_fox_layers, fox_generate
+from icml26.papers.fox.evaluation import caption_run, hallucination_scores, mechanism, pope_run
+from icml26.papers.fox.figures import plot
+from icml26.papers.fox.model import TinyVLMConfig
+from icml26.papers.fox.scenes import (
+    SHAPES,
+    SceneConfig,
+    pope_questions,
+    render_scenes,
+    sample_adversarial_scenes,
+    sample_scenes,
+)
+from icml26.papers.fox.training import TrainConfig, trained_tiny_llava
+
+__all__ = ["ARMS", "CHECKS", "Config", "STREAMS", "plot", "run"]
+
+ARMS = ("Fox", "vanilla", "VCD", "SID", "PAI")
+STREAMS = {}
+"""Named random streams: ``model`` (training seed), ``eval_scenes``, ``pope``, ``pope_stats``, ``vcd_noise``."""
+
+
+@dataclasses.dataclass
+class Config:
+    """Vanilla, VCD, SID, PAI and Fox greedy decoding on a tiny LLaVA (full scale: the issue's plan)."""
+
+    train_steps: int = 3000
+    """Training steps of the tiny LLaVA (batch ``batch_size``)."""
+    batch_size: int = 32
+    """Training examples per step (issue #19: 32)."""
+    lr: float = 2e-3
+    """Peak AdamW learning rate."""
+    n_train_scenes: int = 6000
+    """Training scenes (rendered once)."""
+    caption_fraction: float = 0.5
+    """Fraction of caption examples in training (the rest: yes/no questions)."""
+    p_partner: float = 0.85
+    """P(B | A), the planted prior (issue #19)."""
+    faint_fraction: float = 0.2
+    """Fraction of faint objects (issue #19: 20 %)."""
+    n_eval: int = 500
+    """Adversarial evaluation images (A present, B absent)."""
+    max_new_tokens: int = 12
+    """Caption length limit (the longest caption has 12 tokens)."""
+    fox_layers: tuple[int, ...] = ()
+    """Fox's probed layers; ``()``: [⌈L/16⌉, ⌈L/2⌉) = {1} of 4."""
+    rho: float = 0.35
+    """Fox's head fraction ρ (k = 3 of 8 heads)."""
+    vcd_noise_step: int = 500
+    """VCD's diffusion step t."""
+    decoder_layers: int = 4
+    """Layers of the tiny LLaVA's decoder."""
+    decoder_width: int = 128
+    """Width of the decoder."""
+    arms: tuple[str, ...] = ARMS
+    """Arms to run (``Fox``, ``vanilla`` and ``SID`` are needed by the checks)."""
+    mechanism: bool = True
+    """Run the head-ablation mechanism check."""
+
+    def __post_init__(self) -> None:
+        validate_numbers(self)
+        for name in ("train_steps", "batch_size", "n_train_scenes", "n_eval", "max_new_tokens", "decoder_layers",
+                     "decoder_width"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        for name in ("caption_fraction", "p_partner", "faint_fraction"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name}={getattr(self, name)} must lie in [0, 1]")
+        if not 0.0 < self.rho <= 1.0:
+            raise ValueError(f"rho={self.rho} must lie in (0, 1]")
+        if not self.lr > 0:
+            raise ValueError(f"lr={self.lr} must be positive")
+        if self.vcd_noise_step > 999:
+            raise ValueError(f"vcd_noise_step={self.vcd_noise_step} must lie in [0, 999]")
+        self.fox_layers = tuple(self.fox_layers)
+        if any(v >= self.decoder_layers for v in self.fox_layers):
+            raise ValueError(f"fox_layers={self.fox_layers} must be below decoder_layers={self.decoder_layers}")
+        self.arms = tuple(self.arms)
+        if not set(self.arms) <= set(ARMS) or not {"Fox", "vanilla"} <= set(self.arms):
+            raise ValueError(f"arms={self.arms} must include 'Fox' and 'vanilla' and come from {ARMS}")
+        if self.decoder_width % 8:
+            raise ValueError(f"decoder_width={self.decoder_width} must be a multiple of the 8 heads")
+
+    @classmethod
+    def quick(cls) -> "Config":
+        """The CPU reproduction: 2000 training steps, 300 adversarial images (about 5 min on 2 cores)."""
+        return cls(train_steps=2000, n_eval=300)
+
+    @classmethod
+    def tiny(cls) -> "Config":
+        """Seconds: 40 steps of a 2-layer, 64-wide model on 256 scenes, 12 images, no ablation sweep."""
+        return cls(train_steps=40, n_train_scenes=256, n_eval=12, max_new_tokens=6, decoder_layers=2,
+                   decoder_width=64, mechanism=False)
+
+
+def _plugins(config: Config, seed_vcd: int) -> dict[str, tuple[Any, Any]]:
+    """Each arm's ``(generate, config)``: all greedy, same token budget."""
+    common = dict(max_new_tokens=config.max_new_tokens)
+    fox_layers = config.fox_layers or None
+    table = {
+        "Fox": (fox_generate, FoxConfig(layers=fox_layers, rho=config.rho, **common)),
+        "vanilla": (vanilla_generate, DecodingConfig(**common)),
+        "VCD": (vcd_generate, VCDConfig(noise_step=config.vcd_noise_step, noise_seed=seed_vcd, **common)),
+        "SID": (sid_generate, SIDConfig(**common)),
+        "PAI": (pai_generate, PAIConfig(**common)),
+    }
+    return {arm: table[arm] for arm in config.arms}
+
+
+def _pope_stats(scenes) -> tuple[dict[str, float], dict[tuple[str, str], float]]:
+    """Object frequency and co-occurrence counts of the training distribution (POPE's popular/adversarial)."""
+    frequency = {s: 0.0 for s in SHAPES}
+    cooccurrence: dict[tuple[str, str], float] = {}
+    for scene in scenes:
+        for a in scene.shapes:
+            frequency[a] += 1
+            for b in scene.shapes:
+                if a != b:
+                    cooccurrence[(a, b)] = cooccurrence.get((a, b), 0.0) + 1
+    return frequency, cooccurrence
+
+
+def run(config: Config, ctx: RunContext) -> Outcome:
+    model_config = TinyVLMConfig(hidden=config.decoder_width, layers=config.decoder_layers,
+                                 intermediate=2 * config.decoder_width)
+    scene_config = SceneConfig(p_partner=config.p_partner, faint_fraction=config.faint_fraction)
+    train_config = TrainConfig(steps=config.train_steps, batch_size=config.batch_size, lr=config.lr,
+                               n_scenes=config.n_train_scenes, caption_fraction=config.caption_fraction)
+    ctx.stage("fox: training (or loading) the tiny LLaVA")
+    start = time.perf_counter()
+    trained = trained_tiny_llava(model_config, scene_config, train_config, seed=ctx.seed_for("model"),
+                                 device=ctx.device, show_progress=ctx.show_progress)
+    ctx.provenance.update(model_cache_key=trained.cache_key, model_weights_sha256=trained.weights_sha256,
+                          train_seconds=round(trained.log["seconds"][0], 1),
+                          load_seconds=round(time.perf_counter() - start, 1))
+    model, vocab = trained.model, trained.vocab
+    n_img = model_config.n_image_tokens
+
+    scenes = sample_adversarial_scenes(config.n_eval, ctx.rng("eval_scenes"), scene_config)
+    images = render_scenes(scenes, scene_config, size=model_config.image_size)
+    truths = [scene.shapes for scene in scenes]
+    frequency, cooccurrence = _pope_stats(sample_scenes(4000, ctx.rng("pope_stats"), scene_config))
+    questions = {kind: pope_questions(scenes, kind, ctx.rng("pope", i), frequency, cooccurrence)
+                 for i, kind in enumerate(("random", "popular", "adversarial"))}
+
+    metrics: dict[str, dict[str, float]] = {}
+    captions: dict[str, list[list[str]]] = {}
+    seconds: dict[str, float] = {}
+    plugins = _plugins(config, ctx.seed_for("vcd_noise") % 2**31)
+    for arm, (generate, plugin_config) in plugins.items():
+        ctx.stage(f"fox: captioning and POPE with {arm}")
+        t0 = time.perf_counter()
+        caps = caption_run(model, vocab, images, generate, plugin_config, n_image_tokens=n_img, device=ctx.device)
+        scores = chair(caps.mentions, truths)
+        pope_config = dataclasses.replace(plugin_config, max_new_tokens=1)
+        row = {"chair_i": scores.chair_i, "chair_s": scores.chair_s, "recall": scores.recall,
+               "mentions_per_caption": scores.mentions / scores.captions}
+        for kind, qs in questions.items():
+            pope = pope_run(model, vocab, images, qs, generate, pope_config, n_image_tokens=n_img, device=ctx.device)
+            row[f"pope_{kind}_f1"] = pope["f1"]
+            if kind == "adversarial":
+                row.update(pope_adversarial_accuracy=pope["accuracy"], pope_adversarial_yes_ratio=pope["yes_ratio"])
+        row["mean_stream_js"] = caps.mean_js
+        metrics[arm] = row
+        captions[arm] = caps.captions
+        seconds[arm] = time.perf_counter() - t0
+    ctx.provenance["arm_seconds"] = {k: round(v, 2) for k, v in seconds.items()}
+
+    fox, vanilla = metrics["Fox"], metrics["vanilla"]
+    checks = [
+        CHECKS["vanilla_chair_i"].measure(vanilla["chair_i"], note=f"{len(scenes)} captions"),
+        CHECKS["fox_chair_i_ratio"].measure(fox["chair_i"] / vanilla["chair_i"] if vanilla["chair_i"] else math.nan,
+                                            note=f"Fox {fox['chair_i']:.3f} vs vanilla {vanilla['chair_i']:.3f}"),
+        CHECKS["recall_drop"].measure(vanilla["recall"] - fox["recall"],
+                                      note=f"vanilla {vanilla['recall']:.3f}, Fox {fox['recall']:.3f}"),
+        CHECKS["pope_f1_gain"].measure(fox["pope_adversarial_f1"] - vanilla["pope_adversarial_f1"],
+                                       note=f"Fox {fox['pope_adversarial_f1']:.3f}, vanilla "
+                                            f"{vanilla['pope_adversarial_f1']:.3f}"),
+    ]
+    if "SID" in metrics:
+        checks.append(CHECKS["fox_minus_sid_chair_s"].measure(
+            fox["chair_s"] - metrics["SID"]["chair_s"],
+            note=f"Fox {fox['chair_s']:.3f}, SID {metrics['SID']['chair_s']:.3f}; the paper's "
+                 f"'29.1 % over SID' at 7B: here {100 * relative_reduction(fox['chair_s'], metrics['SID']['chair_s']):.1f} %"))
+
+    curves: dict[str, Any] = {
+        "train_loss": {"x": [i * trained.log["every"][0] for i in range(len(trained.log["loss"]))],
+                       "series": {"tiny LLaVA": trained.log["loss"]}, "xlabel": "step",
+                       "ylabel": "training loss (nats/token)", "title": "fox: tiny LLaVA training loss"},
+        "arms": {"x": list(metrics), "series": {m: [metrics[a][m] for a in metrics]
+                                                for m in ("chair_i", "chair_s", "recall", "pope_adversarial_f1")},
+                 "xlabel": "arm", "ylabel": "value", "title": "fox: hallucination and recall by arm"},
+    }
+    notes = [f"Captions (first 3 images; truth: {', '.join(' '.join(t) for t in truths[:3])}): " + "; ".join(
+        f"{arm}: " + " | ".join(" ".join(c) for c in caps[:3]) for arm, caps in captions.items())]
+
+    layers = list(config.fox_layers or default_fox_layers(config.decoder_layers))
+    if config.mechanism:
+        ctx.stage("fox: head ablations (mechanism)")
+        mech = mechanism(model, vocab, scenes, images, layers=layers, rho=config.rho, n_heads=model_config.heads,
+                         n_image_tokens=n_img, device=ctx.device)
+        checks.append(CHECKS["probe_precision_over_chance"].measure(
+            mech.precision - mech.chance, note=f"precision@k {mech.precision:.3f}, chance {mech.chance:.3f}, "
+                                               f"{mech.n_samples} images with vanilla p(yes|B) >= 0.1"))
+        fox.update(probe_precision_at_k=mech.precision, probe_chance=mech.chance, mech_p_yes_partner=mech.p_yes)
+        for j, layer in enumerate(layers):
+            curves[f"heads_layer{layer}"] = {
+                "x": list(range(mech.head_effect.shape[1])),
+                "series": {"ablation drop of p(yes|B)": mech.head_effect[j].tolist(),
+                           "probe selection rate": mech.head_selected[j].tolist()},
+                "xlabel": "head", "ylabel": "value", "title": f"fox: layer {layer} heads, ablation vs probe"}
+        record_config = dataclasses.replace(plugins["Fox"][1], record=True)
+        run_rec = caption_run(model, vocab, images, fox_generate, record_config, n_image_tokens=n_img,
+                              device=ctx.device, batch=len(images))
+        bad, good = hallucination_scores(run_rec, scenes, vocab)
+        if bad and good:
+            fox["probe_auc_hallucinated"] = binary_auc(bad, good)
+            notes.append(f"Probe score (mean over the selected heads) on the row predicting an object word: AUC "
+                         f"{fox['probe_auc_hallucinated']:.3f} for hallucinated ({len(bad)}) vs correct ({len(good)}) "
+                         "objects in Fox's captions (brief's sanity bar: > 0.6; not a check).")
+
+    for arm, row in metrics.items():
+        if arm != "Fox":
+            notes.append(f"{arm}: CHAIR_I {row['chair_i']:.3f}, CHAIR_S {row['chair_s']:.3f}, recall "
+                         f"{row['recall']:.3f}, POPE-adv F1 {row['pope_adversarial_f1']:.3f}.")
+    notes.append(f"Fox: CHAIR_I {fox['chair_i']:.3f} ({100 * relative_reduction(fox['chair_i'], vanilla['chair_i']):.1f} % "
+                 f"below vanilla), CHAIR_S {fox['chair_s']:.3f}, recall {fox['recall']:.3f}, POPE-adv F1 "
+                 f"{fox['pope_adversarial_f1']:.3f}; mean JS between its streams {fox['mean_stream_js']:.4f} nats "
+                 f"(JS < 0.15 gives w = 2).")
+    notes.append("Wall time per arm (captions + 3 POPE sets): " + ", ".join(
+        f"{a} {s:.1f} s" for a, s in seconds.items()) + ".")
+    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)

@@ -1,0 +1,56 @@
+"""Fox reproduction figures, drawn from the result JSON only (:mod:`icml26.plotting`)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from icml26.plotting import draw_curve, subplots, values
+
+__all__ = ["plot"]
+
+_LABELS = {"chair_i": "CHAIR_I", "chair_s": "CHAIR_S", "recall": "recall", "pope_adversarial_f1": "POPE-adv F1"}
+
+
+def plot(data: dict) -> dict:
+    """``arms.png`` (CHAIR, recall, POPE F1 by arm), ``training.png``, ``heads.png`` (ablation vs probe)."""
+    curves = data["curves"]
+    figures = {}
+
+    arms = curves["arms"]
+    names = list(arms["x"])
+    fig, axes = subplots(1, 1, panel=(7.5, 4.2))
+    ax = axes[0, 0]
+    width = 0.8 / max(1, len(arms["series"]))
+    for j, (metric, ys) in enumerate(arms["series"].items()):
+        pos = np.arange(len(names)) + (j - (len(arms["series"]) - 1) / 2) * width
+        ax.bar(pos, values(ys), width=width, label=_LABELS.get(metric, metric))
+        bands = arms.get("bands", {}).get(metric)
+        if bands:
+            low, high = values(bands[0]), values(bands[1])
+            mid = values(ys)
+            ax.errorbar(pos, mid, yerr=[mid - low, high - mid], fmt="none", ecolor="k", capsize=2)
+    ax.set_xticks(np.arange(len(names)), names)
+    ax.set_ylabel("fraction")
+    ax.set_title("fox: hallucination (CHAIR, lower is better), recall and POPE-adversarial F1")
+    ax.grid(True, axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    figures["arms.png"] = fig
+
+    fig, axes = subplots(1, 1, panel=(6.0, 4.0))
+    draw_curve(axes[0, 0], curves["train_loss"])
+    figures["training.png"] = fig
+
+    heads = [k for k in curves if k.startswith("heads_layer")]
+    if heads:
+        fig, axes = subplots(1, len(heads), panel=(5.5, 4.0))
+        for ax, key in zip(axes[0], heads):
+            curve = curves[key]
+            x = values(curve["x"])
+            for j, (name, ys) in enumerate(curve["series"].items()):
+                ax.bar(x + (j - 0.5) * 0.4, values(ys), width=0.4, label=name)
+            ax.set_xlabel("head")
+            ax.set_title(curve.get("title", key), fontsize=9)
+            ax.grid(True, axis="y", alpha=0.3)
+            ax.legend(fontsize=8)
+        figures["heads.png"] = fig
+    return figures

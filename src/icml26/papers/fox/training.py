@@ -1,0 +1,183 @@
+"""Train the tiny LLaVA on ShapeScenes captions and yes/no questions (cached by configuration and seed).
+
+Each training example is a caption (``… describe : a red circle and a blue cross .``) or a
+question (``… is there a cross ? yes``); the loss covers the answer tokens only. Question
+negatives are drawn uniformly among the absent shapes (generic instruction data; the POPE
+adversarial negatives are an evaluation-only construction).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from icml26.common.argcheck import check_int, check_real
+from icml26.common.cache import config_hash, entry, load_entry
+from icml26.common.extras import require
+from icml26.common.hf import quiet_transformers
+from icml26.common.progress import progress as progress_bar
+from icml26.papers.fox.model import TinyVLMConfig, build_tiny_llava, caption_prompt, pixel_values, question_prompt
+from icml26.papers.fox.scenes import SHAPES, SceneConfig, ShapeVocab, caption_tokens, render_scenes, sample_scenes
+
+__all__ = ["TrainConfig", "TrainedVLM", "trained_tiny_llava", "train_tiny_llava", "training_batch"]
+
+log = logging.getLogger(__name__)
+_VERSION = "fox-tiny-llava-v1"
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    """Training of the tiny LLaVA."""
+
+    steps: int = 2000
+    """Optimizer steps."""
+    batch_size: int = 32
+    """Examples per step."""
+    lr: float = 2e-3
+    """Peak AdamW learning rate (linear warm-up, cosine decay to 10 %)."""
+    warmup: int = 100
+    """Warm-up steps."""
+    weight_decay: float = 0.01
+    """AdamW weight decay."""
+    grad_clip: float = 1.0
+    """Gradient-norm clip."""
+    caption_fraction: float = 0.5
+    """Fraction of caption examples (the rest: yes/no questions)."""
+    n_scenes: int = 6000
+    """Training scenes (rendered once, sampled with replacement)."""
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "batch_size", "n_scenes"):
+            check_int(getattr(self, name), name, low=1)
+        check_int(self.warmup, "warmup", low=0)
+        check_real(self.lr, "lr", low=0.0, low_open=True)
+        check_real(self.weight_decay, "weight_decay", low=0.0)
+        check_real(self.grad_clip, "grad_clip", low=0.0, low_open=True)
+        check_real(self.caption_fraction, "caption_fraction", low=0.0, high=1.0)
+
+
+@dataclasses.dataclass
+class TrainedVLM:
+    """A trained tiny LLaVA and where it came from."""
+
+    model: Any
+    vocab: ShapeVocab
+    model_config: TinyVLMConfig
+    scene_config: SceneConfig
+    train_config: TrainConfig
+    seed: int
+    log: dict[str, list[float]]
+    cache_key: str
+    weights_sha256: str | None
+
+
+def training_batch(scenes, images: np.ndarray, indices: np.ndarray, rng: np.random.Generator, vocab: ShapeVocab,
+                   caption_fraction: float, n_image_tokens: int) -> dict[str, torch.Tensor]:
+    """Right-padded ``input_ids``, ``attention_mask``, ``labels`` (−100 outside answers) and ``pixel_values``."""
+    seqs, answer_starts = [], []
+    for i in indices:
+        scene = scenes[i]
+        if rng.random() < caption_fraction:
+            prompt, answer = caption_prompt(n_image_tokens), caption_tokens(scene)
+        else:
+            present = scene.shapes
+            if rng.random() < 0.5:
+                shape, reply = present[rng.integers(len(present))], "yes"
+            else:
+                absent = [s for s in SHAPES if s not in present]
+                shape, reply = absent[rng.integers(len(absent))], "no"
+            prompt, answer = question_prompt(shape, n_image_tokens), [reply]
+        seqs.append(vocab.encode(prompt + answer))
+        answer_starts.append(len(prompt))
+    width = max(len(s) for s in seqs)
+    ids = torch.full((len(seqs), width), vocab[vocab.PAD], dtype=torch.long)
+    labels = torch.full((len(seqs), width), -100, dtype=torch.long)
+    mask = torch.zeros((len(seqs), width), dtype=torch.long)
+    for b, (s, start) in enumerate(zip(seqs, answer_starts)):
+        ids[b, : len(s)] = torch.tensor(s)
+        mask[b, : len(s)] = 1
+        labels[b, start: len(s)] = torch.tensor(s[start:])
+    return {"input_ids": ids, "attention_mask": mask, "labels": labels,
+            "pixel_values": pixel_values(images[indices])}
+
+
+def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, train_config: TrainConfig, *,
+                     seed: int, show_progress: bool | None = None) -> tuple[Any, dict[str, list[float]]]:
+    """Train a fresh tiny LLaVA on CPU (bit-reproducible for a seed); return ``(model, log)``."""
+    vocab = ShapeVocab()
+    rng = np.random.default_rng([seed, 1])
+    scenes = sample_scenes(train_config.n_scenes, rng, scene_config)
+    images = render_scenes(scenes, scene_config, size=model_config.image_size)
+    model = build_tiny_llava(model_config, vocab, seed=seed)
+    model.train()
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
+    other = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": train_config.weight_decay},
+                                   {"params": other, "weight_decay": 0.0}], lr=train_config.lr, betas=(0.9, 0.98))
+
+    def factor(step: int) -> float:
+        if step < train_config.warmup:
+            return (step + 1) / train_config.warmup
+        t = (step - train_config.warmup) / max(1, train_config.steps - train_config.warmup)
+        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
+
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+    losses: list[float] = []
+    start = time.perf_counter()
+    for step in progress_bar(range(train_config.steps), enabled=show_progress, desc="fox: train tiny LLaVA"):
+        idx = rng.integers(0, len(scenes), size=train_config.batch_size)
+        batch = training_batch(scenes, images, idx, rng, vocab, train_config.caption_fraction,
+                               model_config.n_image_tokens)
+        loss = model(**batch).loss
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), train_config.grad_clip)
+        optimizer.step()
+        scheduler.step()
+        losses.append(loss.item())
+    model.eval()
+    every = max(1, train_config.steps // 50)
+    curve = [float(np.mean(losses[i: i + every])) for i in range(0, len(losses), every)]
+    return model, {"loss": curve, "every": [float(every)], "seconds": [time.perf_counter() - start]}
+
+
+def trained_tiny_llava(model_config: TinyVLMConfig = TinyVLMConfig(), scene_config: SceneConfig = SceneConfig(),
+                       train_config: TrainConfig = TrainConfig(), *, seed: int = 0, cache: bool = True,
+                       device: torch.device | str = "cpu", show_progress: bool | None = None) -> TrainedVLM:
+    """A tiny LLaVA trained on ShapeScenes, from the cache when this configuration and seed were trained before."""
+    transformers = require("transformers", "lm")
+    seed = check_int(seed, "seed", low=0)
+    config = {"model": dataclasses.asdict(model_config), "scenes": dataclasses.asdict(scene_config),
+              "train": dataclasses.asdict(train_config), "seed": seed}
+    key = config_hash(_VERSION, config, transformers.__version__, torch.__version__)
+    digest = None
+    if cache:
+        with entry("fox", key, config=config) as (final, build):
+            if build is not None:
+                model, logs = train_tiny_llava(model_config, scene_config, train_config, seed=seed,
+                                               show_progress=show_progress)
+                from safetensors.torch import save_file
+
+                save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(build / "model.safetensors"))
+                (build / "log.json").write_text(json.dumps(logs))
+        from safetensors.torch import load_file
+
+        model = build_tiny_llava(model_config, ShapeVocab(), seed=seed)
+        with quiet_transformers():
+            model.load_state_dict(load_file(str(Path(final) / "model.safetensors")))
+        logs = json.loads((Path(final) / "log.json").read_text())
+        digest = load_entry(final).digest
+    else:
+        model, logs = train_tiny_llava(model_config, scene_config, train_config, seed=seed,
+                                       show_progress=show_progress)
+    model.eval().to(device)
+    return TrainedVLM(model=model, vocab=ShapeVocab(), model_config=model_config, scene_config=scene_config,
+                      train_config=train_config, seed=seed, log=logs, cache_key=key, weights_sha256=digest)
