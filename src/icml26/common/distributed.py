@@ -23,8 +23,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-__all__ = ["all_gather_objects", "all_reduce_", "gather_full", "is_distributed", "is_sharded", "local",
-           "unwrap", "world"]
+__all__ = ["all_gather_objects", "all_gather_slices", "all_reduce_", "gather_full", "is_distributed", "is_sharded",
+           "local", "shard_bounds", "unwrap", "world"]
 
 
 def is_distributed(group: Any = None) -> bool:
@@ -58,6 +58,29 @@ def all_gather_objects(obj: Any, group: Any = None) -> list[Any]:
     out: list[Any] = [None] * dist.get_world_size(group)
     dist.all_gather_object(out, obj, group=group)
     return out
+
+
+def shard_bounds(total: int, group: Any = None) -> tuple[int, int]:
+    """``(lo, hi)``: this rank's contiguous share of ``total`` entries (equal chunks of ⌈total/W⌉;
+    the last rank's may be shorter or empty). ``(0, total)`` without distributed."""
+    rank, size = world(group)
+    chunk = -(-total // size)
+    lo = min(rank * chunk, total)
+    return lo, min(lo + chunk, total)
+
+
+def all_gather_slices(piece: torch.Tensor, total: int, group: Any = None) -> torch.Tensor:
+    """The full ``(total,)`` vector from every rank's :func:`shard_bounds` slice ``piece``
+    (a collective: every rank calls it). ``piece`` itself without distributed."""
+    if not is_distributed(group):
+        return piece
+    size = dist.get_world_size(group)
+    chunk = -(-total // size)
+    padded = torch.zeros(chunk, dtype=piece.dtype, device=piece.device)
+    padded[: piece.numel()] = piece
+    parts = [torch.empty_like(padded) for _ in range(size)]
+    dist.all_gather(parts, padded, group=group)
+    return torch.cat(parts)[:total]
 
 
 def is_sharded(tensor: Any) -> bool:

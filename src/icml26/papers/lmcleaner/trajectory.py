@@ -18,6 +18,14 @@ batch, occupies one step index, and propagates as the identity. Steps whose batc
 was deleted are *removed*; they stay in the history (they did happen) but the
 counterfactual skips them.
 
+Under ``torch.distributed`` (``group``, or the default group when one is initialised) the
+recorder is built and driven on every rank in lockstep, as DDP training is: each step's batch
+is the union of the ranks' sample ids (gathered), and the history is *sharded by parameters*:
+rank r keeps only its contiguous ⌈p/W⌉ slice of every update and checkpoint (per-rank history
+memory 1/W). Queries that return full vectors (:meth:`update`, :meth:`params_at`,
+:meth:`iter_params`) are collectives that all-gather the slices, so the corrections built on
+them come out the same on every rank, and equal to one process's on the union batches.
+
 Only plain SGD (no momentum, no Nesterov) has P[t] = I − η_t·H[t]; any other
 optimizer is refused unless ``allow_approximation=True``, in which case the
 recorded updates are the optimizer's real updates but propagation still uses
@@ -33,6 +41,8 @@ from typing import Iterator, Literal, Sequence
 
 import torch
 from torch import Tensor, nn
+
+from icml26.common.distributed import all_gather_objects, all_gather_slices, shard_bounds, world
 
 from ._checks import finite_vector, integer, number
 from ._checks import sample_ids as _sample_ids
@@ -89,6 +99,9 @@ class TrajectoryRecorder:
             propagate with I − η·H anyway; the result carries no guarantee.
         storage_device: where updates and checkpoints are kept (default: the
             parameters' device; ``"cpu"`` saves accelerator memory).
+        group: the ``torch.distributed`` process group of a data-parallel run (default: the
+            default group when one is initialised): batch ids are gathered from every rank and
+            the history is sharded across ranks (see the module docstring).
     """
 
     def __init__(
@@ -100,6 +113,7 @@ class TrajectoryRecorder:
         problem: SupervisedProblem | None = None,
         allow_approximation: bool = False,
         storage_device: str | torch.device | None = None,
+        group=None,
     ) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
@@ -125,6 +139,10 @@ class TrajectoryRecorder:
         self._theta_last = _flat(self._params)     # θ[num_steps]
         self._steps_of_sample: dict[int, list[int]] = {}  # sample id -> steps whose batch held it
         self._open = False
+        self.group = group
+        self.rank, self.world_size = world(group)
+        self._p = self._theta_last.numel()
+        self._lo, self._hi = shard_bounds(self._p, group)  # this rank's slice of every stored vector
 
     # -- validation ---------------------------------------------------------
     @staticmethod
@@ -180,7 +198,12 @@ class TrajectoryRecorder:
         return theta
 
     def _store(self, tensor: Tensor) -> Tensor:
-        return tensor.detach().to(self.storage_device, copy=True)
+        """Keep this rank's slice of a full ``(p,)`` vector (the whole vector on one process)."""
+        return tensor.detach()[self._lo:self._hi].to(self.storage_device, copy=True)
+
+    def _full(self, piece: Tensor) -> Tensor:
+        """The full vector from every rank's slice (a collective under distributed)."""
+        return all_gather_slices(piece, self._p, self.group)
 
     @contextlib.contextmanager
     def step(self, batch_ids: Tensor | Sequence[int], lr: float | None = None) -> Iterator[None]:
@@ -195,6 +218,8 @@ class TrajectoryRecorder:
         ids = _sample_ids("batch_ids", batch_ids)
         if ids.numel() == 0:
             raise ValueError("a recorded step needs a non-empty batch of sample ids")
+        if self.world_size > 1:  # the step's batch is the union of every rank's batch
+            ids = torch.cat(all_gather_objects(ids, self.group))
         if lr is None:
             if self.optimizer is None:
                 raise ValueError("pass lr=... to recorder.step (no optimizer was given)")
@@ -281,9 +306,13 @@ class TrajectoryRecorder:
         return sorted(s for s in found if include_removed or not self.steps[s].removed)
 
     def memory_bytes(self) -> int:
-        """Bytes held for updates, checkpoints, the last θ and the batch ids (not the id index)."""
-        tensors = [*self._updates.values(), *self._checkpoints.values(), self._theta_last]
-        tensors += [r.batch_ids for r in self.steps]
+        """Bytes held (on this rank) for updates, checkpoints, the last θ and the batch ids (not the id index)."""
+        tensors = [self._theta_last] + [r.batch_ids for r in self.steps]
+        return self.history_bytes() + int(sum(t.numel() * t.element_size() for t in tensors))
+
+    def history_bytes(self) -> int:
+        """Bytes of the stored updates and checkpoints on this rank (1/W of one process's under W ranks)."""
+        tensors = [*self._updates.values(), *self._checkpoints.values()]
         return int(sum(t.numel() * t.element_size() for t in tensors))
 
     # -- rebuilding the trajectory -------------------------------------------
@@ -291,14 +320,14 @@ class TrajectoryRecorder:
         """u[s] = θ[s+1] − θ[s], shape ``(p,)`` (replayed from a checkpoint in checkpoint mode)."""
         self._check_step(s)
         if s in self._updates:
-            return self._updates[s]
+            return self._full(self._updates[s])
         theta = self.params_at(s)
         return self._advance(theta, s) - theta
 
     def _advance(self, theta: Tensor, s: int) -> Tensor:
         """θ[s+1] from θ[s], replaying step s as it happened."""
         if s in self._updates:
-            return theta + self._updates[s].to(theta.device)
+            return theta + self._full(self._updates[s]).to(theta.device)
         record = self.steps[s]
         device = self._params[0].device
         return self.problem.sgd_step(theta.to(device), record.batch_ids, record.lr).to(theta.device)
@@ -331,18 +360,22 @@ class TrajectoryRecorder:
                 if now != self.num_steps:
                     raise ValueError(f"now_step={now} is not the last step: pass params_now=θ[{now}] with it")
                 params_now = self._theta_last
-            theta = params_now.detach().reshape(-1).to(self.storage_device, copy=True)
-            # θ[start] = θ[τ'] − Σ_{t=start}^{τ'−1} u[t]
+            # on this rank's slice: θ[start] = θ[τ'] − Σ_{t=start}^{τ'−1} u[t]
+            piece = params_now.detach().reshape(-1)[self._lo:self._hi].to(self.storage_device, copy=True)
             for t in range(now - 1, start - 1, -1):
-                theta -= self._updates[t]
+                piece -= self._updates[t]
+            for s in range(start, stop + 1):
+                yield self._full(piece) if self.world_size > 1 else piece
+                if s < stop:
+                    piece = piece + self._updates[s]
+            return
+        c = (start // self.checkpoint_every) * self.checkpoint_every
+        if c == self.num_steps and c not in self._checkpoints:
+            theta = self._theta_last.clone()
         else:
-            c = (start // self.checkpoint_every) * self.checkpoint_every
-            if c == self.num_steps and c not in self._checkpoints:
-                theta = self._theta_last.clone()
-            else:
-                theta = self._checkpoints[c].clone()
-            for t in range(c, start):
-                theta = self._advance(theta, t)
+            theta = self._full(self._checkpoints[c]).clone()
+        for t in range(c, start):
+            theta = self._advance(theta, t)
         for s in range(start, stop + 1):
             yield theta
             if s < stop:
