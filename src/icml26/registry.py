@@ -318,6 +318,7 @@ for _spec in (
             "heads removed than global gradient importance, Wanda-style scores and random heads at "
             "the same budget."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="dmanet",
