@@ -45,7 +45,15 @@ def _worker(rank: int, world_size: int, port: int, folder: str, fn: Callable, ar
 
 def run_ranks(fn: Callable, world_size: int = 2, *args: Any) -> list[Any]:
     with tempfile.TemporaryDirectory() as folder:
-        mp.spawn(_worker, args=(world_size, free_port(), folder, fn, args), nprocs=world_size, join=True)
+        for attempt in range(3):
+            try:
+                mp.spawn(_worker, args=(world_size, free_port(), folder, fn, args), nprocs=world_size, join=True)
+                break
+            except mp.ProcessRaisedException as exc:
+                # The free port can be taken between our probe and the ranks' bind (other processes
+                # run tests too): try another; any other failure is the test's.
+                if attempt == 2 or "address already in use" not in str(exc).lower():
+                    raise
         out = []
         for rank in range(world_size):
             status, value = torch.load(Path(folder) / f"rank{rank}.pt", weights_only=False)
