@@ -424,6 +424,28 @@ def test_null_intervention_equals_eager_attention_in_prefill_and_cached_decode(n
     assert float(fox.js.max()) < 1e-6
 
 
+def test_without_the_mask_registration_prefill_loses_its_causal_mask(llava):
+    """Why register_fox_attention also registers eager_mask: the same attention function under a name
+    without a mask function gets attention_mask=None in prefill and its logits are off."""
+    from transformers import AttentionInterface
+
+    from icml26.papers.fox import fox_attention_forward
+
+    model, inputs = llava
+    AttentionInterface.register("icml26_fox_test_nomask", fox_attention_forward)
+    decoder = model.model.language_model
+    with torch.no_grad():
+        decoder.set_attn_implementation("eager")
+        ref = model(**inputs).logits
+        decoder.set_attn_implementation("icml26_fox_test_nomask")
+        unmasked = model(**inputs).logits
+        decoder.set_attn_implementation("sdpa")
+        with use_fox_attention(model):
+            ours = model(**inputs).logits
+    assert float((unmasked - ref).abs().max()) > 0.05
+    assert float((ours - ref).abs().max()) < 1e-5
+
+
 @pytest.mark.parametrize("name", MODELS)
 def test_cached_stream_equals_the_recomputed_stream(name, request):
     model, inputs = request.getfixturevalue(name)

@@ -22,6 +22,8 @@ import math
 import time
 from typing import Any
 
+import numpy as np
+
 
 from icml26.common.config import validate_numbers
 from icml26.common.metrics import binary_auc
@@ -53,7 +55,7 @@ from icml26.papers.fox.training import TrainConfig, trained_tiny_llava
 
 __all__ = ["ARMS", "CHECKS", "Config", "STREAMS", "plot", "run"]
 
-ARMS = ("Fox", "vanilla", "VCD", "SID", "PAI")
+ARMS = ("Fox", "vanilla", "VCD", "SID", "PAI", "Fox all layers")
 STREAMS = {}
 """Named random streams: ``model`` (training seed), ``eval_scenes``, ``pope``, ``pope_stats``, ``vcd_noise``."""
 
@@ -68,6 +70,9 @@ class Config:
     """Training examples per step (issue #19: 32)."""
     lr: float = 2e-3
     """Peak AdamW learning rate."""
+    vision_pretrain_steps: int = 1500
+    """Steps of the vision stage (the CLIP tower alone names each quadrant's object; a stand-in for
+    LLaVA's pretrained CLIP); the LLaVA stage then trains it at 0.02× the rate."""
     n_train_scenes: int = 6000
     """Training scenes (rendered once)."""
     caption_fraction: float = 0.5
@@ -91,9 +96,13 @@ class Config:
     decoder_width: int = 128
     """Width of the decoder."""
     arms: tuple[str, ...] = ARMS
-    """Arms to run (``Fox``, ``vanilla`` and ``SID`` are needed by the checks)."""
+    """Greedy arms to run (``Fox``, ``vanilla`` and ``SID`` are needed by the checks; ``Fox all layers``
+    probes every decoder layer, a diagnostic of the layer range)."""
     mechanism: bool = True
     """Run the head-ablation mechanism check."""
+    sampling: bool = True
+    """Also caption with sampling (top-p 0.9): vanilla at T = 1, Fox at T = 1, and vanilla at T = 1/3 (the
+    control for Fox's sharpening: identical streams give z = 3·l)."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -127,8 +136,8 @@ class Config:
     @classmethod
     def tiny(cls) -> "Config":
         """Seconds: 40 steps of a 2-layer, 64-wide model on 256 scenes, 12 images, no ablation sweep."""
-        return cls(train_steps=40, n_train_scenes=256, n_eval=12, max_new_tokens=6, decoder_layers=2,
-                   decoder_width=64, mechanism=False)
+        return cls(train_steps=40, vision_pretrain_steps=20, n_train_scenes=256, n_eval=12, max_new_tokens=6,
+                   decoder_layers=2, decoder_width=64, mechanism=False)
 
 
 def _plugins(config: Config, seed_vcd: int) -> dict[str, tuple[Any, Any]]:
@@ -141,6 +150,8 @@ def _plugins(config: Config, seed_vcd: int) -> dict[str, tuple[Any, Any]]:
         "VCD": (vcd_generate, VCDConfig(noise_step=config.vcd_noise_step, noise_seed=seed_vcd, **common)),
         "SID": (sid_generate, SIDConfig(**common)),
         "PAI": (pai_generate, PAIConfig(**common)),
+        "Fox all layers": (fox_generate, FoxConfig(layers=tuple(range(config.decoder_layers)), rho=config.rho,
+                                                   **common)),
     }
     return {arm: table[arm] for arm in config.arms}
 
@@ -163,7 +174,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                                  intermediate=2 * config.decoder_width)
     scene_config = SceneConfig(p_partner=config.p_partner, faint_fraction=config.faint_fraction)
     train_config = TrainConfig(steps=config.train_steps, batch_size=config.batch_size, lr=config.lr,
-                               n_scenes=config.n_train_scenes, caption_fraction=config.caption_fraction)
+                               n_scenes=config.n_train_scenes, caption_fraction=config.caption_fraction,
+                               vision_pretrain_steps=config.vision_pretrain_steps)
     ctx.stage("fox: training (or loading) the tiny LLaVA")
     start = time.perf_counter()
     trained = trained_tiny_llava(model_config, scene_config, train_config, seed=ctx.seed_for("model"),
@@ -185,6 +197,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     captions: dict[str, list[list[str]]] = {}
     seconds: dict[str, float] = {}
     plugins = _plugins(config, ctx.seed_for("vcd_noise") % 2**31)
+    common_tokens = dict(max_new_tokens=config.max_new_tokens)
     for arm, (generate, plugin_config) in plugins.items():
         ctx.stage(f"fox: captioning and POPE with {arm}")
         t0 = time.perf_counter()
@@ -232,21 +245,47 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     notes = [f"Captions (first 3 images; truth: {', '.join(' '.join(t) for t in truths[:3])}): " + "; ".join(
         f"{arm}: " + " | ".join(" ".join(c) for c in caps[:3]) for arm, caps in captions.items())]
 
-    layers = list(config.fox_layers or default_fox_layers(config.decoder_layers))
+    if config.sampling:
+        ctx.stage("fox: sampled captions")
+        seed = ctx.seed_for("sampling") % 2**31
+        sampled = {"vanilla sampled": (vanilla_generate, DecodingConfig(do_sample=True, seed=seed, **common_tokens)),
+                   "Fox sampled": (fox_generate, dataclasses.replace(plugins["Fox"][1], do_sample=True, seed=seed)),
+                   "vanilla sampled T=1/3": (vanilla_generate, DecodingConfig(do_sample=True, temperature=1 / 3,
+                                                                              seed=seed, **common_tokens))}
+        for arm, (generate, plugin_config) in sampled.items():
+            caps = caption_run(model, vocab, images, generate, plugin_config, n_image_tokens=n_img, device=ctx.device)
+            scores = chair(caps.mentions, truths)
+            metrics[arm] = {"chair_i": scores.chair_i, "chair_s": scores.chair_s, "recall": scores.recall}
+        notes.append("Sampled (top-p 0.9): " + "; ".join(
+            f"{a} CHAIR_I {metrics[a]['chair_i']:.3f}, recall {metrics[a]['recall']:.3f}" for a in sampled)
+            + ". With agreeing streams Fox's fusion is z = 3·l, a temperature of 1/3: the T = 1/3 row is its control.")
+
     if config.mechanism:
         ctx.stage("fox: head ablations (mechanism)")
+        layers = list(config.fox_layers or default_fox_layers(config.decoder_layers))
         mech = mechanism(model, vocab, scenes, images, layers=layers, rho=config.rho, n_heads=model_config.heads,
                          n_image_tokens=n_img, device=ctx.device)
+        every = list(range(config.decoder_layers))
+        mech_all = mechanism(model, vocab, scenes, images, layers=every, rho=config.rho,
+                             n_heads=model_config.heads, n_image_tokens=n_img, device=ctx.device)
         checks.append(CHECKS["probe_precision_over_chance"].measure(
-            mech.precision - mech.chance, note=f"precision@k {mech.precision:.3f}, chance {mech.chance:.3f}, "
-                                               f"{mech.n_samples} images with vanilla p(yes|B) >= 0.1"))
-        fox.update(probe_precision_at_k=mech.precision, probe_chance=mech.chance, mech_p_yes_partner=mech.p_yes)
-        for j, layer in enumerate(layers):
+            mech.precision - mech.chance, note=f"layers {layers}: precision@k {mech.precision:.3f}, chance "
+                                               f"{mech.chance:.3f}, {mech.n_samples} images with vanilla p(yes|B) >= 0.1; "
+                                               f"over all layers {mech_all.precision:.3f}"))
+        fox.update(probe_precision_at_k=mech.precision, probe_chance=mech.chance,
+                   probe_precision_all_layers=mech_all.precision, mech_p_yes_partner=mech.p_yes)
+        for j, layer in enumerate(every):
             curves[f"heads_layer{layer}"] = {
-                "x": list(range(mech.head_effect.shape[1])),
-                "series": {"ablation drop of p(yes|B)": mech.head_effect[j].tolist(),
-                           "probe selection rate": mech.head_selected[j].tolist()},
+                "x": list(range(model_config.heads)),
+                "series": {"ablation drop of p(yes|B)": mech_all.head_effect[j].tolist(),
+                           "probe selection rate": mech_all.head_selected[j].tolist()},
                 "xlabel": "head", "ylabel": "value", "title": f"fox: layer {layer} heads, ablation vs probe"}
+        top = np.unravel_index(np.argmax(mech_all.head_effect), mech_all.head_effect.shape)
+        notes.append(f"Prior carriers: ablating layer {top[0]} head {top[1]} on the last row of 'is there a B ?' lowers "
+                     f"p(yes) by {mech_all.head_effect[top]:.3f} on average (vanilla p(yes) {mech.p_yes:.3f}); the "
+                     f"probe selects that head in {100 * mech_all.head_selected[top]:.0f} % of images when layer "
+                     f"{top[0]} is probed. Fox's layers {layers}: largest ablation effect "
+                     f"{mech.head_effect.max():.3f}.")
         record_config = dataclasses.replace(plugins["Fox"][1], record=True)
         run_rec = caption_run(model, vocab, images, fox_generate, record_config, n_image_tokens=n_img,
                               device=ctx.device, batch=len(images))
@@ -258,7 +297,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                          "objects in Fox's captions (brief's sanity bar: > 0.6; not a check).")
 
     for arm, row in metrics.items():
-        if arm != "Fox":
+        if arm != "Fox" and "pope_adversarial_f1" in row:
             notes.append(f"{arm}: CHAIR_I {row['chair_i']:.3f}, CHAIR_S {row['chair_s']:.3f}, recall "
                          f"{row['recall']:.3f}, POPE-adv F1 {row['pope_adversarial_f1']:.3f}.")
     notes.append(f"Fox: CHAIR_I {fox['chair_i']:.3f} ({100 * relative_reduction(fox['chair_i'], vanilla['chair_i']):.1f} % "

@@ -25,9 +25,11 @@ from icml26.common.extras import require
 from icml26.common.hf import quiet_transformers
 from icml26.common.progress import progress as progress_bar
 from icml26.papers.fox.model import TinyVLMConfig, build_tiny_llava, caption_prompt, pixel_values, question_prompt
-from icml26.papers.fox.scenes import SHAPES, SceneConfig, ShapeVocab, caption_tokens, render_scenes, sample_scenes
+from icml26.papers.fox.scenes import COLOURS, SHAPES, SceneConfig, ShapeVocab, caption_tokens, render_scenes, sample_scenes
 
-__all__ = ["TrainConfig", "TrainedVLM", "trained_tiny_llava", "train_tiny_llava", "training_batch"]
+__all__ = [
+    "TrainConfig", "TrainedVLM", "pretrain_vision", "trained_tiny_llava", "train_tiny_llava", "training_batch",
+]
 
 log = logging.getLogger(__name__)
 _VERSION = "fox-tiny-llava-v1"
@@ -53,15 +55,23 @@ class TrainConfig:
     """Fraction of caption examples (the rest: yes/no questions)."""
     n_scenes: int = 6000
     """Training scenes (rendered once, sampled with replacement)."""
+    vision_lr_scale: float = 0.02
+    """Learning-rate multiplier of the vision tower and the projector in the LLaVA stage (nearly frozen,
+    as LLaVA-1.5 freezes its CLIP; chosen on a development split)."""
+    vision_pretrain_steps: int = 1500
+    """Steps of the vision stage: the CLIP tower alone learns each quadrant's shape and colour (a
+    stand-in for LLaVA's pretrained CLIP; 0 skips it)."""
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "n_scenes"):
             check_int(getattr(self, name), name, low=1)
         check_int(self.warmup, "warmup", low=0)
+        check_int(self.vision_pretrain_steps, "vision_pretrain_steps", low=0)
         check_real(self.lr, "lr", low=0.0, low_open=True)
         check_real(self.weight_decay, "weight_decay", low=0.0)
         check_real(self.grad_clip, "grad_clip", low=0.0, low_open=True)
         check_real(self.caption_fraction, "caption_fraction", low=0.0, high=1.0)
+        check_real(self.vision_lr_scale, "vision_lr_scale", low=0.0, low_open=True)
 
 
 @dataclasses.dataclass
@@ -109,6 +119,34 @@ def training_batch(scenes, images: np.ndarray, indices: np.ndarray, rng: np.rand
             "pixel_values": pixel_values(images[indices])}
 
 
+def pretrain_vision(model, scenes, images: np.ndarray, steps: int, rng: np.random.Generator, *, lr: float = 2e-3,
+                    batch_size: int = 32) -> list[float]:
+    """Train the LLaVA's CLIP tower alone to name each quadrant's shape and colour (or "empty"): a linear
+    head on its flattened patch features, cross-entropy; the head is discarded afterwards."""
+    tower = model.model.vision_tower
+    width = tower.config.hidden_size
+    n_tokens = (tower.config.image_size // tower.config.patch_size) ** 2
+    classes = len(SHAPES) * len(COLOURS) + 1
+    labels = torch.full((len(scenes), 4), classes - 1, dtype=torch.long)
+    for i, scene in enumerate(scenes):
+        for shape, colour, quadrant, *_ in scene.objects:
+            labels[i, quadrant] = SHAPES.index(shape) * len(COLOURS) + COLOURS.index(colour)
+    head = torch.nn.Linear(width * n_tokens, 4 * classes)
+    optimizer = torch.optim.AdamW(list(tower.parameters()) + list(head.parameters()), lr=lr)
+    pixels = pixel_values(images)
+    losses = []
+    tower.train()
+    for _ in range(steps):
+        idx = torch.as_tensor(rng.integers(0, len(scenes), size=batch_size))
+        features = tower(pixel_values=pixels[idx]).last_hidden_state[:, 1:].flatten(1)
+        loss = torch.nn.functional.cross_entropy(head(features).view(-1, classes), labels[idx].view(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+    return losses
+
+
 def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, train_config: TrainConfig, *,
                      seed: int, show_progress: bool | None = None) -> tuple[Any, dict[str, list[float]]]:
     """Train a fresh tiny LLaVA on CPU (bit-reproducible for a seed); return ``(model, log)``."""
@@ -117,11 +155,18 @@ def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, tra
     scenes = sample_scenes(train_config.n_scenes, rng, scene_config)
     images = render_scenes(scenes, scene_config, size=model_config.image_size)
     model = build_tiny_llava(model_config, vocab, seed=seed)
+    start = time.perf_counter()
+    vision_losses = pretrain_vision(model, scenes, images, train_config.vision_pretrain_steps, rng)
     model.train()
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
-    other = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
-    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": train_config.weight_decay},
-                                   {"params": other, "weight_decay": 0.0}], lr=train_config.lr, betas=(0.9, 0.98))
+    groups: dict[tuple[bool, bool], list] = {}
+    for name, param in model.named_parameters():
+        vision = "vision_tower" in name or "multi_modal_projector" in name
+        decay = param.dim() >= 2 and "embed" not in name
+        groups.setdefault((vision, decay), []).append(param)
+    optimizer = torch.optim.AdamW(
+        [{"params": params, "weight_decay": train_config.weight_decay if decay else 0.0,
+          "lr": train_config.lr * (train_config.vision_lr_scale if vision else 1.0)}
+         for (vision, decay), params in groups.items()], lr=train_config.lr, betas=(0.9, 0.98))
 
     def factor(step: int) -> float:
         if step < train_config.warmup:
@@ -131,7 +176,6 @@ def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, tra
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
     losses: list[float] = []
-    start = time.perf_counter()
     for step in progress_bar(range(train_config.steps), enabled=show_progress, desc="fox: train tiny LLaVA"):
         idx = rng.integers(0, len(scenes), size=train_config.batch_size)
         batch = training_batch(scenes, images, idx, rng, vocab, train_config.caption_fraction,
@@ -146,7 +190,8 @@ def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, tra
     model.eval()
     every = max(1, train_config.steps // 50)
     curve = [float(np.mean(losses[i: i + every])) for i in range(0, len(losses), every)]
-    return model, {"loss": curve, "every": [float(every)], "seconds": [time.perf_counter() - start]}
+    return model, {"loss": curve, "every": [float(every)], "seconds": [time.perf_counter() - start],
+                   "vision_loss": vision_losses[-1:]}
 
 
 def trained_tiny_llava(model_config: TinyVLMConfig = TinyVLMConfig(), scene_config: SceneConfig = SceneConfig(),
