@@ -216,6 +216,9 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         captions[arm] = caps.captions
         seconds[arm] = time.perf_counter() - t0
     ctx.provenance["arm_seconds"] = {k: round(v, 2) for k, v in seconds.items()}
+    for arm in metrics:
+        metrics[arm]["same_captions_as_vanilla"] = float(np.mean(
+            [a == b for a, b in zip(captions[arm], captions["vanilla"])]))
 
     fox, vanilla = metrics["Fox"], metrics["vanilla"]
     checks = [
@@ -301,7 +304,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             notes.append(f"{arm}: CHAIR_I {row['chair_i']:.3f}, CHAIR_S {row['chair_s']:.3f}, recall "
                          f"{row['recall']:.3f}, POPE-adv F1 {row['pope_adversarial_f1']:.3f}.")
     notes.append(f"Fox: CHAIR_I {fox['chair_i']:.3f} ({100 * relative_reduction(fox['chair_i'], vanilla['chair_i']):.1f} % "
-                 f"below vanilla), CHAIR_S {fox['chair_s']:.3f}, recall {fox['recall']:.3f}, POPE-adv F1 "
+                 f"below vanilla; {100 * fox['same_captions_as_vanilla']:.0f} % of its captions are vanilla's), "
+                 f"CHAIR_S {fox['chair_s']:.3f}, recall {fox['recall']:.3f}, POPE-adv F1 "
                  f"{fox['pope_adversarial_f1']:.3f}; mean JS between its streams {fox['mean_stream_js']:.4f} nats "
                  f"(JS < 0.15 gives w = 2).")
     notes.append("Wall time per arm (captions + 3 POPE sets): " + ", ".join(

@@ -32,8 +32,9 @@ def plot(data: dict) -> dict:
     ax.set_xticks(np.arange(len(names)), names)
     ax.set_ylabel("fraction")
     ax.set_title("fox: hallucination (CHAIR, lower is better), recall and POPE-adversarial F1")
+    ax.set_ylim(0, 1.08)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, ncols=4, loc="upper center")
     figures["arms.png"] = fig
 
     fig, axes = subplots(1, 1, panel=(6.0, 4.0))
@@ -42,8 +43,12 @@ def plot(data: dict) -> dict:
 
     heads = [k for k in curves if k.startswith("heads_layer")]
     if heads:
-        fig, axes = subplots(1, len(heads), panel=(5.5, 4.0))
-        for ax, key in zip(axes[0], heads):
+        cols = min(2, len(heads))
+        rows = -(-len(heads) // cols)
+        fig, axes = subplots(rows, cols, panel=(5.5, 3.6))
+        for ax in axes.flat[len(heads):]:
+            ax.set_visible(False)
+        for ax, key in zip(axes.flat, heads):
             curve = curves[key]
             x = values(curve["x"])
             for j, (name, ys) in enumerate(curve["series"].items()):
