@@ -28,7 +28,7 @@ PACKAGES = ("email", "asyncio", "tkinter", "_pydecimal", "xml", "unittest")
 """The six candidate domains: stdlib packages (``_pydecimal`` is one module)."""
 
 
-def package_docstrings(package: str, *, min_chars: int = 200) -> list[str]:
+def package_docstrings(package: str, *, min_chars: int = 80) -> list[str]:
     """Docstrings (modules, classes, functions) of one stdlib package, in sorted file order."""
     root = Path(sysconfig.get_paths()["stdlib"])
     path = root / package
@@ -83,6 +83,7 @@ def smollm2_section(cfg, ctx: RunContext) -> tuple[dict, list[str]]:
     model, tok = lm.model, lm.tokenizer
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token
+    tok.padding_side = "right"  # positions count from the first real token
     rng = ctx.rng("real_docs")
     need = cfg.real_pool_size + cfg.real_scenarios * (1 + cfg.real_turns) * 2
     texts = {}
@@ -118,6 +119,9 @@ def smollm2_section(cfg, ctx: RunContext) -> tuple[dict, list[str]]:
 
     def take(p, n):
         out = texts[p][cursor[p]:cursor[p] + n]
+        if len(out) < n:
+            raise ValueError(f"package {p!r} has too few docstrings for real_pool_size, real_scenarios and real_turns; "
+                             "lower them")
         cursor[p] += n
         return out
 
