@@ -389,6 +389,7 @@ for _spec in (
             "activations far closer to full precision than naive W1.58A2 quantization-aware training, "
             "and activation-only mixed precision at an average of 2 bits improves on uniform 2 bits."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="zs_expand",

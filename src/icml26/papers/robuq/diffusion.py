@@ -1,0 +1,226 @@
+"""DDPM training and DDIM sampling for ε-prediction DiTs (the setting RobuQ quantizes).
+
+* Forward process (Ho et al. 2020): ``x_t = √ᾱ_t x_0 + √(1 - ᾱ_t) ε`` with a 1000-step linear β
+  schedule from 1e-4 to 0.02, ``ᾱ_t = Π_{s<=t} (1 - β_s)``.
+* Loss: ``‖ε - ε_θ(x_t, t, y)‖²`` with ``t`` uniform, labels dropped to the null class with
+  probability ``label_dropout`` (for classifier-free guidance); optionally plus
+  ``λ‖ε_θ - ε_teacher‖²`` (distillation from the full-precision model during QAT).
+* DDIM (Song et al. 2021), η = 0: on the sub-sequence ``τ_i = i·⌊T/S⌋``,
+  ``x̂_0 = (x_τ - √(1-ᾱ_τ) ε̂)/√ᾱ_τ`` and ``x_prev = √ᾱ_prev x̂_0 + √(1-ᾱ_prev) ε̂``; guidance
+  ``ε̂ = ε_u + w(ε_c - ε_u)``.
+
+:func:`predict_eps` calls a :class:`~icml26.papers.robuq.TinyDiT` or a
+``diffusers.DiTTransformer2DModel`` the same way.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable, Sequence
+
+import torch
+from torch import Tensor, nn
+
+from icml26.common.config import validate_numbers
+
+__all__ = [
+    "LinearSchedule",
+    "add_noise",
+    "ddim_sample",
+    "diffusion_loss",
+    "eps_mse",
+    "predict_eps",
+    "train_denoiser",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class LinearSchedule:
+    """DDPM's linear β schedule (DiT's ``diffusion/``: 1000 steps, 1e-4 to 0.02)."""
+
+    steps: int = 1000
+    """Diffusion steps ``T``."""
+    beta_start: float = 1e-4
+    """``β_1``."""
+    beta_end: float = 0.02
+    """``β_T``."""
+
+    def __post_init__(self) -> None:
+        validate_numbers(self)
+        if self.steps < 2:
+            raise ValueError(f"steps={self.steps} must be at least 2")
+        if not 0.0 < self.beta_start <= self.beta_end < 1.0:
+            raise ValueError(f"need 0 < beta_start={self.beta_start} <= beta_end={self.beta_end} < 1")
+
+    def alphas_cumprod(self, device: torch.device | str | None = None) -> Tensor:
+        """``ᾱ_t`` for ``t = 0 … T-1``, float64."""
+        betas = torch.linspace(self.beta_start, self.beta_end, self.steps, dtype=torch.float64, device=device)
+        return torch.cumprod(1.0 - betas, dim=0)
+
+
+def add_noise(schedule: LinearSchedule, x0: Tensor, eps: Tensor, t: Tensor) -> Tensor:
+    """``x_t = √ᾱ_t x_0 + √(1-ᾱ_t) ε``; ``x0``, ``eps`` ``(B, …)``, ``t`` ``(B,)`` integer steps."""
+    if x0.shape != eps.shape or t.shape != x0.shape[:1]:
+        raise ValueError(f"x0 {tuple(x0.shape)}, eps {tuple(eps.shape)} and t {tuple(t.shape)} disagree")
+    abar = schedule.alphas_cumprod(x0.device)[t].to(x0.dtype).view(-1, *([1] * (x0.ndim - 1)))
+    return abar.sqrt() * x0 + (1.0 - abar).sqrt() * eps
+
+
+def predict_eps(model: nn.Module, x: Tensor, t: Tensor, y: Tensor) -> Tensor:
+    """``ε_θ(x, t, y)`` from a TinyDiT (``model(x, t, y)``) or a ``diffusers`` DiT (``.sample``)."""
+    if hasattr(model, "transformer_blocks") and hasattr(model, "pos_embed"):
+        out = model(x, timestep=t, class_labels=y)
+        return out.sample if hasattr(out, "sample") else out[0]
+    return model(x, t, y)
+
+
+def diffusion_loss(model: nn.Module, x0: Tensor, y: Tensor, schedule: LinearSchedule, *,
+                   generator: torch.Generator, teacher: nn.Module | None = None,
+                   distill_weight: float = 0.0) -> Tensor:
+    """One stochastic ε-prediction loss on ``x0`` ``(B, C, H, W)`` with labels ``y`` ``(B,)``.
+
+    ``t`` and ``ε`` are drawn from ``generator`` (CPU) and moved to ``x0``'s device.
+    """
+    b = x0.shape[0]
+    t = torch.randint(0, schedule.steps, (b,), generator=generator).to(x0.device)
+    eps = torch.randn(x0.shape, generator=generator, dtype=x0.dtype).to(x0.device)
+    x_t = add_noise(schedule, x0, eps, t)
+    pred = predict_eps(model, x_t, t, y)
+    # L = ‖ε − ε_θ(x_t, t, y)‖²  (+ λ‖ε_θ − ε_teacher‖²)
+    loss = (pred - eps).pow(2).mean()
+    if teacher is not None and distill_weight > 0:
+        with torch.no_grad():
+            target = predict_eps(teacher, x_t, t, y)
+        loss = loss + distill_weight * (pred - target).pow(2).mean()
+    return loss
+
+
+def train_denoiser(model: nn.Module, images: Tensor, labels: Tensor, *, schedule: LinearSchedule, steps: int,
+                   batch_size: int, lr: float, generator: torch.Generator, null_label: int | None = None,
+                   label_dropout: float = 0.1, warmup: int = 0, weight_decay: float = 0.0,
+                   grad_clip: float = 1.0, teacher: nn.Module | None = None, distill_weight: float = 0.0,
+                   ema_decay: float = 0.0, progress: Callable | None = None) -> list[float]:
+    """Train ``model`` in place with AdamW (linear warm-up, cosine decay to 0); return the loss per step.
+
+    Args:
+        images: ``(N, C, H, W)`` in ``[-1, 1]``; labels ``(N,)``; both on the model's device.
+        null_label: the unconditional label (``label_dropout`` of the batch gets it); None: no dropout.
+        teacher, distill_weight: optional distillation target (e.g. the FP model during QAT).
+        ema_decay: if positive, keep an exponential moving average of the parameters
+            (``θ̄ ← d θ̄ + (1 − d) θ``, DiT's sampling weights) and load it into ``model`` at the end.
+        progress: wraps ``range(steps)`` (e.g. a progress bar), optional.
+    """
+    if steps < 1 or batch_size < 1 or not lr > 0:
+        raise ValueError(f"steps={steps}, batch_size={batch_size} and lr={lr} must be positive")
+    if not 0.0 <= label_dropout < 1.0:
+        raise ValueError(f"label_dropout={label_dropout} must be in [0, 1)")
+    if not 0.0 <= ema_decay < 1.0:
+        raise ValueError(f"ema_decay={ema_decay} must be in [0, 1)")
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+
+    def lr_at(step: int) -> float:
+        if step < warmup:
+            return (step + 1) / warmup
+        return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
+
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+    ema = [p.detach().clone() for p in params] if ema_decay > 0 else None
+    model.train()
+    losses: list[float] = []
+    n = images.shape[0]
+    iterator = progress(range(steps)) if progress is not None else range(steps)
+    for _ in iterator:
+        idx = torch.randint(0, n, (batch_size,), generator=generator).to(images.device)
+        x0, y = images[idx], labels[idx]
+        if null_label is not None and label_dropout > 0:
+            drop = (torch.rand(batch_size, generator=generator) < label_dropout).to(images.device)
+            y = torch.where(drop, torch.full_like(y, null_label), y)
+        loss = diffusion_loss(model, x0, y, schedule, generator=generator, teacher=teacher,
+                              distill_weight=distill_weight)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if grad_clip > 0:
+            nn.utils.clip_grad_norm_(params, grad_clip)
+        opt.step()
+        sched.step()
+        if ema is not None:
+            with torch.no_grad():
+                # θ̄ ← d θ̄ + (1 − d) θ
+                torch._foreach_lerp_(ema, [p.detach() for p in params], 1.0 - ema_decay)
+        losses.append(float(loss.detach()))
+    if ema is not None:
+        with torch.no_grad():
+            for p, avg in zip(params, ema):
+                p.copy_(avg)
+    model.eval()
+    return losses
+
+
+@torch.no_grad()
+def eps_mse(model: nn.Module, images: Tensor, labels: Tensor, schedule: LinearSchedule, timesteps: Sequence[int],
+            *, generator: torch.Generator, batch_size: int = 512) -> list[float]:
+    """Held-out ``E‖ε − ε_θ(x_t, t, y)‖²`` (mean over pixels and images) at each of ``timesteps``.
+
+    The noise is drawn once per timestep from ``generator``: the same seed gives every model
+    the same ``(x_t, ε)`` pairs.
+    """
+    model.eval()
+    out = []
+    for t_value in timesteps:
+        if not 0 <= int(t_value) < schedule.steps:
+            raise ValueError(f"timestep {t_value} must be in [0, {schedule.steps})")
+        eps_all = torch.randn(images.shape, generator=generator, dtype=images.dtype).to(images.device)
+        total = 0.0
+        for start in range(0, images.shape[0], batch_size):
+            x0, eps = images[start:start + batch_size], eps_all[start:start + batch_size]
+            t = torch.full((x0.shape[0],), int(t_value), dtype=torch.long, device=images.device)
+            pred = predict_eps(model, add_noise(schedule, x0, eps, t), t, labels[start:start + batch_size])
+            total += float((pred - eps).pow(2).sum())
+        out.append(total / images.numel())
+    return out
+
+
+@torch.no_grad()
+def ddim_sample(model: nn.Module, labels: Tensor, shape: tuple[int, ...], schedule: LinearSchedule, *,
+                generator: torch.Generator, steps: int = 50, guidance: float = 1.0, null_label: int | None = None,
+                clip_x0: bool = True, dtype: torch.dtype = torch.float32) -> Tensor:
+    """Deterministic DDIM (η = 0) samples ``(B, *shape)`` for ``labels`` ``(B,)``.
+
+    Args:
+        shape: one sample's shape, e.g. ``(1, 8, 8)``.
+        steps: DDIM steps ``S`` (``τ_i = i·⌊T/S⌋``).
+        guidance: classifier-free guidance weight ``w`` (1: conditional only; needs ``null_label`` otherwise).
+        clip_x0: clip ``x̂_0`` to ``[-1, 1]`` (data range) at every step.
+    """
+    if not 1 <= steps <= schedule.steps:
+        raise ValueError(f"steps={steps} must be in [1, {schedule.steps}]")
+    if guidance != 1.0 and null_label is None:
+        raise ValueError(f"guidance={guidance} needs null_label (the unconditional class)")
+    device = labels.device
+    abar = schedule.alphas_cumprod(device)
+    stride = schedule.steps // steps
+    taus = list(range(0, steps * stride, stride))[::-1]
+    x = torch.randn((labels.shape[0], *shape), generator=generator, dtype=dtype).to(device)
+    model.eval()
+    for i, tau in enumerate(taus):
+        t = torch.full((labels.shape[0],), tau, dtype=torch.long, device=device)
+        if guidance == 1.0:
+            eps = predict_eps(model, x, t, labels)
+        else:
+            both = predict_eps(model, torch.cat([x, x]), torch.cat([t, t]),
+                               torch.cat([labels, torch.full_like(labels, null_label)]))
+            cond, uncond = both.chunk(2)
+            # ε̂ = ε_u + w (ε_c − ε_u)
+            eps = uncond + guidance * (cond - uncond)
+        a_t = abar[tau].to(dtype)
+        a_prev = abar[taus[i + 1]].to(dtype) if i + 1 < len(taus) else torch.ones((), dtype=dtype, device=device)
+        # x̂_0 = (x_τ − √(1−ᾱ_τ) ε̂) / √ᾱ_τ
+        x0 = (x - (1 - a_t).sqrt() * eps) / a_t.sqrt()
+        if clip_x0:
+            x0 = x0.clamp(-1.0, 1.0)
+            eps = (x - a_t.sqrt() * x0) / (1 - a_t).sqrt()
+        # x_prev = √ᾱ_prev x̂_0 + √(1−ᾱ_prev) ε̂
+        x = a_prev.sqrt() * x0 + (1 - a_prev).sqrt() * eps
+    return x

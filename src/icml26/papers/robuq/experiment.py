@@ -1,0 +1,340 @@
+"""RobuQ reproduction: W1.58A2/A4 QAT of a tiny class-conditional DiT on scikit-learn's digits.
+
+1. Data: the 1,797 8×8 digits in [-1, 1], split stratified (75 % train / 25 % held out).
+2. FP: a TinyDiT (patch 2, 16 tokens, widths 64/256, so the Hadamard is Sylvester's) trained
+   for ε-prediction (1000-step linear β, label dropout for the null class, EMA weights); cached.
+3. QAT arms, each from a copy of the FP weights with the same budget (steps, batches, noise):
+   naive W1.58A4 / A2 (absmax, midrise, no rotation), naive A2 on the integer grid, Hadamard +
+   absmax A2 (BitNet v2; isolates the rotation from the scale rule), RobuQ A4 / A2 (Hadamard +
+   Gaussian clip), and RobuQ + AMPN at an average of 2 bits over {1, 2, 3, 4}: the sensitivity is
+   measured on the trained RobuQ-A4 model with training images, the allocation found by the
+   exact DP, and the arm trained from the FP weights like the others.
+4. Metrics on held-out digits: ε-MSE averaged over 20 fixed t; 500 class-balanced DDIM samples
+   scored by a digits classifier (class accuracy, Fréchet distance of its penultimate features
+   to the held-out digits); per-token excess kurtosis of the FP model's Linear inputs before and
+   after the rotation.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from icml26.common.cache import config_hash, entry, load_entry
+from icml26.common.config import validate_numbers
+from icml26.contract import Outcome, RunContext
+from icml26.papers.robuq import (
+    LinearSchedule,
+    TinyDiT,
+    TinyDiTConfig,
+    add_noise,
+    allocate_bits,
+    collect_linear_inputs,
+    ddim_sample,
+    dit_linear_names,
+    eps_mse,
+    hadamard_absmax_quantize_dit,
+    layer_macs,
+    layer_sensitivity,
+    naive_int_quantize_dit,
+    naive_quantize_dit,
+    quantize_dit,
+    quantized_layers,
+    train_denoiser,
+)
+from icml26.papers.robuq.analysis import fp_best_ratio, gain_points, mean_excess_kurtosis, ratio
+from icml26.papers.robuq.claims import CHECKS
+from icml26.papers.robuq.digits import DigitImages, DigitScorer, load_digit_images
+from icml26.papers.robuq.figures import plot
+from icml26.papers.robuq.quant import RobustQuantizer
+
+__all__ = ["CHECKS", "Config", "plot", "run"]
+
+#: Arms in the order of the result (the method first, full precision and real data last).
+ARMS = ("robuq_ampn_a2", "robuq_a2", "robuq_a4", "hadamard_absmax_a2", "naive_a2", "naive_int_a2", "naive_a4")
+CONTROLS = ("hadamard_absmax_a2", "naive_int_a2")
+
+
+@dataclasses.dataclass
+class Config:
+    """Digits DiT, FP training then equal-budget QAT (full scale: the brief's CPU plan, §4.3)."""
+
+    test_fraction: float = 0.25
+    """Share of digits held out for ε-MSE and the Fréchet reference."""
+    hidden: int = 64
+    """DiT width (a power of two; the MLP is 4× wider)."""
+    depth: int = 4
+    """DiT blocks."""
+    heads: int = 4
+    """Attention heads."""
+    fp_steps: int = 3000
+    """Full-precision training steps (brief §4.3: about 3k)."""
+    fp_batch: int = 128
+    """Full-precision batch size (brief §4.3: 128)."""
+    fp_lr: float = 2e-3
+    """Peak AdamW learning rate of FP training (warm-up 100 steps, cosine decay)."""
+    fp_ema: float = 0.999
+    """EMA decay of the FP weights used afterwards (DiT samples with EMA weights)."""
+    qat_steps: int = 600
+    """QAT steps of every quantized arm (brief §4.3: about 600, the same for each)."""
+    qat_batch: int = 64
+    """QAT batch size."""
+    qat_lr: float = 3e-4
+    """Peak AdamW learning rate of QAT (cosine decay; brief §6 suggests small, 1e-4 to 3e-4)."""
+    distill_weight: float = 0.0
+    """Weight of ‖ε_q − ε_FP‖² during QAT (0: the plain ε loss; brief §1.1 makes it a flag)."""
+    label_dropout: float = 0.1
+    """Share of training labels replaced by the null class."""
+    eval_timesteps: int = 20
+    """Fixed timesteps of the held-out ε-MSE (evenly spaced in [25, 975])."""
+    samples: int = 500
+    """Class-balanced DDIM samples per arm (a multiple of 10)."""
+    ddim_steps: int = 50
+    """DDIM steps (η = 0)."""
+    guidance: float = 3.0
+    """Classifier-free guidance weight (1: conditional model only). A pilot FP model (3k steps) gave
+    55 % sample class accuracy unguided and 96 % at 3 (training-set classifier, 300 samples)."""
+    ampn_bits: tuple[int, ...] = (1, 2, 3, 4)
+    """AMPN's bit options (one below 2, so that an average of 2 is a real choice)."""
+    ampn_avg_bits: float = 2.0
+    """AMPN's average activation bit budget."""
+    ampn_weighting: str = "layers"
+    """AMPN's budget: ``layers`` (plain layer average) or ``macs`` (MAC-weighted)."""
+    calib_batches: int = 4
+    """Calibration batches (training images at random t) of the sensitivity."""
+    calib_batch: int = 64
+    """Images per calibration batch."""
+    center: bool = False
+    """RobuQ quantizer option: quantize tokens minus their mean (our addition; off = the paper's reading)."""
+    controls: bool = True
+    """Also run the control arms (integer grid, Hadamard + absmax)."""
+    kurtosis_images: int = 64
+    """Held-out images (at 4 timesteps) whose Linear inputs give the kurtosis."""
+
+    def __post_init__(self) -> None:
+        validate_numbers(self)
+        if not 0.0 < self.test_fraction < 1.0:
+            raise ValueError(f"test_fraction={self.test_fraction} must be in (0, 1)")
+        for name in ("hidden", "depth", "heads", "fp_steps", "fp_batch", "qat_steps", "qat_batch",
+                     "eval_timesteps", "samples", "ddim_steps", "calib_batches", "calib_batch", "kurtosis_images"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        for name in ("fp_lr", "qat_lr", "guidance"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be positive")
+        if self.distill_weight < 0:
+            raise ValueError(f"distill_weight={self.distill_weight} must be non-negative")
+        if not 0.0 <= self.fp_ema < 1.0:
+            raise ValueError(f"fp_ema={self.fp_ema} must be in [0, 1)")
+        if not 0.0 <= self.label_dropout < 1.0:
+            raise ValueError(f"label_dropout={self.label_dropout} must be in [0, 1)")
+        if self.samples % 10:
+            raise ValueError(f"samples={self.samples} must be a multiple of 10 (class-balanced)")
+        if self.ampn_weighting not in ("layers", "macs"):
+            raise ValueError(f"ampn_weighting={self.ampn_weighting!r} must be 'layers' or 'macs'")
+        if not self.ampn_bits or self.ampn_avg_bits < min(self.ampn_bits):
+            raise ValueError(f"ampn_avg_bits={self.ampn_avg_bits} must be at least min(ampn_bits={self.ampn_bits})")
+        TinyDiTConfig(hidden=self.hidden, depth=self.depth, heads=self.heads)
+
+    @classmethod
+    def quick(cls) -> "Config":
+        return cls(fp_steps=2500, qat_steps=300, ddim_steps=25)
+
+    @classmethod
+    def tiny(cls) -> "Config":
+        return cls(hidden=32, depth=1, heads=2, fp_steps=40, fp_batch=32, qat_steps=4, qat_batch=16, samples=20,
+                   ddim_steps=4, eval_timesteps=3, calib_batches=1, calib_batch=8, kurtosis_images=4,
+                   controls=False)
+
+
+def _model_config(config: Config) -> TinyDiTConfig:
+    return TinyDiTConfig(hidden=config.hidden, depth=config.depth, heads=config.heads)
+
+
+def _fp_model(config: Config, data: DigitImages, ctx: RunContext, split_seed: int) -> tuple[TinyDiT, dict]:
+    """The FP DiT, trained once per (config, seed) and cached with a verified manifest."""
+    fields = {k: getattr(config, k) for k in ("test_fraction", "hidden", "depth", "heads", "fp_steps", "fp_batch",
+                                              "fp_lr", "fp_ema", "label_dropout")}
+    key = config_hash("robuq-fp-v1", fields, ctx.seed, split_seed)
+    with entry("robuq-fp", key, {**fields, "seed": ctx.seed}) as (final, build):
+        if build is not None:
+            torch.manual_seed(ctx.seed_for("fp_init"))
+            model = TinyDiT(_model_config(config))
+            start = time.perf_counter()
+            losses = train_denoiser(model, data.x_train, data.y_train, schedule=LinearSchedule(),
+                                    steps=config.fp_steps, batch_size=config.fp_batch, lr=config.fp_lr,
+                                    generator=ctx.torch_generator("fp_train"), null_label=model.null_class,
+                                    label_dropout=config.label_dropout, warmup=100, ema_decay=config.fp_ema,
+                                    progress=lambda it: ctx.progress(it, desc="FP training", total=config.fp_steps))
+            torch.save(model.state_dict(), build / "model.pt")
+            (build / "train.json").write_text(json.dumps({"losses": losses[::10],
+                                                          "seconds": time.perf_counter() - start}))
+    model = TinyDiT(_model_config(config))
+    model.load_state_dict(torch.load(final / "model.pt", map_location="cpu", weights_only=True))
+    info = json.loads((final / "train.json").read_text())
+    ctx.provenance["fp_cache"] = {"key": key, "sha256": load_entry(final).digest}
+    return model.eval(), info
+
+
+def _kurtosis(model: TinyDiT, data: DigitImages, config: Config) -> dict[str, Any]:
+    """Mean per-token excess kurtosis of each block Linear's input, raw and after the rotation D·H."""
+    n = min(config.kurtosis_images, len(data.x_test))
+    g = torch.Generator().manual_seed(0)
+    xs, ts, ys = [], [], []
+    for t_value in (100, 400, 700, 950):
+        t = torch.full((n,), t_value, dtype=torch.long)
+        xs.append(add_noise(LinearSchedule(), data.x_test[:n], torch.randn(data.x_test[:n].shape, generator=g), t))
+        ts.append(t)
+        ys.append(data.y_test[:n])
+    x, t, y = torch.cat(xs), torch.cat(ts), torch.cat(ys)
+    names = dit_linear_names(model)
+    inputs = collect_linear_inputs(model, lambda: model(x, t, y), names)
+    rot = RobustQuantizer(2)
+    before = {n: mean_excess_kurtosis(v.double().numpy()) for n, v in inputs.items()}
+    after = {n: mean_excess_kurtosis(rot.rotate_tokens(v.double()).numpy()) for n, v in inputs.items()}
+    return {"names": names, "before": [before[n] for n in names], "after": [after[n] for n in names]}
+
+
+def _evaluate(model: TinyDiT, data: DigitImages, scorer: DigitScorer, config: Config, ctx: RunContext,
+              sample_labels: torch.Tensor) -> dict[str, Any]:
+    ts = [int(v) for v in np.linspace(25, 975, config.eval_timesteps)] if config.eval_timesteps > 1 else [500]
+    by_t = eps_mse(model, data.x_test, data.y_test, LinearSchedule(), ts, generator=ctx.torch_generator("eval_noise"))
+    samples = ddim_sample(model, sample_labels, (1, 8, 8), LinearSchedule(), generator=ctx.torch_generator("samples"),
+                          steps=config.ddim_steps, guidance=config.guidance, null_label=model.null_class)
+    accuracy, distance = scorer.score(samples, sample_labels)
+    keep = torch.cat([torch.nonzero(sample_labels == c)[:2, 0] for c in range(10)])
+    return {"eps_mse": float(np.mean(by_t)), "by_t": by_t, "timesteps": ts, "class_accuracy": accuracy,
+            "frechet_distance": distance, "samples": samples[keep, 0].numpy().round(3)}
+
+
+def _quantize(arm: str, model: TinyDiT, act_bits: Any, config: Config) -> torch.nn.Module:
+    robuq = {"scale": "gauss", "grid": "midrise", "rotate": True, "center": config.center}
+    if arm.startswith("robuq"):
+        return quantize_dit(model, act_bits, quantizer=robuq)
+    if arm == "hadamard_absmax_a2":
+        return hadamard_absmax_quantize_dit(model, act_bits)
+    if arm == "naive_int_a2":
+        return naive_int_quantize_dit(model, act_bits)
+    return naive_quantize_dit(model, act_bits)
+
+
+def _qat(arm: str, fp: TinyDiT, act_bits: Any, data: DigitImages, config: Config, ctx: RunContext):
+    model = _quantize(arm, copy.deepcopy(fp), act_bits, config)
+    losses = train_denoiser(model, data.x_train, data.y_train, schedule=LinearSchedule(), steps=config.qat_steps,
+                            batch_size=config.qat_batch, lr=config.qat_lr, generator=ctx.torch_generator("qat"),
+                            null_label=fp.null_class, label_dropout=config.label_dropout,
+                            teacher=fp if config.distill_weight > 0 else None, distill_weight=config.distill_weight,
+                            progress=lambda it: ctx.progress(it, desc=f"QAT {arm}", total=config.qat_steps))
+    return model, losses
+
+
+def _ampn(a4_model: torch.nn.Module, data: DigitImages, config: Config, ctx: RunContext):
+    """Sensitivity of the trained RobuQ-A4 model on training images, then the exact DP allocation."""
+    g = ctx.torch_generator("calib")
+    schedule = LinearSchedule()
+    calib = []
+    for _ in range(config.calib_batches):
+        idx = torch.randint(0, len(data.x_train), (config.calib_batch,), generator=g)
+        t = torch.randint(0, schedule.steps, (config.calib_batch,), generator=g)
+        x_t = add_noise(schedule, data.x_train[idx], torch.randn(data.x_train[idx].shape, generator=g), t)
+        calib.append((x_t, t, data.y_train[idx]))
+    sens = layer_sensitivity(a4_model, calib, config.ampn_bits)
+    weights = None
+    if config.ampn_weighting == "macs":
+        macs = layer_macs(a4_model, lambda: a4_model(*calib[0]))
+        weights = [macs[n] for n in sens.names]
+    return sens, allocate_bits(sens, config.ampn_bits, config.ampn_avg_bits, weights=weights)
+
+
+def run(config: Config, ctx: RunContext) -> Outcome:
+    split_seed = ctx.seed_for("split") % (2 ** 31)
+    data = load_digit_images(config.test_fraction, seed=split_seed)
+    ctx.stage("digits classifier")
+    scorer = DigitScorer.fit(data, seed=ctx.seed_for("classifier") % (2 ** 31))
+    fp, fp_info = _fp_model(config, data, ctx, split_seed)
+    sample_labels = torch.arange(10).repeat_interleave(config.samples // 10)
+    ctx.stage("kurtosis of the FP model's activations")
+    kurt = _kurtosis(fp, data, config)
+
+    results: dict[str, dict[str, Any]] = {}
+    losses: dict[str, list[float]] = {}
+    timings: dict[str, float] = {}
+    models: dict[str, torch.nn.Module] = {}
+    plan = [("robuq_a4", 4), ("naive_a4", 4), ("robuq_a2", 2), ("naive_a2", 2)]
+    if config.controls:
+        plan += [("hadamard_absmax_a2", 2), ("naive_int_a2", 2)]
+    for arm, bits in plan:
+        start = time.perf_counter()
+        models[arm], losses[arm] = _qat(arm, fp, bits, data, config, ctx)
+        timings[arm] = time.perf_counter() - start
+        ctx.stage(f"evaluating {arm}")
+        results[arm] = _evaluate(models[arm], data, scorer, config, ctx, sample_labels)
+    ctx.stage("AMPN: sensitivity and allocation")
+    sens, alloc = _ampn(models["robuq_a4"], data, config, ctx)
+    start = time.perf_counter()
+    models["robuq_ampn_a2"], losses["robuq_ampn_a2"] = _qat("robuq_ampn_a2", fp, alloc.as_dict(), data, config, ctx)
+    timings["robuq_ampn_a2"] = time.perf_counter() - start
+    results["robuq_ampn_a2"] = _evaluate(models["robuq_ampn_a2"], data, scorer, config, ctx, sample_labels)
+    results["fp"] = _evaluate(fp, data, scorer, config, ctx, sample_labels)
+    ctx.provenance["seconds"] = {"fp_training (when built)": round(float(fp_info["seconds"]), 1),
+                                 **{f"qat_{a}": round(v, 1) for a, v in timings.items()}}
+    return _outcome(config, results, losses, kurt, sens, alloc, scorer)
+
+
+def _outcome(config, results, losses, kurt, sens, alloc, scorer) -> Outcome:
+    arms = [a for a in ARMS if a in results] + ["fp"]
+    bits = {"robuq_ampn_a2": alloc.average_bits, "fp": 32.0}
+    metrics: dict[str, dict[str, float]] = {}
+    for arm in arms:
+        r = results[arm]
+        metrics[arm] = {"eps_mse": r["eps_mse"], "class_accuracy": r["class_accuracy"],
+                        "frechet_distance": r["frechet_distance"],
+                        "act_bits": bits.get(arm, 4.0 if arm.endswith("a4") else 2.0)}
+        if arm in losses:
+            metrics[arm]["qat_final_loss"] = float(np.mean(losses[arm][-max(1, len(losses[arm]) // 10):]))
+    metrics["fp"]["kurtosis_before_h"] = float(np.nanmean(kurt["before"]))
+    metrics["fp"]["kurtosis_after_h"] = float(np.nanmean(kurt["after"]))
+    metrics["real_data"] = {"class_accuracy": scorer.accuracy}
+
+    eps = {a: metrics[a]["eps_mse"] for a in arms}
+    acc = {a: metrics[a]["class_accuracy"] for a in arms}
+    quantized = [eps[a] for a in arms if a != "fp"]
+    checks = [
+        CHECKS["robuq_a2_eps_ratio"].measure(ratio(eps["robuq_a2"], eps["naive_a2"]),
+                                             note=f"{eps['robuq_a2']:.4f} vs {eps['naive_a2']:.4f}"),
+        CHECKS["robuq_a2_accuracy_gain"].measure(gain_points(acc["robuq_a2"], acc["naive_a2"]),
+                                                 note=f"{acc['robuq_a2']:.3f} vs {acc['naive_a2']:.3f}; FP "
+                                                      f"{acc['fp']:.3f}, real digits {scorer.accuracy:.3f}"),
+        CHECKS["ampn_vs_uniform"].measure(ratio(eps["robuq_ampn_a2"], eps["robuq_a2"]),
+                                          note=f"{eps['robuq_ampn_a2']:.4f} vs {eps['robuq_a2']:.4f}; "
+                                               f"average {alloc.average_bits:.2f} bits"),
+        CHECKS["fp_best"].measure(fp_best_ratio(eps["fp"], quantized),
+                                  note=f"FP {eps['fp']:.4f}, best quantized {min(quantized):.4f}"),
+        CHECKS["robuq_a4_vs_naive"].measure(ratio(eps["robuq_a4"], eps["naive_a4"]),
+                                            note=f"{eps['robuq_a4']:.4f} vs {eps['naive_a4']:.4f}"),
+    ]
+    curves: dict[str, Any] = {
+        "eps_by_t": {"x": results["fp"]["timesteps"], "series": {a: results[a]["by_t"] for a in arms},
+                     "xlabel": "timestep t", "ylabel": "held-out ε-MSE", "title": "ε-MSE by timestep", "logy": True},
+        "qat_loss": {"x": list(range(0, config.qat_steps, 10)),
+                     "series": {a: losses[a][::10] for a in losses}, "xlabel": "QAT step",
+                     "ylabel": "training ε loss", "title": "QAT loss", "logy": True},
+        "kurtosis": {"x": list(range(len(kurt["names"]))), "series": {"before H": kurt["before"],
+                     "after D·H": kurt["after"]}, "xlabel": "layer", "ylabel": "mean excess kurtosis",
+                     "title": "per-token excess kurtosis of Linear inputs (FP model)", "labels": kurt["names"]},
+        "ampn": {"x": list(range(len(alloc.names))), "series": {"bits": list(alloc.bits)},
+                 "xlabel": "layer", "ylabel": "activation bits", "title": "AMPN allocation",
+                 "labels": list(alloc.names), "sensitivity": sens.delta.tolist(), "bit_options": list(sens.bit_options)},
+        "samples": {"x": list(range(20 * 64)), "series": {a: results[a]["samples"].ravel().tolist() for a in arms},
+                    "shape": [20, 8, 8], "xlabel": "pixel", "ylabel": "value",
+                    "title": "two DDIM samples per class, flattened"},
+    }
+    notes = [f"AMPN allocation (average {alloc.average_bits:.2f} bits): "
+             + ", ".join(f"{n.replace('blocks.', 'b')}={b}" for n, b in alloc.as_dict().items())]
+    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
