@@ -201,6 +201,7 @@ for _spec in (
             "fusion of the two streams, lowers object hallucination (CHAIR) below vanilla, VCD and "
             "SID greedy decoding without losing recall or POPE F1."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="ou_steady",
