@@ -243,11 +243,13 @@ for _spec in (
         area="vlm",
         extras=("lm",),
         claim=(
-            "At equal visual-token budget, allocating resolution by graph-modulated energy keeps more "
-            "critical observations and answers more multi-hop digit queries than uniform, recency and "
-            "priority-only allocation, and graph-guided credit assignment (GGPO) learns a two-hop "
-            "search task in fewer iterations and with fewer redundant searches than GRPO."
+            "At 40 % of the full visual-token budget, allocating resolution by graph-modulated energy answers "
+            "multi-hop digit questions over a memory graph at least 10 points more often than uniform and 3 more "
+            "than priority-only allocation (all policies equal at 100 %), and graph-guided credit assignment "
+            "(GGPO) reaches 80 % success on a two-hop search task in at most 0.75x GRPO's iterations with at most "
+            "0.7x its redundant searches."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="asym_perturb",
