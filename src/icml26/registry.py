@@ -307,6 +307,7 @@ for _spec in (
             "attribute the instruction asks for, far better than the SFT model's last-token embedding "
             "and better than contrastive-only training."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="subspace_path",

@@ -1,0 +1,527 @@
+"""InstEmb: an LM turned into an instruction-following encoder with look-ahead tokens.
+
+Gao et al., "Instruction-Following Embeddings through Glimpses of the Future", ICML 2026
+(earlier version: OpenReview SeqQdBV6YP). No code is public; every default below that the
+paper does not give is ours and marked so.
+
+:class:`InstEmbModel` wraps a Hugging Face model and runs three passes per training batch:
+
+1. the **student** (trainable) on ``[instruction + input] <eos> [LA_1 … LA_K]``: the ``LA_k``
+   are K learnable look-ahead vectors, fed through ``inputs_embeds`` right after each row's
+   ``<eos>`` (padding, attention mask and positions handled per row);
+2. the **teacher**, a frozen copy of the initial model (self-distillation), on
+   ``[instruction + input] <eos> [gold output]``;
+3. the **answer encoder** (the student itself) on ``[output] <eos>``.
+
+Loss (:meth:`InstEmbModel.loss`): ``L = L_con + λ · L_dist`` with
+
+* ``L_con``: :func:`~icml26.papers.instemb.losses.info_nce` on the student's ``h_eos`` with
+  in-batch negatives, averaged over the positive views (a dropout pass of the student, the
+  teacher's ``h_eos``, the answer embedding);
+* ``L_dist``: :func:`~icml26.papers.instemb.losses.distill_loss` between the student's
+  look-ahead states and the teacher's states over the gold output.
+
+Inference (:meth:`InstEmbModel.encode`) is one forward pass with K extra positions; the
+embedding is DAAP (:func:`~icml26.papers.instemb.pooling.daap_pool`) of ``h_eos`` and the
+look-ahead states.
+
+Two backbones, one class:
+
+* a **decoder** (any ``*ForCausalLM``: the tiny Llama, SmolLM2, Qwen2 …): ``<eos>`` is the
+  tokenizer's ``eos_token`` appended to the prompt; look-ahead tokens cannot change ``h_eos``
+  (causal attention; tested);
+* an **encoder** (a bidirectional ``BertModel`` such as all-MiniLM-L6-v2, or the shared
+  :class:`~icml26.common.encoder.MiniLMEncoder`): the anchor is the ``[SEP]`` closing the
+  prompt, the look-ahead tokens follow it, the teacher reads ``[CLS] prompt [SEP] output
+  [SEP]``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import logging
+import math
+from typing import Any, Sequence
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from icml26.papers.instemb.data import Example
+from icml26.papers.instemb.losses import distill_loss, info_nce
+from icml26.papers.instemb.pooling import daap_pool
+
+__all__ = ["InstEmbLoss", "InstEmbModel", "InstEmbOutput", "InstEmbSettings", "POOLINGS", "VIEWS"]
+
+log = logging.getLogger(__name__)
+
+#: Pooling modes of :meth:`InstEmbModel.encode`.
+POOLINGS = ("daap", "eos", "lookahead", "mean")
+#: Positive views of the contrastive loss.
+VIEWS = ("dropout", "teacher", "answer")
+
+
+@dataclasses.dataclass(frozen=True)
+class InstEmbSettings:
+    """Loss and pooling settings of an :class:`InstEmbModel` (defaults: issue #23 / brief §1, ours)."""
+
+    tau: float = 0.05
+    """InfoNCE temperature τ (not published; ours)."""
+    distill_weight: float = 1.0
+    """λ of ``L = L_con + λ L_dist`` (not published; ours)."""
+    distill: str = "mse"
+    """``"mse"`` (InstEmb-MSE) or ``"kl"`` (InstEmb-KL, decoders only: it needs the LM head)."""
+    positionwise: float = 0.0
+    """MSE only: weight of the position-wise look-ahead-k / output-token-k term (ours: off)."""
+    kl_temperature: float = 1.0
+    """KL only: softmax temperature."""
+    views: tuple[str, ...] = VIEWS
+    """Positive views of the contrastive loss, a subset of :data:`VIEWS`."""
+    embedding_dropout: float = 0.1
+    """Dropout on the input embeddings of the ``"dropout"`` view (SimCSE-style; ours, because a
+    Llama has no dropout of its own); the model's own dropout also acts in training mode."""
+    daap_weight: float = 1.0
+    """``w`` of DAAP: ``e = n(n(h_eos) + w n(mean_k h_LA))``."""
+    daap_mode: str = "sum"
+    """``"sum"`` or ``"concat"`` (see :func:`~icml26.papers.instemb.pooling.daap_pool`)."""
+    pooling: str = "daap"
+    """Default pooling of :meth:`InstEmbModel.encode`, one of :data:`POOLINGS`."""
+    prompt_template: str = "{instruction} {text}"
+    """How instruction and input are joined (``{text}`` alone when the instruction is ``None``)."""
+
+    def __post_init__(self) -> None:
+        for name in ("tau", "distill_weight", "positionwise", "kl_temperature", "embedding_dropout", "daap_weight"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+                raise ValueError(f"{name}={v!r} must be a finite non-negative number")
+        if self.tau <= 0 or self.kl_temperature <= 0:
+            raise ValueError(f"tau={self.tau} and kl_temperature={self.kl_temperature} must be positive")
+        if self.embedding_dropout >= 1:
+            raise ValueError(f"embedding_dropout={self.embedding_dropout} must be below 1")
+        if self.distill not in ("mse", "kl"):
+            raise ValueError(f"distill={self.distill!r} must be 'mse' or 'kl'")
+        if self.daap_mode not in ("sum", "concat"):
+            raise ValueError(f"daap_mode={self.daap_mode!r} must be 'sum' or 'concat'")
+        if self.pooling not in POOLINGS:
+            raise ValueError(f"pooling={self.pooling!r} must be one of {', '.join(POOLINGS)}")
+        views = tuple(self.views)
+        if not views or any(v not in VIEWS for v in views) or len(set(views)) != len(views):
+            raise ValueError(f"views={self.views!r} must be distinct names from {', '.join(VIEWS)} (at least one)")
+        object.__setattr__(self, "views", views)
+        if "{text}" not in self.prompt_template or "{instruction}" not in self.prompt_template:
+            raise ValueError(f"prompt_template={self.prompt_template!r} must contain {{instruction}} and {{text}}")
+
+
+@dataclasses.dataclass
+class InstEmbOutput:
+    """The anchors of a batch and its embedding.
+
+    Attributes:
+        h_eos: ``(B, d)`` final-layer state at the end-of-input token.
+        h_la: ``(B, K, d)`` final-layer states at the look-ahead positions.
+        embedding: ``(B, d)`` (``(B, 2d)`` for DAAP concat) unit-norm embedding of the pooling asked for.
+    """
+
+    h_eos: Tensor
+    h_la: Tensor
+    embedding: Tensor
+
+
+@dataclasses.dataclass
+class InstEmbLoss:
+    """The parts of :meth:`InstEmbModel.loss` (``total = contrastive + λ distill``)."""
+
+    total: Tensor
+    contrastive: Tensor
+    distill: Tensor
+    per_view: dict[str, Tensor]
+
+
+@dataclasses.dataclass
+class _Pass:
+    hidden: Tensor  # (B, W, d) final-layer states
+    offsets: Tensor  # (B,) column of each row's first token
+    lengths: list[int]  # real tokens per row (look-ahead excluded)
+
+
+def _positions_limit(config: Any) -> int | None:
+    for name in ("max_position_embeddings", "n_positions"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+class InstEmbModel(nn.Module):
+    """A Hugging Face model with K learnable look-ahead vectors, a frozen teacher and InstEmb's losses.
+
+    Build it with :meth:`wrap`. The backbone is trained in place (pass a copy to keep the
+    original); the teacher is a frozen deep copy made at wrap time (``.teacher()``).
+    """
+
+    def __init__(self, backbone: nn.Module, num_lookahead: int, *, tokenizer: Any = None,
+                 settings: InstEmbSettings | None = None, with_teacher: bool = True,
+                 kind: str = "auto", seed: int = 0) -> None:
+        super().__init__()
+        if isinstance(num_lookahead, bool) or not isinstance(num_lookahead, int) or num_lookahead < 0:
+            raise ValueError(f"num_lookahead={num_lookahead!r} must be a non-negative integer (K >= 0)")
+        if not isinstance(backbone, nn.Module) or not hasattr(backbone, "get_input_embeddings"):
+            raise TypeError(f"backbone must be a Hugging Face PreTrainedModel, got {type(backbone).__name__}")
+        settings = settings or InstEmbSettings()
+        if not isinstance(settings, InstEmbSettings):
+            raise TypeError("settings must be an InstEmbSettings")
+        if kind == "auto":
+            kind = "decoder" if getattr(backbone, "can_generate", lambda: False)() else "encoder"
+        if kind not in ("decoder", "encoder"):
+            raise ValueError(f"kind={kind!r} must be 'auto', 'decoder' or 'encoder'")
+        if num_lookahead == 0 and settings.distill_weight > 0:
+            raise ValueError("num_lookahead=0 leaves no look-ahead state to distill; set distill_weight=0 "
+                             "(contrastive last-token training) or num_lookahead >= 1")
+        if settings.distill == "kl" and backbone.get_output_embeddings() is None:
+            raise ValueError(f"distill='kl' needs an LM head; {type(backbone).__name__} has none (use 'mse')")
+        if num_lookahead == 0 and settings.pooling in ("daap", "lookahead"):
+            settings = dataclasses.replace(settings, pooling="eos")
+        self.backbone = backbone
+        self.kind = kind
+        self.tokenizer = tokenizer
+        self.settings = settings
+        self.num_lookahead = num_lookahead
+        self.max_positions = _positions_limit(backbone.config)
+        embed = backbone.get_input_embeddings().weight.detach()
+        # Look-ahead vectors (ours): the mean input embedding plus noise at the embeddings'
+        # per-coordinate spread, so each starts as a "typical" token.
+        g = torch.Generator().manual_seed(seed)
+        noise = torch.randn(num_lookahead, embed.shape[1], generator=g).to(embed)
+        self.lookahead = nn.Parameter(embed.mean(0) + noise * embed.std(0))
+        self.teacher_model: nn.Module | None = None
+        if with_teacher:
+            teacher = copy.deepcopy(backbone)
+            teacher.requires_grad_(False)
+            self.teacher_model = teacher.eval()
+
+    # ------------------------------------------------------------------ construction
+    @classmethod
+    def wrap(cls, causal_lm: Any, num_lookahead: int = 4, *, tokenizer: Any = None, with_teacher: bool = True,
+             train_last_blocks: int | None = None, kind: str = "auto", seed: int = 0,
+             **settings: Any) -> "InstEmbModel":
+        """Wrap a Hugging Face model (or the shared :class:`~icml26.common.encoder.MiniLMEncoder`).
+
+        Args:
+            causal_lm: a ``*ForCausalLM`` (decoder path) or a bidirectional ``BertModel`` / a
+                ``MiniLMEncoder`` (encoder path; a ``MiniLMEncoder``'s model is copied, because
+                it is shared process-wide).
+            num_lookahead: K >= 0 look-ahead tokens (K = 0 with ``distill_weight=0``:
+                contrastive last-token training).
+            tokenizer: the backbone's tokenizer (needed by :meth:`encode` and :meth:`loss`).
+            with_teacher: keep a frozen copy of the initial model as the teacher (needed by the
+                ``"teacher"`` view and by distillation; ``False`` for an encode-only wrapper).
+            train_last_blocks: ``None`` trains the whole backbone; ``n`` freezes all of it but
+                its last ``n`` blocks and final norm (the look-ahead vectors always train).
+            kind: ``"auto"`` (a model that can generate is a decoder), ``"decoder"``, ``"encoder"``.
+            seed: seeds the look-ahead vectors' initialisation.
+            **settings: fields of :class:`InstEmbSettings` (``tau``, ``distill_weight``, ``distill``,
+                ``views``, ``daap_weight``, ``pooling`` …).
+        """
+        from icml26.common.encoder import MiniLMEncoder
+
+        if isinstance(causal_lm, MiniLMEncoder):
+            tokenizer = tokenizer if tokenizer is not None else causal_lm.tokenizer
+            causal_lm = copy.deepcopy(causal_lm.model)
+            kind = "encoder" if kind == "auto" else kind
+        model = cls(causal_lm, num_lookahead, tokenizer=tokenizer, settings=InstEmbSettings(**settings),
+                    with_teacher=with_teacher, kind=kind, seed=seed)
+        if train_last_blocks is not None:
+            model.freeze_backbone(train_last_blocks)
+        return model
+
+    def freeze_backbone(self, train_last_blocks: int) -> None:
+        """Freeze the backbone except its last ``train_last_blocks`` blocks and final norm."""
+        from icml26.common.hf import decoder_blocks
+
+        blocks = decoder_blocks(self.backbone)
+        if isinstance(train_last_blocks, bool) or not isinstance(train_last_blocks, int) \
+                or not 0 <= train_last_blocks <= len(blocks):
+            raise ValueError(f"train_last_blocks={train_last_blocks!r} must be an integer in 0..{len(blocks)}")
+        self.backbone.requires_grad_(False)
+        for block in list(blocks)[len(blocks) - train_last_blocks:]:
+            block.requires_grad_(True)
+        if train_last_blocks > 0:
+            for name, module in self.backbone.base_model.named_children():
+                if "norm" in name or name == "ln_f":
+                    module.requires_grad_(True)
+
+    def teacher(self) -> nn.Module:
+        """The frozen teacher (a copy of the backbone at wrap time)."""
+        if self.teacher_model is None:
+            raise ValueError("this InstEmbModel was wrapped with with_teacher=False; it has no teacher")
+        return self.teacher_model
+
+    def trainable_parameters(self) -> list[nn.Parameter]:
+        """The parameters training updates: the student's unfrozen ones and the look-ahead vectors."""
+        return [p for n, p in self.named_parameters() if p.requires_grad and not n.startswith("teacher_model.")]
+
+    def train(self, mode: bool = True) -> "InstEmbModel":
+        super().train(mode)
+        if self.teacher_model is not None:
+            self.teacher_model.eval()  # the teacher never runs dropout
+        return self
+
+    # ------------------------------------------------------------------ tokenisation
+    def _require_tokenizer(self) -> Any:
+        if self.tokenizer is None:
+            raise ValueError("this InstEmbModel has no tokenizer; pass tokenizer= to InstEmbModel.wrap")
+        return self.tokenizer
+
+    def _anchor_id(self) -> int:
+        tok = self._require_tokenizer()
+        anchor = tok.eos_token_id if self.kind == "decoder" else tok.sep_token_id
+        if anchor is None:
+            raise ValueError(f"the tokenizer has no {'eos' if self.kind == 'decoder' else 'sep'} token")
+        return int(anchor)
+
+    def prompt(self, text: str, instruction: str | None) -> str:
+        """The prompt string of ``text`` under ``instruction`` (``None``: the text alone)."""
+        if instruction is None:
+            return text
+        return self.settings.prompt_template.format(instruction=instruction, text=text)
+
+    def _prompt_ids(self, prompt: str) -> list[int]:
+        """Token ids of a prompt, ending with the anchor (``<eos>`` appended / the closing ``[SEP]``)."""
+        tok = self._require_tokenizer()
+        if self.kind == "decoder":
+            return list(tok(prompt, add_special_tokens=False)["input_ids"]) + [self._anchor_id()]
+        ids = list(tok(prompt)["input_ids"])
+        if not ids or ids[-1] != self._anchor_id():
+            raise ValueError("the encoder's tokenizer does not close a prompt with [SEP]")
+        return ids
+
+    def _output_ids(self, output: str) -> list[int]:
+        ids = list(self._require_tokenizer()(output, add_special_tokens=False)["input_ids"])
+        if not ids:
+            raise ValueError(f"the output {output!r} has no token")
+        return ids
+
+    # ------------------------------------------------------------------ passes
+    def _device(self) -> torch.device:
+        return self.lookahead.device
+
+    def _run(self, model: nn.Module, rows: Sequence[Sequence[int]], *, lookahead: bool,
+             padding_side: str = "right", dropout: float = 0.0) -> _Pass:
+        """Run ``model`` on token rows, look-ahead vectors appended after each row when asked."""
+        if padding_side not in ("left", "right"):
+            raise ValueError(f"padding_side={padding_side!r} must be 'left' or 'right'")
+        K = self.num_lookahead if lookahead else 0
+        lengths = [len(r) for r in rows]
+        if min(lengths) < 1:
+            raise ValueError("a row has no token")
+        if self.max_positions is not None and max(lengths) + K > self.max_positions:
+            raise ValueError(f"an input of {max(lengths)} tokens plus {K} look-ahead tokens exceeds the model's "
+                             f"{self.max_positions} positions (max_position_embeddings); shorten the texts")
+        device = self._device()
+        B, W = len(rows), max(lengths) + K
+        ids = torch.zeros(B, W, dtype=torch.long)
+        la_slot = torch.full((B, W), -1, dtype=torch.long)
+        mask = torch.zeros(B, W, dtype=torch.long)
+        offsets = torch.tensor([W - n - K if padding_side == "left" else 0 for n in lengths])
+        for i, row in enumerate(rows):
+            o, n = int(offsets[i]), lengths[i]
+            ids[i, o:o + n] = torch.as_tensor(list(row), dtype=torch.long)
+            la_slot[i, o + n:o + n + K] = torch.arange(K)
+            mask[i, o:o + n + K] = 1
+        ids, la_slot, mask = ids.to(device), la_slot.to(device), mask.to(device)
+        embeds = model.get_input_embeddings()(ids)
+        if K > 0:
+            la = self.lookahead.to(embeds.dtype)[la_slot.clamp_min(0)]
+            embeds = torch.where((la_slot >= 0).unsqueeze(-1), la, embeds)
+        if dropout > 0:
+            embeds = F.dropout(embeds, p=dropout, training=True)
+        # positions count from each row's first real token, so padding side does not matter
+        positions = (mask.cumsum(-1) - 1).clamp_min(0)
+        kwargs: dict[str, Any] = {"use_cache": False} if self.kind == "decoder" else {}
+        out = model.base_model(inputs_embeds=embeds, attention_mask=mask, position_ids=positions, **kwargs)
+        return _Pass(hidden=out.last_hidden_state, offsets=offsets.to(device), lengths=lengths)
+
+    @staticmethod
+    def _take(p: _Pass, index: Tensor) -> Tensor:
+        """``p.hidden[b, offsets[b] + index[b, j]]``: ``index`` (B, J) → (B, J, d)."""
+        cols = (p.offsets.unsqueeze(1) + index).clamp(0, p.hidden.shape[1] - 1)
+        return p.hidden.gather(1, cols.unsqueeze(-1).expand(-1, -1, p.hidden.shape[-1]))
+
+    def _anchors(self, p: _Pass, anchor_at: Sequence[int], K: int) -> tuple[Tensor, Tensor]:
+        device = p.hidden.device
+        at = torch.as_tensor(list(anchor_at), device=device).unsqueeze(1)
+        h_eos = self._take(p, at)[:, 0]
+        h_la = self._take(p, at + 1 + torch.arange(K, device=device).unsqueeze(0)) if K else \
+            p.hidden.new_zeros(p.hidden.shape[0], 0, p.hidden.shape[-1])
+        return h_eos, h_la
+
+    def pool(self, h_eos: Tensor, h_la: Tensor, pooling: str, *, mean: Tensor | None = None) -> Tensor:
+        """Unit-norm embedding from the anchors: ``daap``, ``eos``, ``lookahead`` or ``mean``."""
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling={pooling!r} must be one of {', '.join(POOLINGS)}")
+        if pooling in ("daap", "lookahead") and h_la.shape[1] == 0:
+            raise ValueError(f"pooling={pooling!r} needs look-ahead tokens; this model has num_lookahead=0 "
+                             "(use pooling='eos')")
+        if pooling == "daap":
+            return daap_pool(h_eos, h_la, self.settings.daap_weight, self.settings.daap_mode)
+        if pooling == "lookahead":
+            return F.normalize(h_la.mean(1), dim=-1)
+        if pooling == "mean":
+            if mean is None:
+                raise ValueError("pooling='mean' needs the prompt tokens' mean")
+            return F.normalize(mean, dim=-1)
+        return F.normalize(h_eos, dim=-1)
+
+    def _check_pooling(self, pooling: str | None) -> str:
+        pooling = self.settings.pooling if pooling is None else pooling
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling={pooling!r} must be one of {', '.join(POOLINGS)}")
+        if pooling in ("daap", "lookahead") and self.num_lookahead == 0:
+            raise ValueError(f"pooling={pooling!r} needs look-ahead tokens; this model has num_lookahead=0 "
+                             "(use pooling='eos')")
+        return pooling
+
+    def embed_rows(self, rows: Sequence[Sequence[int]], pooling: str | None = None, *,
+                   padding_side: str = "right") -> InstEmbOutput:
+        """Anchors and embedding of token rows, each ending with its anchor token (differentiable)."""
+        pooling = self._check_pooling(pooling)
+        p = self._run(self.backbone, rows, lookahead=True, padding_side=padding_side)
+        h_eos, h_la = self._anchors(p, [n - 1 for n in p.lengths], self.num_lookahead)
+        mean = None
+        if pooling == "mean":
+            real = torch.zeros(p.hidden.shape[:2], device=p.hidden.device)
+            for i, n in enumerate(p.lengths):
+                real[i, int(p.offsets[i]):int(p.offsets[i]) + n] = 1
+            mean = (p.hidden * real.unsqueeze(-1).to(p.hidden.dtype)).sum(1) / real.sum(1, keepdim=True).to(p.hidden.dtype)
+        return InstEmbOutput(h_eos=h_eos, h_la=h_la, embedding=self.pool(h_eos, h_la, pooling, mean=mean))
+
+    def forward(self, input_ids: Tensor, attention_mask: Tensor | None = None) -> InstEmbOutput:
+        """Anchors and default-pooling embedding of tokenised prompts.
+
+        Args:
+            input_ids: ``(B, T)`` ids, each row's real tokens ending with its anchor
+                (``<eos>`` / ``[SEP]``).
+            attention_mask: ``(B, T)``, 1 on real tokens (left or right padding); default all ones.
+        """
+        if input_ids.ndim != 2:
+            raise ValueError(f"input_ids must be (B, T), got shape {tuple(input_ids.shape)}")
+        if attention_mask is None:
+            attention_mask = torch.ones_like(input_ids)
+        if attention_mask.shape != input_ids.shape:
+            raise ValueError("attention_mask must have the shape of input_ids")
+        rows = [ids[m.bool()].tolist() for ids, m in zip(input_ids.cpu(), attention_mask.cpu())]
+        return self.embed_rows(rows)
+
+    @torch.no_grad()
+    def encode(self, texts: Sequence[str] | str, instruction: str | Sequence[str] | None, pooling: str | None = None,
+               *, batch_size: int = 64, padding_side: str = "right") -> Tensor:
+        """Unit-norm embeddings of ``texts`` under ``instruction``, one forward pass each, no decoding.
+
+        Args:
+            texts: the inputs (one string or a sequence).
+            instruction: one instruction for all texts, one per text, or ``None`` (the text alone).
+            pooling: ``"daap"`` (DAAP of ``h_eos`` and the look-ahead states), ``"eos"`` (last
+                token), ``"lookahead"`` (mean look-ahead state), ``"mean"`` (mean over the prompt's
+                tokens); default: the model's ``settings.pooling``.
+            batch_size: texts per forward pass (the result does not depend on it).
+            padding_side: ``"right"`` or ``"left"`` (the result does not depend on it).
+
+        Returns:
+            ``(n, d)`` float32 on CPU (``(n, 2d)`` for DAAP ``concat``), unit L2 norm.
+        """
+        if isinstance(texts, str):
+            texts = [texts]
+        texts = list(texts)
+        if not all(isinstance(t, str) for t in texts):
+            raise TypeError("texts must be strings")
+        if isinstance(instruction, str) or instruction is None:
+            instructions = [instruction] * len(texts)
+        else:
+            instructions = list(instruction)
+            if len(instructions) != len(texts):
+                raise ValueError(f"{len(instructions)} instructions for {len(texts)} texts; give one or one per text")
+        for ins in instructions:
+            if ins is not None and (not isinstance(ins, str) or not ins.strip()):
+                raise ValueError("instruction is empty; give a non-empty instruction (or None for the text alone)")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ValueError(f"batch_size={batch_size!r} must be a positive integer")
+        pooling = self._check_pooling(pooling)
+        if not texts:
+            return torch.zeros(0, self.lookahead.shape[-1])
+        was_training = self.training
+        self.eval()
+        try:
+            out = []
+            for i in range(0, len(texts), batch_size):
+                rows = [self._prompt_ids(self.prompt(t, ins))
+                        for t, ins in zip(texts[i:i + batch_size], instructions[i:i + batch_size])]
+                out.append(self.embed_rows(rows, pooling, padding_side=padding_side).embedding.float().cpu())
+        finally:
+            self.train(was_training)
+        return torch.cat(out)
+
+    # ------------------------------------------------------------------ training objective
+    def loss(self, batch: Sequence[Example], return_parts: bool = False) -> Tensor | InstEmbLoss:
+        """InstEmb's training loss on a batch of :class:`Example` (instruction, input, gold output).
+
+        ``L = mean_v InfoNCE(h_eos, view_v) + λ · L_dist(h_LA, teacher output states)``.
+        Returns the scalar ``L`` (``return_parts=True``: an :class:`InstEmbLoss`).
+        """
+        batch = list(batch)
+        if len(batch) < 2:
+            raise ValueError(f"batch has {len(batch)} example(s); in-batch negatives need at least 2")
+        if not all(isinstance(e, Example) for e in batch):
+            raise TypeError("batch must hold icml26.papers.instemb.Example objects")
+        s = self.settings
+        needs_teacher = "teacher" in s.views or s.distill_weight > 0
+        if needs_teacher and self.teacher_model is None:
+            raise ValueError("the teacher view and distillation need a teacher; wrap with with_teacher=True")
+        K = self.num_lookahead
+        prompts = [self._prompt_ids(self.prompt(e.text, e.instruction)) for e in batch]
+        outputs = [self._output_ids(e.output) for e in batch]
+        eos_at = [len(r) - 1 for r in prompts]
+
+        # 1. student: [instruction + input] <eos> [LA_1..LA_K]
+        student = self._run(self.backbone, prompts, lookahead=True)
+        h_eos, h_la = self._anchors(student, eos_at, K)
+        per_view: dict[str, Tensor] = {}
+        teacher_pass = None
+        if needs_teacher:
+            # 2. teacher: [instruction + input] <eos> [gold output] (frozen)
+            closing = [self._anchor_id()] if self.kind == "encoder" else []
+            with torch.no_grad():
+                teacher_pass = self._run(self.teacher_model, [p + o + closing for p, o in zip(prompts, outputs)],
+                                         lookahead=False)
+        for view in s.views:
+            if view == "dropout":
+                # a second, dropout-perturbed pass of the student (SimCSE)
+                drop = self._run(self.backbone, prompts, lookahead=True, dropout=s.embedding_dropout)
+                key = self._anchors(drop, eos_at, 0)[0]
+            elif view == "teacher":
+                key = self._anchors(teacher_pass, eos_at, 0)[0]
+            else:
+                # 3. answer encoder: [output] <eos>, the student itself
+                answers = [self._prompt_ids(e.output) for e in batch]
+                key = self._anchors(self._run(self.backbone, answers, lookahead=False),
+                                    [len(a) - 1 for a in answers], 0)[0]
+            per_view[view] = info_nce(h_eos, key, s.tau)
+        contrastive = torch.stack(list(per_view.values())).mean()
+        distill = h_eos.new_zeros(())
+        if s.distill_weight > 0:
+            L = max(len(o) for o in outputs)
+            out_idx = torch.tensor([[e + 1 + j for j in range(L)] for e in eos_at], device=h_eos.device)
+            out_mask = torch.tensor([[j < len(o) for j in range(L)] for o in outputs], device=h_eos.device)
+            t_out = self._take(teacher_pass, out_idx)
+            if s.distill == "kl":
+                head_s = self.backbone.get_output_embeddings()
+                head_t = self.teacher_model.get_output_embeddings()
+                distill = distill_loss(head_s(h_la), head_t(t_out), "kl", teacher_mask=out_mask,
+                                       temperature=s.kl_temperature)
+            else:
+                distill = distill_loss(h_la, t_out, "mse", teacher_mask=out_mask, positionwise=s.positionwise)
+        # L = L_con + λ L_dist
+        total = contrastive + s.distill_weight * distill
+        if return_parts:
+            return InstEmbLoss(total=total, contrastive=contrastive, distill=distill, per_view=per_view)
+        return total
