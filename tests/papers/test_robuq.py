@@ -618,3 +618,40 @@ def test_bad_input_raises_value_error():
         quantize_dit(TinyDiT(), 2, skip=["blocks.9.nothing"])
     with pytest.raises(ValueError, match="already quantized"):
         quantize_dit(quantize_dit(TinyDiT(), 2), 2)
+
+
+# ---------------------------------------------------------------------------
+# The digits setting
+# ---------------------------------------------------------------------------
+def test_digit_images_and_scorer():
+    from icml26.papers.robuq.digits import DigitScorer, load_digit_images
+
+    data = load_digit_images(0.25, seed=0)
+    assert data.x_train.shape == (1347, 1, 8, 8) and data.x_test.shape == (450, 1, 8, 8)
+    assert data.x_train.min() == -1.0 and data.x_train.max() == 1.0  # pixel values 0..16 -> x/8 - 1
+    scorer = DigitScorer.fit(data, seed=0)
+    assert scorer.accuracy > 0.95
+    # the held-out digits scored against themselves: the scorer's accuracy and a zero distance
+    accuracy, distance = scorer.score(data.x_test, data.y_test)
+    assert accuracy == scorer.accuracy and abs(distance) < 1e-5  # eigen-square-roots of rank-deficient covariances
+    noise = torch.rand(450, 1, 8, 8, generator=_gen()) * 2 - 1
+    assert scorer.score(noise, data.y_test)[1] > 10 * abs(distance) + 1.0
+
+
+def test_train_denoiser_with_ema_keeps_the_average():
+    """With ema_decay=d the final weights are the running average θ̄ ← dθ̄ + (1−d)θ of the iterates."""
+    torch.manual_seed(0)
+    model = TinyDiT(TinyDiTConfig(hidden=32, depth=1, heads=2))
+    images, labels = torch.rand(16, 1, 8, 8) * 2 - 1, torch.randint(0, 10, (16,))
+    start = [p.detach().clone() for p in model.parameters()]
+    from icml26.papers.robuq import train_denoiser
+
+    losses = train_denoiser(model, images, labels, schedule=LinearSchedule(), steps=1, batch_size=4, lr=1e-2,
+                            generator=_gen(), ema_decay=0.9)
+    plain = TinyDiT(TinyDiTConfig(hidden=32, depth=1, heads=2))
+    plain.load_state_dict(dict(zip([n for n, _ in model.named_parameters()], start)), strict=False)
+    train_denoiser(plain, images, labels, schedule=LinearSchedule(), steps=1, batch_size=4, lr=1e-2, generator=_gen())
+    # one step: θ̄ = 0.9 θ_0 + 0.1 θ_1
+    for p_ema, p0, p1 in zip(model.parameters(), start, plain.parameters()):
+        torch.testing.assert_close(p_ema, 0.9 * p0 + 0.1 * p1, rtol=1e-5, atol=1e-6)
+    assert len(losses) == 1 and math.isfinite(losses[0])
