@@ -1,0 +1,93 @@
+"""Wall-clock of one attention block, forward + backward, full SDPA against HiCI, side by side.
+
+The block is the ``self_attn`` of a one-layer Llama (random weights): full causal SDPA (the
+model's own attention, ``full`` mode), HiCI with a fixed segment length (cost ``N (G + K + M)``,
+linear in N) and HiCI at a fixed ratio (S segments, cost ``N^2 / S``). For each N the arms run in
+turn, interleaved, so that machine load affects them alike.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import time
+
+import torch
+
+from icml26.common.extras import require
+from icml26.papers.hici.config import HiCIConfig
+from icml26.papers.hici.patch import patch, set_inference_mode
+
+__all__ = ["AttentionTimings", "time_attention_blocks"]
+
+
+@dataclasses.dataclass
+class AttentionTimings:
+    """Median seconds per forward+backward, ``{arm: [one per size]}``."""
+
+    sizes: list[int]
+    seconds: dict[str, list[float]]
+
+
+def _block_model(hidden: int, heads: int, seed: int):
+    transformers = require("transformers", "lm")
+    config = transformers.LlamaConfig(vocab_size=8, hidden_size=hidden, intermediate_size=2 * hidden,
+                                      num_hidden_layers=1, num_attention_heads=heads, num_key_value_heads=heads,
+                                      max_position_embeddings=1 << 15)
+    config._attn_implementation = "sdpa"
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return transformers.LlamaForCausalLM(config)
+
+
+def time_attention_blocks(sizes=(1024, 2048, 4096, 8192), *, hidden: int = 256, heads: int = 4,
+                          segment_size: int = 256, num_segments: int = 4, hici: HiCIConfig | None = None,
+                          repeats: int = 3, device="cpu", seed: int = 0, progress=None) -> AttentionTimings:
+    """Median forward+backward seconds of the attention block at each N, for three arms.
+
+    Arms: ``full`` (SDPA, causal), ``hici_fixed_g`` (``segment_size``), ``hici_ratio`` (``num_segments``).
+
+    Args:
+        sizes: sequence lengths N (each divisible by ``segment_size`` and ``num_segments``).
+        hidden, heads: d and the model's heads.
+        hici: the other HiCI sizes (default: the authors').
+        repeats: timed runs per arm and size after one warm-up (the median is kept).
+        progress: optional callable wrapping the size loop (e.g. ``ctx.progress``).
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats={repeats} must be at least 1")
+    base_cfg = hici or HiCIConfig()
+    base = _block_model(hidden, heads, seed).to(device)
+    fixed = patch(copy.deepcopy(base), dataclasses.replace(base_cfg, segment_size=segment_size), seed=seed)
+    ratio = patch(copy.deepcopy(base), dataclasses.replace(base_cfg, segment_size=None, num_segments=num_segments),
+                  seed=seed)
+    full = set_inference_mode(copy.deepcopy(fixed), "full")
+    arms = {"full": full, "hici_fixed_g": fixed, "hici_ratio": ratio}
+    seconds: dict[str, list[float]] = {name: [] for name in arms}
+    gen = torch.Generator().manual_seed(seed)
+    loop = progress(list(sizes)) if progress is not None else list(sizes)
+    for n in loop:
+        x = torch.randn(1, n, hidden, generator=gen).to(device)
+        pos = torch.arange(n, device=device)[None]
+        samples: dict[str, list[float]] = {name: [] for name in arms}
+        for rep in range(repeats + 1):
+            for name, model in arms.items():
+                attn = model.model.layers[0].self_attn
+                cos_sin = model.model.rotary_emb(x, pos)
+                inp = x.detach().requires_grad_(True)
+                _sync(device)
+                start = time.perf_counter()
+                out, _ = attn(inp, position_embeddings=cos_sin, attention_mask=None)
+                out.float().pow(2).mean().backward()
+                _sync(device)
+                if rep > 0:
+                    samples[name].append(time.perf_counter() - start)
+                model.zero_grad(set_to_none=True)
+        for name in arms:
+            seconds[name].append(float(torch.tensor(samples[name]).median()))
+    return AttentionTimings(sizes=[int(n) for n in sizes], seconds=seconds)
+
+
+def _sync(device) -> None:
+    if torch.device(device).type == "cuda":
+        torch.cuda.synchronize()

@@ -1,0 +1,319 @@
+"""HiCI reproduction: extending a tiny Llama from 128 to 512 tokens on marked-segment topic retrieval.
+
+1. Data (:mod:`icml26.papers.hici.data`): T = 8 topics (bigram chains, Dirichlet(0.1) rows over 96
+   tokens); a document is S segments, one of them (anywhere) starting with MARK; after the final
+   QUERY the answer is the marked segment's topic.
+2. Pretraining at context 128 on documents of ``pretrain_segments`` segments of
+   ``pretrain_segment_tokens`` tokens (default 4 x 32: the retrieval skill at short range).
+3. Extension x4 (S = 4 segments of 128 = 512 tokens), linear position interpolation x4, equal budgets
+   (``finetune_steps`` steps, same documents in the same order) of LoRA r = 8 on q/k/v/o plus trainable
+   embeddings and norms for four arms: (a) HiCI ``causal_shift`` (G = 128; its modules train too),
+   (b) LongLoRA S²-Attn (group 128, no-wrap partition), (c) chunked attention without slots (HiCI with
+   M = K = 0), (d) full-attention fine-tuning.
+4. Accuracy on ``eval_docs`` documents at 512 and 1024 tokens, every arm in its chunked mode (HiCI,
+   S²-Attn, block-local; block-local for (d)) and in full mode.
+5. Strict causality of the trained HiCI model; the attention block (d = 256, forward + backward) timed
+   at N = 1k-8k for full SDPA, HiCI with G = 256 and HiCI at ratio 1/4, side by side.
+6. Full setting only: perplexity of ``pretrained_tiny_lm(TinyLMConfig(arch="llama"))`` (stdlib corpus)
+   extended to 512 by each arm.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+import numpy as np
+import torch
+
+from icml26.common.config import validate_numbers
+from icml26.common.hf import quiet_transformers
+from icml26.common.tiny_lm import TinyLMConfig, build_model
+from icml26.contract import Outcome, RunContext
+from icml26.papers.hici import analysis, s2attn
+from icml26.papers.hici.baselines import position_interpolation
+from icml26.papers.hici.benchmark import time_attention_blocks
+from icml26.papers.hici.claims import CHECKS
+from icml26.papers.hici.config import HiCIConfig
+from icml26.papers.hici.data import TopicRetrievalTask
+from icml26.papers.hici.modules import GlobalIntegrator, LocalConstructor
+from icml26.papers.hici.patch import hici_parameters, patch, set_inference_mode
+from icml26.papers.hici.stdlib_ppl import stdlib_perplexity
+from icml26.papers.hici.training import lora_extension, pretrain_on_documents, topic_accuracy, train_steps
+
+__all__ = ["CHECKS", "Config", "STREAMS", "run"]
+
+STREAMS = {"pretrain": 1, "finetune": 2, "eval": 3, "leak": 4}
+ARMS = ("hici", "s2attn", "chunked", "full_ft")
+LLAMA2_7B_PARAMS = 6_738_415_616  # LLaMA-2-7B, counted from its Hugging Face checkpoint
+LLAMA2_7B_LAYERS, LLAMA2_7B_WIDTH = 32, 4096
+
+
+@dataclasses.dataclass
+class Config:
+    """Tiny Llama, marked-segment topic retrieval, extension 128 -> 512 (full: 3 seeds, stdlib perplexity)."""
+
+    d_model: int = 64
+    """Width of the tiny Llama (issue: 64-128)."""
+    n_layers: int = 4
+    """Decoder blocks."""
+    n_heads: int = 4
+    """Attention heads (no GQA)."""
+    num_topics: int = 8
+    """T, topics (chance 1/T)."""
+    topic_tokens_each: int = 12
+    """Content tokens per topic (disjoint vocabularies); 0: every topic over all 96 (the issue's chains)."""
+    segment_tokens: int = 128
+    """G, tokens per segment at extension (and HiCI's / S²-Attn's / the chunks' segment length)."""
+    pretrain_segments: int = 4
+    """Segments per pretraining document (1 = the issue's single-segment stream)."""
+    pretrain_segment_tokens: int = 32
+    """Tokens per pretraining segment; segments x tokens is the pretraining context (128)."""
+    pretrain_steps: int = 600
+    """Pretraining steps (all parameters; the retrieval loss reached ~0 by step 200 in our trials)."""
+    pretrain_batch: int = 32
+    """Pretraining documents per step."""
+    pretrain_lr: float = 5e-3
+    """Peak AdamW learning rate of pretraining."""
+    extension_factor: int = 4
+    """Target context / pretraining context: segments at extension, and the position-interpolation factor."""
+    finetune_steps: int = 150
+    """Extension steps, equal for every arm."""
+    finetune_batch: int = 8
+    """Documents per extension step."""
+    lora_rank: int = 8
+    """LoRA rank on q/k/v/o."""
+    lr: float = 2e-3
+    """Peak learning rate of LoRA, embeddings and norms (every arm)."""
+    hici_lr: float = 1e-2
+    """Peak learning rate of HiCI's modules (the authors: 10x the base rate)."""
+    answer_weight: float = 1.0
+    """Weight of the answer's cross-entropy beside the mean next-token loss."""
+    num_slots: int = 8
+    """M, HiCI's local slots."""
+    num_global: int = 4
+    """K, HiCI's global queries."""
+    bottleneck: int = 32
+    """B = c of HiCI at this width (the authors: 512 at d = 4096)."""
+    stat_dim: int = 16
+    """s of HiCI at this width (the authors: 128)."""
+    hici_heads: int = 4
+    """HiCI's own heads."""
+    eval_docs: int = 500
+    """Evaluation documents per length."""
+    eval_extrapolation: int = 8
+    """Segments of the longer evaluation (8 x 128 = 1024 tokens)."""
+    bench_sizes: tuple[int, ...] = (1024, 2048, 4096, 8192)
+    """Sequence lengths of the attention-block benchmark."""
+    bench_hidden: int = 256
+    """d of the benchmarked attention block."""
+    bench_segment: int = 256
+    """G of the fixed-segment HiCI arm of the benchmark."""
+    bench_repeats: int = 3
+    """Timed forward+backward runs per arm and size (the median is kept)."""
+    stdlib_steps: int = 300
+    """Extension steps of the stdlib perplexity section (0: skipped)."""
+
+    def __post_init__(self) -> None:
+        validate_numbers(self)
+        for name in ("d_model", "n_layers", "n_heads", "num_topics", "segment_tokens", "pretrain_segments",
+                     "pretrain_segment_tokens", "pretrain_batch", "extension_factor", "finetune_batch",
+                     "lora_rank", "hici_heads", "eval_docs", "bench_repeats", "bottleneck", "stat_dim"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+        for name in ("lr", "hici_lr", "pretrain_lr"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be positive")
+        if self.extension_factor < 2 or self.eval_extrapolation <= self.extension_factor:
+            raise ValueError(f"extension_factor={self.extension_factor} must be >= 2 and eval_extrapolation="
+                             f"{self.eval_extrapolation} larger than it")
+        if self.bottleneck % self.hici_heads:
+            raise ValueError(f"bottleneck={self.bottleneck} must be divisible by hici_heads={self.hici_heads}")
+        if len(self.bench_sizes) < 2 or any(n % (4 * self.bench_segment) for n in self.bench_sizes):
+            raise ValueError(f"bench_sizes={self.bench_sizes} must hold at least two multiples of "
+                             f"4 * bench_segment = {4 * self.bench_segment}")
+        if self.interpolation_factor < 1:
+            raise ValueError("the extension (extension_factor x segment_tokens) must not be shorter than the "
+                             "pretraining context (pretrain_segments x pretrain_segment_tokens)")
+
+    @property
+    def context(self) -> int:
+        """Pretraining context: ``pretrain_segments * pretrain_segment_tokens``."""
+        return self.pretrain_segments * self.pretrain_segment_tokens
+
+    @property
+    def interpolation_factor(self) -> float:
+        """Position-interpolation factor: extension length / pretraining context."""
+        return self.extension_factor * self.segment_tokens / self.context
+
+    def hici_config(self, **changes) -> HiCIConfig:
+        """HiCI at this width, ``causal_shift``, G = ``segment_tokens`` (``changes`` override fields)."""
+        fields = dict(num_slots=self.num_slots, num_global=self.num_global, bottleneck=self.bottleneck,
+                      stat_dim=self.stat_dim, num_heads=self.hici_heads, segment_size=self.segment_tokens,
+                      causal_mode="causal_shift")
+        return HiCIConfig(**{**fields, **changes})
+
+    @classmethod
+    def quick(cls) -> "Config":
+        return cls(pretrain_steps=300, stdlib_steps=0, bench_repeats=2)
+
+    @classmethod
+    def tiny(cls) -> "Config":
+        return cls(d_model=32, n_layers=2, segment_tokens=16, pretrain_segments=2, pretrain_segment_tokens=8,
+                   pretrain_steps=6, pretrain_batch=4, finetune_steps=3, finetune_batch=2, eval_docs=8,
+                   extension_factor=2, eval_extrapolation=4, bench_sizes=(128, 256), bench_hidden=32,
+                   bench_segment=32, bench_repeats=1, stdlib_steps=0, bottleneck=8, stat_dim=8)
+
+
+def _make_arm(arm: str, base, config: Config, seed: int):
+    """The arm's model before LoRA: a copy of ``base``, position-interpolated, patched."""
+    model = position_interpolation(copy.deepcopy(base), config.interpolation_factor)
+    if arm == "hici":
+        patch(model, config.hici_config(), seed=seed)
+    elif arm == "chunked":
+        patch(model, config.hici_config(num_slots=0, num_global=0))
+    elif arm == "s2attn":
+        s2attn.patch(model, config.segment_tokens)
+    return model
+
+
+def _set_mode(arm: str, model, mode: str, config: Config):
+    """``chunked``: the arm's own segment attention (block-local for full_ft); ``full``: full attention."""
+    if arm in ("hici", "chunked"):
+        set_inference_mode(model, "hici" if mode == "chunked" else "full")
+    elif arm == "s2attn":
+        s2attn.set_inference_mode(model, "s2" if mode == "chunked" else "full")
+    elif mode == "chunked":
+        model = patch(copy.deepcopy(model), config.hici_config(num_slots=0, num_global=0))
+    return model
+
+
+def _leak(model, task: TopicRetrievalTask, config: Config, ctx: RunContext) -> float:
+    """Max |logit change| at positions <= N/2 - 1 when every later token is redrawn (HiCI, chunked mode)."""
+    rng = ctx.rng("leak")
+    n = config.extension_factor
+    docs = task.sample(4, n, rng)
+    x = docs.input_ids.to(ctx.device)
+    half = x.shape[1] // 2
+    y = x.clone()
+    y[:, half:] = torch.as_tensor(rng.integers(0, task.content_vocab, size=(4, x.shape[1] - half)), device=ctx.device)
+    with torch.no_grad():
+        a, b = model(input_ids=x, use_cache=False).logits, model(input_ids=y, use_cache=False).logits
+    return float((a[:, :half] - b[:, :half]).abs().max())
+
+
+def _overhead_7b() -> tuple[int, float]:
+    """HiCI parameters per LLaMA-2-7B layer, counted on the meta device, and their share of base + HiCI."""
+    with torch.device("meta"):
+        local = LocalConstructor(LLAMA2_7B_WIDTH, 8, 512, 8)
+        glob = GlobalIntegrator(LLAMA2_7B_WIDTH, 4, 512, 128, 8)
+    per_layer = sum(p.numel() for p in [*local.parameters(), *glob.parameters()])
+    return per_layer, analysis.parameter_overhead(LLAMA2_7B_LAYERS * per_layer, LLAMA2_7B_PARAMS)
+
+
+def run(config: Config, ctx: RunContext) -> Outcome:
+    device = ctx.device
+    g = config.segment_tokens
+    task = TopicRetrievalTask(num_topics=config.num_topics, segment_tokens=g, seed=ctx.seed,
+                              topic_tokens_each=config.topic_tokens_each or None)
+    pre_task = dataclasses.replace(task, segment_tokens=config.pretrain_segment_tokens)
+    lm_config = TinyLMConfig(arch="llama", vocab_size=task.vocab_size, d_model=config.d_model,
+                             n_layers=config.n_layers, n_heads=config.n_heads, context=config.context)
+    ctx.stage(f"pretraining a {config.d_model}-d Llama at context {config.context}")
+    base = build_model(lm_config, seed=ctx.seed_for("init")).to(device)
+    pre_log = pretrain_on_documents(base, pre_task, steps=config.pretrain_steps, batch_size=config.pretrain_batch,
+                                    num_segments=config.pretrain_segments, lr=config.pretrain_lr,
+                                    rng=ctx.rng("pretrain"), answer_weight=config.answer_weight,
+                                    progress=lambda it: ctx.progress(it, desc="pretrain"), device=device)
+    eval_rng = ctx.rng("eval")
+    lengths = {str(config.extension_factor * g): config.extension_factor,
+               str(config.eval_extrapolation * g): config.eval_extrapolation}
+    short = str(config.extension_factor * g)
+    eval_docs = {name: task.sample(config.eval_docs, s, eval_rng) for name, s in lengths.items()}
+    pre_docs = pre_task.sample(config.eval_docs, config.pretrain_segments, eval_rng)
+    pretrained_acc = float(topic_accuracy(base, pre_docs, pre_task, device=device).mean())
+
+    metrics: dict[str, dict[str, float]] = {}
+    losses: dict[str, list[float]] = {}
+    leak = float("nan")
+    for arm in ARMS:
+        ctx.stage(f"extension x{config.extension_factor}: arm {arm}")
+        model = _make_arm(arm, base, config, seed=ctx.seed_for("hici_init"))
+        extra = hici_parameters(model) if arm == "hici" else None
+        with quiet_transformers():
+            wrapped, optimizer = lora_extension(model, rank=config.lora_rank, alpha=2.0 * config.lora_rank,
+                                                lr=config.lr, hici_lr=config.hici_lr, hici_params=extra)
+        trainable = sum(p.numel() for p in wrapped.parameters() if p.requires_grad)
+        log = train_steps(wrapped, optimizer, task, steps=config.finetune_steps, batch_size=config.finetune_batch,
+                          num_segments=config.extension_factor, rng=ctx.rng("finetune"),
+                          answer_weight=config.answer_weight, device=device,
+                          progress=lambda it, arm=arm: ctx.progress(it, desc=f"extend {arm}"))
+        losses[arm] = log.answer_loss
+        row = {"train_seconds": log.seconds, "trainable_params": float(trainable),
+               "final_answer_loss": float(np.mean(log.answer_loss[-20:])),
+               "final_lm_loss": float(np.mean(log.lm_loss[-20:]))}
+        if arm == "hici":
+            set_inference_mode(wrapped, "hici")
+            leak = _leak(wrapped, task, config, ctx)
+            row["hici_params"] = float(sum(p.numel() for p in extra))
+        for mode in ("chunked", "full"):
+            evaluated = _set_mode(arm, wrapped, mode, config)
+            for name, docs in eval_docs.items():
+                row[f"acc_{name}_{mode}"] = float(topic_accuracy(evaluated, docs, task, device=device).mean())
+        metrics[arm] = row
+
+    ctx.stage("attention-block benchmark")
+    timings = time_attention_blocks(config.bench_sizes, hidden=config.bench_hidden, heads=4,
+                                    segment_size=config.bench_segment,
+                                    repeats=config.bench_repeats, device=device, seed=ctx.seed,
+                                    progress=lambda it: ctx.progress(it, desc="benchmark"))
+    slopes = {arm: analysis.loglog_slope(timings.sizes, secs) for arm, secs in timings.seconds.items()}
+    ratio = timings.seconds["hici_fixed_g"][-1] / timings.seconds["full"][-1]
+    for arm, secs in timings.seconds.items():
+        metrics[f"bench_{arm}"] = {"time_slope": slopes[arm], **{f"seconds_{n}": s for n, s in zip(timings.sizes, secs)}}
+    per_layer_7b, overhead_7b = _overhead_7b()
+    base_params = sum(p.numel() for p in base.parameters())
+    overhead_tiny = analysis.parameter_overhead(int(metrics["hici"]["hici_params"]), base_params)
+    metrics["hici"]["param_overhead_tiny"] = overhead_tiny
+    metrics["pretrained"] = {"acc_128": pretrained_acc, "final_answer_loss": float(np.mean(pre_log.answer_loss[-20:])),
+                             "params": float(base_params)}
+    notes = [f"pretrained model: {pretrained_acc:.3f} accuracy on {config.pretrain_segments} x "
+             f"{config.pretrain_segment_tokens}-token documents",
+             f"chunked-without-slots ceiling at 512: {analysis.chunked_ceiling(config.extension_factor, config.num_topics):.4f}"
+             f" (mark in the query's segment 1/S, else chance 1/T); at 1024: "
+             f"{analysis.chunked_ceiling(config.eval_extrapolation, config.num_topics):.4f}",
+             f"HiCI parameters: {per_layer_7b:,} per LLaMA-2-7B layer ({overhead_7b:.2%} of base + HiCI); "
+             f"{overhead_tiny:.1%} of the tiny model (B = {config.bottleneck} at d = {config.d_model})"]
+    if config.stdlib_steps > 0:
+        ctx.stage("stdlib perplexity at 512")
+        ppl = stdlib_perplexity(config, ctx)
+        for arm, by_mode in ppl.items():
+            for mode, value in by_mode.items():
+                metrics[arm][f"stdlib_ppl_{mode}"] = value
+    hici_acc = metrics["hici"][f"acc_{short}_chunked"]
+    checks = [
+        CHECKS["chunked_no_slots_512"].measure(metrics["chunked"][f"acc_{short}_chunked"]),
+        CHECKS["hici_accuracy_512"].measure(hici_acc),
+        CHECKS["hici_minus_s2attn_512"].measure(hici_acc - metrics["s2attn"][f"acc_{short}_full"]),
+        CHECKS["hici_minus_full_ft_512"].measure(hici_acc - metrics["full_ft"][f"acc_{short}_full"]),
+        CHECKS["full_time_slope"].measure(slopes["full"]),
+        CHECKS["hici_time_slope"].measure(slopes["hici_fixed_g"]),
+        CHECKS["hici_full_time_ratio_8k"].measure(ratio, note=f"N = {timings.sizes[-1]}"),
+        CHECKS["param_overhead_llama2_7b"].measure(overhead_7b, note=f"{per_layer_7b:,} per layer"),
+        CHECKS["causal_shift_leak"].measure(leak),
+    ]
+    step = max(1, config.finetune_steps // 30)
+    curves = {
+        "answer_loss": {"x": list(range(0, config.finetune_steps, step)), "xlabel": "extension step",
+                        "ylabel": "answer cross-entropy (nats)", "title": "extension x4: answer loss",
+                        "series": {arm: [float(np.mean(v[i:i + step])) for i in range(0, len(v), step)]
+                                   for arm, v in losses.items()}},
+        "accuracy": {"x": [int(k) for k in lengths], "xlabel": "tokens", "ylabel": "topic accuracy",
+                     "title": "topic retrieval (chance 1/8)",
+                     "series": {f"{arm} ({mode})": [metrics[arm][f"acc_{n}_{mode}"] for n in lengths]
+                                for arm in ARMS for mode in ("chunked", "full")}},
+        "attention_time": {"x": timings.sizes, "xlabel": "N", "ylabel": "seconds (forward + backward)",
+                           "title": f"attention block, d = {config.bench_hidden}", "logx": True, "logy": True,
+                           "series": timings.seconds},
+    }
+    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)

@@ -1,0 +1,92 @@
+"""The HiCI modules for the registry-wide module matrix, and hostile calls to the public API."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from icml26.contract import ModuleCase, Probe
+from icml26.papers import hici
+from icml26.papers.hici import GlobalIntegrator, HiCIConfig, LocalConstructor, TopicRetrievalTask, s2attn
+
+_SMALL = dict(num_slots=2, num_global=2, bottleneck=8, stat_dim=4, num_heads=2)
+
+
+def _llama(layers: int = 1):
+    from icml26.common.extras import require
+
+    transformers = require("transformers", "lm")
+    config = transformers.LlamaConfig(vocab_size=16, hidden_size=16, intermediate_size=16, num_hidden_layers=layers,
+                                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return transformers.LlamaForCausalLM(config)
+
+
+def _gpt2():
+    from icml26.common.extras import require
+
+    transformers = require("transformers", "lm")
+    return transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=8, bos_token_id=0, eos_token_id=0))
+
+
+def _patched(**kw):
+    return hici.patch(_llama(), HiCIConfig(**{**_SMALL, **kw}), seed=0)
+
+
+MODULES = [
+    ModuleCase("LocalConstructor", build=lambda: LocalConstructor(12, num_slots=3, bottleneck=8, num_heads=2),
+               inputs=lambda g: (torch.randn(2, 3, 5, 12, generator=g),)),
+    ModuleCase("GlobalIntegrator", build=lambda: GlobalIntegrator(12, num_global=2, bottleneck=8, stat_dim=4,
+                                                                  num_heads=2),
+               inputs=lambda g: (torch.randn(2, 3, 4, 12, generator=g),)),
+]
+
+HOSTILE = [
+    Probe("unknown causal mode", lambda: HiCIConfig(causal_mode="future"), match="causal_mode"),
+    Probe("unknown inference mode in the config", lambda: HiCIConfig(inference_mode="chunked"),
+          match="inference_mode"),
+    Probe("zero heads", lambda: HiCIConfig(num_heads=0), match="num_heads"),
+    Probe("bottleneck not divisible by heads", lambda: HiCIConfig(bottleneck=30, num_heads=8), match="bottleneck"),
+    Probe("global queries without slots", lambda: HiCIConfig(num_slots=0, num_global=4), match="num_global"),
+    Probe("negative slots", lambda: HiCIConfig(num_slots=-1), match="num_slots"),
+    Probe("NaN segment size", lambda: HiCIConfig(segment_size=math.nan), match="segment_size"),
+    Probe("N not divisible by G", lambda: HiCIConfig(segment_size=64).segment_length(100), match="not divisible"),
+    Probe("N not divisible by G in a patched model",
+          lambda: _patched(segment_size=4)(input_ids=torch.zeros(1, 6, dtype=torch.long), use_cache=False),
+          match="not divisible"),
+    Probe("unsupported model (GPT-2)", lambda: hici.patch(_gpt2(), HiCIConfig()), match="LlamaForCausalLM"),
+    Probe("not a model", lambda: hici.patch("llama", HiCIConfig()), raises=TypeError, match="model"),
+    Probe("config of the wrong type", lambda: hici.patch(_llama(), {"num_slots": 8}), raises=TypeError,
+          match="config"),
+    Probe("patched twice", lambda: hici.patch(_patched(), HiCIConfig()), match="already patched"),
+    Probe("unknown inference mode", lambda: hici.set_inference_mode(_patched(), "chunked"), match="mode"),
+    Probe("inference mode of an unpatched model", lambda: hici.set_inference_mode(_llama(), "full"),
+          match="not patched"),
+    Probe("hici_parameters of an unpatched model", lambda: hici.hici_parameters(_llama()), match="not patched"),
+    Probe("S2-Attn group of zero", lambda: s2attn.patch(_llama(), 0), match="group_size"),
+    Probe("S2-Attn length not divisible", lambda: hici.s2_attention(torch.zeros(1, 2, 6, 4), torch.zeros(1, 2, 6, 4),
+                                                                    torch.zeros(1, 2, 6, 4), group_size=4),
+          match="group_size"),
+    Probe("S2-Attn unknown mode", lambda: s2attn.set_inference_mode(s2attn.patch(_llama(), 4), "hici"), match="mode"),
+    Probe("position interpolation below 1", lambda: hici.position_interpolation(_llama(), 0.5), match="factor"),
+    Probe("position interpolation by NaN", lambda: hici.position_interpolation(_llama(), math.nan), match="factor"),
+    Probe("slots of the wrong rank", lambda: hici.pooled_statistics(torch.zeros(2, 3, 4)), match="slots"),
+    Probe("NaN slots propagate", lambda: hici.pooled_statistics(torch.full((1, 2, 2, 3), math.nan)),
+          returns=lambda v: bool(torch.isnan(v).all()), doc="NaN in the slots gives NaN statistics (no masking)"),
+    Probe("local constructor bottleneck not divisible", lambda: LocalConstructor(8, 2, bottleneck=6, num_heads=4),
+          match="bottleneck"),
+    Probe("segments of the wrong width", lambda: LocalConstructor(8, 2, 4, 2)(torch.zeros(1, 2, 3, 5)),
+          match="segments"),
+    Probe("negative times in a slope", lambda: hici.loglog_slope([1, 2], [1.0, -1.0]), match="positive"),
+    Probe("one size in a slope", lambda: hici.loglog_slope([4, 4], [1.0, 2.0]), match="distinct"),
+    Probe("empty accuracy", lambda: hici.accuracy([], []), match="non-empty"),
+    Probe("negative width in the parameter formula", lambda: hici.hici_parameter_count(-1, 8, 4, 512, 128),
+          match="d="),
+    Probe("one topic", lambda: TopicRetrievalTask(num_topics=1), match="num_topics"),
+    Probe("zero documents", lambda: TopicRetrievalTask().sample(0, 4, np.random.default_rng(0)), match="n="),
+    Probe("an int for rng", lambda: TopicRetrievalTask().sample(2, 4, 0), raises=TypeError, match="rng"),
+    Probe("zero benchmark repeats", lambda: hici.time_attention_blocks((256, 512), repeats=0), match="repeats"),
+]

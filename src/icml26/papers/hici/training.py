@@ -1,0 +1,141 @@
+"""Training and evaluation loops of the reproduction: retrieval pretraining, LoRA extension, accuracy.
+
+Library-grade helpers the experiment composes (they import nothing from ``experiment.py``):
+
+* :func:`retrieval_loss`: next-token cross-entropy over the document plus ``answer_weight`` times the
+  answer's cross-entropy at the ``QUERY`` position;
+* :func:`pretrain_on_documents`: AdamW (warm-up, cosine) on freshly drawn documents;
+* :func:`lora_extension`: wraps a (patched) model with PEFT LoRA on q/k/v/o, makes embeddings and
+  norms trainable (LongLoRA's "LoRA+") and HiCI's modules trainable at their own learning rate;
+* :func:`train_steps` and :func:`topic_accuracy`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from icml26.common.extras import require
+from icml26.papers.hici.data import TopicDocuments, TopicRetrievalTask
+
+__all__ = ["TrainLog", "lora_extension", "pretrain_on_documents", "retrieval_loss", "topic_accuracy", "train_steps"]
+
+
+@dataclasses.dataclass
+class TrainLog:
+    """Per-step losses of a training run."""
+
+    lm_loss: list[float] = dataclasses.field(default_factory=list)
+    answer_loss: list[float] = dataclasses.field(default_factory=list)
+    seconds: float = 0.0
+
+
+def retrieval_loss(logits: torch.Tensor, docs: TopicDocuments, answer_weight: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(lm, answer)`` cross-entropies; the objective is ``lm + answer_weight * answer``.
+
+    Args:
+        logits: ``(n, N, vocab)`` for ``docs.input_ids`` ``(n, N)``.
+    """
+    vocab = logits.shape[-1]
+    lm = F.cross_entropy(logits[:, :-1].reshape(-1, vocab).float(), docs.input_ids[:, 1:].reshape(-1))
+    answer = F.cross_entropy(logits[:, -1].float(), docs.answer)
+    return lm, answer
+
+
+def _lr(step: int, steps: int, warmup: int, peak: float, floor: float = 0.1) -> float:
+    if step < warmup:
+        return peak * (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, steps - warmup))
+    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
+
+
+def train_steps(model: nn.Module, optimizer: torch.optim.Optimizer, task: TopicRetrievalTask, *, steps: int,
+                batch_size: int, num_segments: int | tuple[int, ...], rng: np.random.Generator, answer_weight: float,
+                warmup: int = 10, grad_clip: float = 1.0, progress: Callable | None = None,
+                device="cpu") -> TrainLog:
+    """``steps`` AdamW steps on fresh documents of ``num_segments`` segments (warm-up, cosine decay).
+
+    A tuple ``num_segments`` cycles through its values, one per step (a curriculum of lengths).
+    """
+    cycle = tuple(num_segments) if isinstance(num_segments, (tuple, list)) else (num_segments,)
+    peaks = [group["lr"] for group in optimizer.param_groups]
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    log = TrainLog()
+    import time
+
+    start = time.perf_counter()
+    model.train()
+    loop = progress(range(steps)) if progress is not None else range(steps)
+    for step in loop:
+        for group, peak in zip(optimizer.param_groups, peaks):
+            group["lr"] = _lr(step, steps, warmup, peak)
+        docs = task.sample(batch_size, cycle[step % len(cycle)], rng).to(device)
+        logits = model(input_ids=docs.input_ids, use_cache=False).logits
+        lm, answer = retrieval_loss(logits, docs, answer_weight)
+        optimizer.zero_grad(set_to_none=True)
+        (lm + answer_weight * answer).backward()
+        if grad_clip > 0:
+            torch.nn.utils.clip_grad_norm_(params, grad_clip)
+        optimizer.step()
+        log.lm_loss.append(float(lm.detach()))
+        log.answer_loss.append(float(answer.detach()))
+    for group, peak in zip(optimizer.param_groups, peaks):
+        group["lr"] = peak
+    model.eval()
+    log.seconds = time.perf_counter() - start
+    return log
+
+
+def pretrain_on_documents(model: nn.Module, task: TopicRetrievalTask, *, steps: int, batch_size: int,
+                          num_segments: int | tuple[int, ...], lr: float, rng: np.random.Generator, answer_weight: float,
+                          weight_decay: float = 0.1, progress: Callable | None = None, device="cpu") -> TrainLog:
+    """Pretrain every parameter with AdamW (betas 0.9/0.95, decay on matrices) on whole documents."""
+    decay = [p for p in model.parameters() if p.ndim >= 2]
+    other = [p for p in model.parameters() if p.ndim < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                                   {"params": other, "weight_decay": 0.0}], lr=lr, betas=(0.9, 0.95))
+    return train_steps(model, optimizer, task, steps=steps, batch_size=batch_size, num_segments=num_segments,
+                       rng=rng, answer_weight=answer_weight, warmup=max(1, steps // 10), progress=progress,
+                       device=device)
+
+
+def lora_extension(model: nn.Module, *, rank: int, alpha: float, lr: float, hici_lr: float,
+                   hici_params: list[nn.Parameter] | None = None):
+    """PEFT LoRA on q/k/v/o, plus trainable embeddings and norms; returns ``(peft_model, optimizer)``.
+
+    ``hici_params`` (HiCI's modules, when the model is patched) train at ``hici_lr`` (the authors:
+    10x the base rate); everything else trainable at ``lr``.
+    """
+    peft = require("peft", "lora")
+    wrapped = peft.get_peft_model(model, peft.LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=0.0,
+                                                        target_modules=["q_proj", "k_proj", "v_proj", "o_proj"]))
+    hici_ids = {id(p) for p in hici_params or []}
+    for name, p in wrapped.named_parameters():
+        if id(p) in hici_ids or (("embed_tokens" in name or "norm" in name) and "lora_" not in name):
+            p.requires_grad_(True)
+    base = [p for p in wrapped.parameters() if p.requires_grad and id(p) not in hici_ids]
+    groups = [{"params": base, "lr": lr}]
+    if hici_params:
+        groups.append({"params": list(hici_params), "lr": hici_lr})
+    return wrapped, torch.optim.AdamW(groups, weight_decay=0.0)
+
+
+@torch.no_grad()
+def topic_accuracy(model: nn.Module, docs: TopicDocuments, task: TopicRetrievalTask, *, batch_size: int = 100,
+                   device="cpu") -> np.ndarray:
+    """Per document, whether the argmax over the T topic tokens at ``QUERY`` is the answer: ``(n,)`` bool."""
+    model.eval()
+    topics = torch.as_tensor(task.topic_tokens, device=device)
+    hits = []
+    for i in range(0, len(docs), batch_size):
+        part = docs.batch(slice(i, i + batch_size)).to(device)
+        logits = model(input_ids=part.input_ids, use_cache=False, logits_to_keep=1).logits[:, -1]
+        predicted = topics[logits[:, topics].argmax(-1)]
+        hits.append((predicted == part.answer).cpu().numpy())
+    return np.concatenate(hits)
