@@ -234,6 +234,7 @@ for _spec in (
             "chunked attention without slots cannot, at an attention cost that grows near-linearly "
             "with length."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="vimrag",
