@@ -111,6 +111,15 @@ def fake_paper(monkeypatch):
     return spec
 
 
+@pytest.fixture
+def planned_paper(monkeypatch):
+    """Register a planned (not yet implemented) paper ``zz_planned``: every registered paper may be implemented."""
+    spec = registry.PaperSpec(key="zz_planned", title="A planned paper", url="https://arxiv.org/abs/2699.00001",
+                              code=None, area="lm", extras=(), claim="Something will be shown.", status="planned")
+    monkeypatch.setitem(registry.PAPERS, "zz_planned", spec)
+    return spec
+
+
 @pytest.fixture(scope="session")
 def smollm2():
     """SmolLM2-135M-Instruct, loaded once per test run (skipped without the pretrained extra)."""

@@ -30,10 +30,10 @@ def test_list_by_area(capsys):
     assert "unknown area" in capsys.readouterr().err
 
 
-def test_info_planned_paper(capsys):
-    assert main(["info", "fox"]) == 0
+def test_info_planned_paper(planned_paper, capsys):
+    assert main(["info", "zz_planned"]) == 0
     out = capsys.readouterr().out
-    assert "arxiv.org/abs/2606.27596" in out and "planned" in out
+    assert "arxiv.org/abs/2699.00001" in out and "planned" in out
 
 
 def test_info_shows_config_fields(fake_paper, capsys):
@@ -49,8 +49,8 @@ def test_bad_key_is_a_clear_error(capsys):
     assert main(["run", "nope"]) == 2
 
 
-def test_planned_key_is_a_clear_error(capsys):
-    assert main(["run", "fox", "--quick"]) == 2
+def test_planned_key_is_a_clear_error(planned_paper, capsys):
+    assert main(["run", "zz_planned", "--quick"]) == 2
     assert "not implemented yet" in capsys.readouterr().err
 
 

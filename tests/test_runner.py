@@ -47,9 +47,9 @@ def test_failed_run_leaves_nothing_and_keeps_old_result(fake_paper, tmp_path):
     assert sorted(p.name for p in (tmp_path / "zz_fake").iterdir()) == ["result.json", "score.png"]
 
 
-def test_planned_paper_is_a_clear_error():
+def test_planned_paper_is_a_clear_error(planned_paper):
     with pytest.raises(runner.PaperNotImplementedError, match="not implemented yet"):
-        runner.run("fox", out=None)
+        runner.run("zz_planned", out=None)
 
 
 def test_validate_names_the_bad_field(fake_paper):
