@@ -13,10 +13,14 @@ Public API:
 * :class:`TrajectoryRecorder`: records an SGD loop (updates or sparse checkpoints).
 * HVP backends :class:`ExactHVP`, :class:`GaussNewtonHVP`, :class:`EmpiricalFisherHVP`,
   :class:`BatchMeanFisherHVP`, and :func:`make_hvp`.
-* :func:`truncated_correction`, :func:`correction_path`, :func:`effective_window`.
+* :func:`truncated_correction`, :func:`correction_path`, :func:`effective_window`; our tail
+  extension :class:`TailCorrection` (``tail=``, off by default) with :func:`krylov_expm_multiply`
+  and :func:`remaining_time`.
+* Cost: :class:`UnitCosts`, :func:`measure_unit_costs` and the per-request model
+  :func:`predict_lmcleaner_seconds`, :func:`predict_retrain_seconds`, :func:`predict_replay_seconds`.
 * Noise and certificates: :func:`subspace_noise_scales`, :func:`add_subspace_noise`,
   :func:`sample_subspace_noise`, :func:`isotropic_noise_scale`, :func:`add_isotropic_noise`, :func:`random_basis`,
-  :func:`hessian_basis`, :func:`lanczos_top_eigenvectors`, :func:`gaussian_delta`,
+  :func:`hessian_basis`, :func:`hessian_band_basis`, :func:`hessian_flat_basis`, :func:`lanczos_top_eigenvectors`, :func:`gaussian_delta`,
   :func:`gaussian_epsilon`, :func:`mahalanobis_shift`, :func:`concentration`.
 * :class:`RDPAccountant`: the privacy ledger across requests.
 * :class:`OnlineUnlearner` and :class:`DataPool`: serving deletion requests during training,
@@ -53,7 +57,9 @@ from .privacy import (
     concentration,
     gaussian_delta,
     gaussian_epsilon,
+    hessian_band_basis,
     hessian_basis,
+    hessian_flat_basis,
     isotropic_noise_scale,
     lanczos_top_eigenvectors,
     mahalanobis_shift,
@@ -62,7 +68,9 @@ from .privacy import (
     subspace_noise_scales,
 )
 from .problem import PerSampleLoss, SupervisedProblem
-from .propagation import Correction, correction_path, effective_window, truncated_correction
+from .cost import UnitCosts, measure_unit_costs, predict_lmcleaner_seconds, predict_replay_seconds, predict_retrain_seconds
+from .propagation import Correction, correction_path, effective_window, remaining_time, truncated_correction
+from .tail import TailCorrection, krylov_expm_multiply
 from .trajectory import StepRecord, TrajectoryRecorder
 from .unlearner import (
     DataPool,
@@ -107,8 +115,10 @@ __all__ = [
     "ServedRequest",
     "StepRecord",
     "SupervisedProblem",
+    "TailCorrection",
     "TrajectoryRecorder",
     "TruncatedRemover",
+    "UnitCosts",
     "Unlearned",
     "add_isotropic_noise",
     "add_subspace_noise",
@@ -118,15 +128,23 @@ __all__ = [
     "gaussian_delta",
     "gaussian_epsilon",
     "gradient_ascent_unlearn",
+    "hessian_band_basis",
     "hessian_basis",
+    "hessian_flat_basis",
     "isotropic_noise_scale",
+    "krylov_expm_multiply",
     "lanczos_top_eigenvectors",
     "lmcleaner_unlearn",
     "mahalanobis_shift",
     "make_hvp",
+    "measure_unit_costs",
     "neggrad_plus_unlearn",
     "no_op",
+    "predict_lmcleaner_seconds",
+    "predict_replay_seconds",
+    "predict_retrain_seconds",
     "random_basis",
+    "remaining_time",
     "replay_counterfactual",
     "retrain_from_scratch",
     "sample_subspace_noise",

@@ -18,6 +18,7 @@ __all__ = [
     "ga_equal_compute_score",
     "lag_groups",
     "max_abs_gap",
+    "max_relative_error",
     "per_request_mu",
     "ratio",
     "relative_residual",
@@ -57,6 +58,18 @@ def max_abs_gap(values: Sequence[float], reference: Sequence[float]) -> float:
     if len(values) != len(reference) or not values:
         raise ValueError("values and reference must be two non-empty sequences of one length")
     return max(abs(a - b) for a, b in zip(values, reference))
+
+
+def max_relative_error(predicted: Sequence[float], measured: Sequence[float]) -> float:
+    """max_i |predicted_i / measured_i − 1| (NaN if a measured value is 0 or a value is not finite)."""
+    if len(predicted) != len(measured) or not predicted:
+        raise ValueError("predicted and measured must be two non-empty sequences of one length")
+    out = 0.0
+    for p, m in zip(predicted, measured):
+        if not (math.isfinite(p) and math.isfinite(m)) or m == 0:
+            return math.nan
+        out = max(out, abs(p / m - 1.0))
+    return out
 
 
 def ga_equal_compute_score(residuals: Sequence[float], reference_acc: Sequence[float],

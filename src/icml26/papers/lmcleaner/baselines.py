@@ -34,6 +34,7 @@ from ._checks import finite_vector, integer, number, sample_ids
 from .hvp import HVP
 from .problem import SupervisedProblem
 from .propagation import truncated_correction
+from .tail import TailCorrection
 from .trajectory import TrajectoryRecorder
 
 __all__ = [
@@ -109,12 +110,13 @@ def _replay(problem: SupervisedProblem, recorder: TrajectoryRecorder, theta: Ten
 
 def lmcleaner_unlearn(problem: SupervisedProblem, recorder: TrajectoryRecorder, params_now: Tensor,
                       forget_ids: Tensor | Sequence[int], now_step: int, *, window: int, hvp: HVP,
-                      damping: float = 0.0) -> Unlearned:
-    """LMCleaner: delete every batch before τ that used ``forget_ids`` by truncated propagation."""
+                      damping: float = 0.0, tail: TailCorrection | None = None) -> Unlearned:
+    """LMCleaner: delete every batch before τ that used ``forget_ids`` by truncated propagation
+    (``tail``: our public-data tail extension, :class:`~.tail.TailCorrection`)."""
     _inputs(problem, recorder, params_now, forget_ids, now_step)
     steps = _affected(recorder, forget_ids, now_step)
     correction = truncated_correction(recorder, params_now, steps, now_step, window=window, hvp=hvp,
-                                      damping=damping)
+                                      damping=damping, tail=tail)
     return Unlearned(params=params_now.detach().reshape(-1) - correction.vector,
                      grad_equivalents=correction.grad_equivalents, deleted_steps=tuple(steps))
 

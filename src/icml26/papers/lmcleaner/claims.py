@@ -4,6 +4,13 @@ K is ``headline_window`` (10 in the quick and full settings). The residual check
 the shortest lag, at the lags in between (the worst of them) and at the longest lag of
 ``lags`` (quick: 50 / 200 / 1000, issue #6's lags); each check's note names its L. The
 geometric-decay ratio is read at the middle lag. Cost checks use the first model of ``models``.
+
+Issue #28 (fidelity round): both cost ratios are read at the same (longest) lag with costs
+calibrated by measured unit costs (an exact HVP is not assumed to cost 2 gradients), a
+per-request cost model is checked against measured wall times, our public-data tail
+correction gets the issue's long-lag target, and the noise checks run on a clipped training
+run with a public Δ̄ = η·C and β calibrated on planted canaries, the certificate's assumptions
+checked before its accuracy is read.
 """
 
 from icml26.contract import CheckSpec, declare
@@ -38,12 +45,30 @@ def _model_checks(kind: str, bar: float, label: str) -> tuple[CheckSpec, ...]:
 CHECKS = declare(
     *_model_checks("softmax", 0.3, "convex"),
     *_model_checks("mlp", 0.5, "MLP"),
-    CheckSpec("compute_ratio", "compute: retrain / LMCleaner gradient-equivalents at the shortest lag", ">=", 100.0,
-              source="issue", ref="issue #6 (≥ 100× less compute than retraining)"),
-    CheckSpec("wall_ratio", "wall time: retrain / LMCleaner at the longest lag (side by side, median of repeats)",
-              ">=", 100.0, source="issue", ref="issue #6 (≥ 100× less compute, measured as wall time)"),
-    CheckSpec("isotropic_drop", "isotropic noise at ε = epsilon: test accuracy drop (points)", ">", 20.0,
-              source="issue", ref="issue #6 (isotropic noise at ε = 1 costs > 20 points)"),
-    CheckSpec("subspace_drop", "subspace noise (random basis) at ε = epsilon: test accuracy drop (points)", "<=", 2.0,
-              source="issue", ref="issue #6 (subspace noise costs ≤ 2 points)"),
+    CheckSpec("tail_residual_long", "softmax: relative residual at K = headline_window, longest lag, with the "
+              "public-data tail correction (ours)", "<=", 0.3, source="issue",
+              ref="issue #28 (residual at K = 10, L = 1000 from 0.56 to <= 0.3 within 60 gradient-equivalents)"),
+    CheckSpec("tail_cost", "softmax: cost of that correction, calibrated gradient-equivalents", "<=", 60.0,
+              source="issue", ref="issue #28 (within 60 gradient-equivalents)"),
+    CheckSpec("compute_ratio", "compute: retrain / LMCleaner calibrated gradient-equivalents at the longest lag",
+              ">=", 100.0, source="issue",
+              ref="issue #6 (>= 100x less compute than retraining); issue #28: HVP cost measured, same lag as wall"),
+    CheckSpec("wall_ratio", "wall time: retrain / LMCleaner at the longest lag (side by side, fastest of repeats)",
+              ">=", 100.0, source="issue", ref="issue #6 (>= 100x less compute, measured as wall time)"),
+    CheckSpec("cost_model_error", "per-request cost model: max over L of |predicted / measured - 1| of the "
+              "retrain / LMCleaner wall-time ratio", "<=", 0.2, source="issue",
+              ref="issue #28 (predicted and measured wall-time ratios within 20% at L in {50, 200, 1000})"),
+    CheckSpec("isotropic_drop", "isotropic noise at ε = epsilon, public Δ̄ = η·C: test accuracy drop (points)", ">",
+              20.0, source="issue", ref="issue #6 (isotropic noise at ε = 1 costs > 20 points)"),
+    CheckSpec("certificate_holds", "certificate assumptions on the request, random and flat bases: "
+              "max(β̂ / calibrated β, ‖Πr‖ / Δ̄)",
+              "<=", 1.0, source="issue",
+              ref="issue #28 (check β̂ <= β before claiming the certificate, β set from a measurement)"),
+    CheckSpec("subspace_drop", "subspace noise (random basis, calibrated β, public Δ̄) at ε = epsilon: test "
+              "accuracy drop (points)", "<=", 2.0, source="issue",
+              ref="issue #6 (subspace noise costs <= 2 points); issue #28 (under a certificate whose assumptions hold)"),
+    CheckSpec("subspace_drop_flat", "subspace noise (public Hessian's flattest eigenvectors at θ[0], calibrated β, "
+              "public Δ̄) at ε = epsilon: test accuracy drop (points)", "<=", 2.0, source="issue",
+              ref="issue #6's <= 2 points; the flat public basis is ours (issue #28 asked for a basis aimed at the "
+                  "residual: the band basis is reported beside it)"),
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import torch
 import torch.nn.functional as F
@@ -19,6 +20,8 @@ from torch import Tensor
 from icml26.common.data import load_digits_split
 from icml26.contract import RunContext
 
+from .baselines import retrain_from_scratch
+from .cost import measure_unit_costs, predict_lmcleaner_seconds, predict_retrain_seconds
 from .hvp import ExactHVP
 from .problem import SupervisedProblem
 from .sections import _accuracy, _ce, _mia, _model
@@ -39,6 +42,15 @@ class DigitsRun:
     """‖θ̂ − θ_ideal‖ / ‖θ[τ] − θ_ideal‖ right after the request (not for retraining)."""
     deleted_batches: float = 0.0
     requeued: float = 0.0
+    calibrated_grad_eq: float = math.nan
+    """The served correction's cost from measured unit costs (timing; ``grad_eq`` is the nominal one)."""
+    wall: float = math.nan
+    """Seconds to serve the request (LMCleaner and replay)."""
+    predicted_wall: float = math.nan
+    """The per-request cost model's prediction of ``wall`` (LMCleaner)."""
+    retrain_wall: float = math.nan
+    """Seconds of retraining from scratch at the request (measured beside LMCleaner's serving)."""
+    retrain_predicted_wall: float = math.nan
 
 
 def digits_section(config, ctx: RunContext) -> dict[str, DigitsRun]:
@@ -85,11 +97,24 @@ def digits_section(config, ctx: RunContext) -> dict[str, DigitsRun]:
                 if strategy == "no_op":  # the samples leave the pool, their past influence stays
                     pool.remove(forget)
                 else:
+                    if strategy == "lmcleaner":
+                        units = measure_unit_costs(problem, recorder, theta_before, step - 1, ExactHVP(problem),
+                                                   repeats=config.timing_unit_repeats)
+                        start = time.perf_counter()
+                        retrained = retrain_from_scratch(problem, recorder, theta_before, forget, step)
+                        run.retrain_wall = time.perf_counter() - start
+                        run.retrain_predicted_wall = predict_retrain_seconds(units, step, len(retrained.deleted_steps))
                     unlearner.request(forget)
+                    start = time.perf_counter()
                     served = unlearner.serve()[0]
+                    run.wall = time.perf_counter() - start
                     run.grad_eq = served.grad_equivalents
                     run.deleted_batches = float(len(served.deleted_steps))
                     run.requeued = float(served.requeued.numel())
+                    if strategy == "lmcleaner":
+                        run.predicted_wall = predict_lmcleaner_seconds(
+                            units, list(served.windows), [step - t for t in served.deleted_steps])
+                        run.calibrated_grad_eq = run.predicted_wall / units.sgd_step
                 theta_tau = recorder.current_params()
             batch = pool.next_batch()
             if batch is None:

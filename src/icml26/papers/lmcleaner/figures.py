@@ -1,4 +1,5 @@
-"""The lmcleaner figures, drawn from a result's JSON only."""
+"""The lmcleaner figures, drawn from a result's JSON only (a single seed's, or a sweep's aggregate with
+95 % bands over seeds)."""
 
 from __future__ import annotations
 
@@ -9,8 +10,13 @@ from icml26.plotting import line, subplots, values
 __all__ = ["plot"]
 
 
+def _band(curve: dict, name: str) -> dict[str, Any]:
+    band = (curve.get("bands") or {}).get(name)
+    return {"lower": band[0], "upper": band[1]} if band else {}
+
+
 def plot(data: dict) -> dict[str, Any]:
-    """Residual-vs-window grid, accuracy/MIA vs lag, cost, noise and ledger figures."""
+    """Residual-vs-window grid, residual-vs-cost frontier, accuracy/MIA vs lag, cost, noise and ledger."""
     curves = data["curves"]
     figures = {}
     residual = sorted(n for n in curves if n.startswith("residual_"))
@@ -21,10 +27,9 @@ def plot(data: dict) -> dict[str, Any]:
         for j, lag in enumerate(lags):
             ax = axes[i][j]
             curve = curves[f"residual_{kind}_L{lag}"]
-            x = curve["x"]
             for name, ys in curve["series"].items():
                 style = "--" if "floor" in name else "-"
-                ax.plot(x, values(ys), style, marker="o" if style == "-" else None, markersize=3, label=name)
+                line(ax, curve["x"], ys, label=name, ls=style, **_band(curve, name))
             ax.axhline(1.0, color="grey", lw=0.8, ls=":", label="no-op (= 1)")
             ax.set_yscale("log")
             ax.set_xscale("symlog", linthresh=1)
@@ -38,13 +43,38 @@ def plot(data: dict) -> dict[str, Any]:
     fig.suptitle("LMCleaner: residual ‖θ̂_K − θ_ideal‖ / ‖θ[τ] − θ_ideal‖ (1 = no-op)")
     figures["residual_vs_window.png"] = fig
 
+    frontier = sorted((n for n in curves if n.startswith("frontier_L")), key=lambda n: int(n[len("frontier_L"):]))
+    if frontier:
+        fig, axes = subplots(1, len(frontier), panel=(4.4, 3.6))
+        for ax, name in zip(axes[0], frontier):
+            curve = curves[name]
+            s = curve["series"]
+            for label, colour in (("LMCleaner", "C0"), ("LMCleaner + tail", "C2")):
+                ax.plot(values(s[f"{label} cost"]), values(s[f"{label} residual"]), "-o", ms=3, color=colour,
+                        label=f"{label} (K = {curve['x'][0]} … {curve['x'][-1]})")
+            replay_cost, retrain_cost = curve["replay"][0], curve["retrain"][0]
+            if replay_cost is not None:
+                ax.axvline(replay_cost, color="C1", ls="--", label="replay (residual 0)")
+            if retrain_cost is not None:
+                ax.axvline(retrain_cost, color="C3", ls=":", label="retrain (residual 0)")
+            ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            ax.set_xlabel("calibrated gradient-equivalents")
+            ax.set_ylabel("relative residual")
+            ax.set_title(curve["title"], fontsize=9)
+            ax.grid(True, which="both", alpha=0.3)
+        axes[0][0].legend(fontsize="x-small")
+        fig.suptitle("Residual vs cost: truncation alone, with the public-data tail, and exact replay")
+        figures["frontier.png"] = fig
+
     fig, axes = subplots(len(kinds), 2, panel=(5.0, 3.4))
     for i, kind in enumerate(kinds):
         for j, metric in enumerate(("acc", "mia")):
             curve = curves[f"{metric}_{kind}"]
             ax = axes[i][j]
             for name, ys in curve["series"].items():
-                line(ax, curve["x"], ys, label=name)
+                line(ax, curve["x"], ys, label=name, **_band(curve, name))
             ax.set_xscale("log")
             ax.set_title(curve["title"])
             ax.set_xlabel("lag L")
@@ -55,26 +85,26 @@ def plot(data: dict) -> dict[str, Any]:
     fig, grid = subplots(1, 3, panel=(5.0, 3.8))
     axes = grid[0]
     cost = curves["cost"]
-    colours = {"lmcleaner": "C0", "replay": "C1", "retrain": "C3"}
+    colours = {"lmcleaner": "C0", "lmcleaner_tail": "C2", "replay": "C1", "retrain": "C3"}
     for name, ys in cost["series"].items():
         arm = name.split(" ")[0]
-        line(axes[0], cost["x"], ys, ls="-" if "gradients" in name else "--", color=colours.get(arm), label=name)
+        line(axes[0], cost["x"], ys, ls="-" if "measured" in name else "--", color=colours.get(arm), label=name)
     axes[0].set_xscale("log")
     axes[0].set_yscale("log")
     axes[0].set_xlabel("lag L")
-    axes[0].set_ylabel("gradient-equivalents (solid) / wall ms (dashed)")
+    axes[0].set_ylabel("ms: measured (solid) / cost model (dashed)")
     axes[0].set_title(cost["title"])
-    axes[0].legend(fontsize="x-small")
+    axes[0].legend(fontsize="xx-small")
     axes[0].grid(True, alpha=0.3)
     noise = curves["noise"]
     accuracy = values(noise["series"]["test accuracy"])
-    axes[1].bar(range(len(noise["x"])), accuracy, color=["C0", "C2", "C4", "C3"])
+    axes[1].bar(range(len(noise["x"])), accuracy, color=[f"C{i}" for i in range(len(noise["x"]))])
     for i, v in enumerate(accuracy):
         axes[1].text(i, v + 0.01, f"{v:.3f}", ha="center", fontsize="small")
     axes[1].set_ylim(0, 1.08)
-    axes[1].set_xticks(range(len(noise["x"])), noise["x"], rotation=15, fontsize="small")
+    axes[1].set_xticks(range(len(noise["x"])), noise["x"], rotation=20, fontsize="small")
     axes[1].set_ylabel("test accuracy")
-    axes[1].set_title(noise["title"])
+    axes[1].set_title(noise["title"], fontsize=9)
     ledger = curves["ledger"]
     for name, ys in ledger["series"].items():
         line(axes[2], ledger["x"], ys, label=name)

@@ -48,7 +48,9 @@ __all__ = [
     "concentration",
     "gaussian_delta",
     "gaussian_epsilon",
+    "hessian_band_basis",
     "hessian_basis",
+    "hessian_flat_basis",
     "isotropic_noise_scale",
     "lanczos_top_eigenvectors",
     "mahalanobis_shift",
@@ -144,6 +146,18 @@ def lanczos_top_eigenvectors(
     m = min(dim, num_iters if num_iters is not None else max(2 * k + 20, 40))
     if m < k:
         raise ValueError(f"num_iters={m} must be at least k={k}")
+    values, ritz = _lanczos_ritz(matvec, dim, m, seed=seed, dtype=dtype, device=device)
+    if values.numel() < k:
+        raise ValueError(f"the Krylov space has dimension {values.numel()} < k={k}; A has fewer than k eigenvectors "
+                         "to find")
+    return values[:k], ritz[:, :k]
+
+
+def _lanczos_ritz(matvec: Callable[[Tensor], Tensor], dim: int, m: int, *, seed: int, dtype: torch.dtype,
+                  device) -> tuple[Tensor, Tensor]:
+    """All Ritz pairs of an m-step Lanczos run (full re-orthogonalisation), eigenvalues decreasing.
+
+    The run stops early when the Krylov space closes (then it holds fewer than m pairs, all exact)."""
     generator = torch.Generator().manual_seed(seed)
     q = torch.randn(dim, generator=generator, dtype=dtype).to(device)
     q = q / q.norm()
@@ -173,11 +187,8 @@ def lanczos_top_eigenvectors(
         off = torch.stack(betas[: n - 1])
         tri = tri + torch.diag(off, 1) + torch.diag(off, -1)
     values, vectors = torch.linalg.eigh(tri)
-    order = torch.argsort(values, descending=True)[:k]
-    if order.numel() < k:
-        raise ValueError(f"the Krylov space has dimension {n} < k={k}; A has fewer than k eigenvectors to find")
-    ritz = torch.stack(basis[:n], dim=1) @ vectors[:, order]
-    return values[order], ritz
+    order = torch.argsort(values, descending=True)
+    return values[order], torch.stack(basis[:n], dim=1) @ vectors[:, order]
 
 
 def hessian_basis(problem: SupervisedProblem, params: Tensor, public_ids: Tensor, k: int, *,
@@ -193,6 +204,73 @@ def hessian_basis(problem: SupervisedProblem, params: Tensor, public_ids: Tensor
                                           theta.numel(), k, num_iters=num_iters, seed=seed,
                                           dtype=theta.dtype, device=theta.device)
     return vectors
+
+
+def _public_spectrum(problem: SupervisedProblem, params: Tensor, public_ids: Tensor, num_iters: int | None,
+                     seed: int) -> tuple[Tensor, Tensor]:
+    """Eigenpairs of the public Hessian, eigenvalues decreasing: exact (p Hessian-vector products with
+    the unit vectors, then ``eigh``, multiplicities included) when ``num_iters`` is None and p ≤
+    :data:`DENSE_SPECTRUM_LIMIT`; otherwise ``num_iters`` (default 400) Lanczos steps, which resolve
+    one vector per distinct eigenvalue only."""
+    hvp = ExactHVP(problem)
+    theta = params.detach().reshape(-1)
+    dim = theta.numel()
+    if num_iters is None and dim <= DENSE_SPECTRUM_LIMIT:
+        eye = torch.eye(dim, dtype=theta.dtype, device=theta.device)
+        dense = torch.stack([hvp(theta, public_ids, eye[i]) for i in range(dim)], dim=1)
+        values, vectors = torch.linalg.eigh(0.5 * (dense + dense.T))
+        return values.flip(0), vectors.flip(1)
+    m = min(dim, integer("num_iters", num_iters, low=1) if num_iters is not None else 400)
+    return _lanczos_ritz(lambda v: hvp(theta, public_ids, v.to(theta.dtype)), dim, m, seed=seed,
+                         dtype=theta.dtype, device=theta.device)
+
+
+#: Up to this many parameters the public-Hessian bases are computed from the dense Hessian.
+DENSE_SPECTRUM_LIMIT = 2000
+
+
+def hessian_flat_basis(problem: SupervisedProblem, params: Tensor, public_ids: Tensor, k: int, *,
+                       num_iters: int | None = None, seed: int = 0) -> Tensor:
+    """The k eigenvectors of the public-data Hessian with the *smallest* eigenvalues: ``(p, k)``.
+
+    Noise along them barely moves the loss, so the large block σ_∥ of subspace-aware noise costs
+    little accuracy there (ours, issue #28); the residual then lies mostly off the subspace and the
+    certificate's β is about ‖r‖/Δ̄. Exact for p ≤ :data:`DENSE_SPECTRUM_LIMIT` (the dense Hessian);
+    for larger p (or with ``num_iters``) by Lanczos, whose smallest *resolved* Ritz values need not be
+    the smallest eigenvalues.
+    """
+    k = integer("k", k, low=1)
+    values, vectors = _public_spectrum(problem, params, public_ids, num_iters, seed)
+    if vectors.shape[1] < k:
+        raise ValueError(f"only {vectors.shape[1]} Ritz vectors were resolved, k={k} asked")
+    return vectors[:, -k:]
+
+
+def hessian_band_basis(problem: SupervisedProblem, params: Tensor, public_ids: Tensor, *, lr: float,
+                       window: int, lag: int, max_dim: int | None = None, num_iters: int | None = None,
+                       seed: int = 0) -> Tensor:
+    """Eigenvectors of the public-data Hessian with η·λ in (1/lag, 1/window): ``(p, k)``.
+
+    This is where the truncated correction leaves its residual: along directions with η·λ ≫ 1/K
+    the K propagators already contract the deleted update, along η·λ ≪ 1/L the remaining ones do
+    not either, and in between the window stops short of what later SGD healed (issue #28: a basis
+    aimed at the residual). Computed by Lanczos on ``num_iters`` (default min(p, 400)) Krylov
+    vectors, so for large p only the upper part of the spectrum is resolved; ``max_dim`` keeps the
+    eigenvectors of the largest eigenvalues in the band. ``ValueError`` if the band is empty.
+    """
+    lr = number("lr", lr, low=0.0, strict=True)
+    window, lag = integer("window", window, low=1), integer("lag", lag, low=1)
+    if lag <= window:
+        raise ValueError(f"lag={lag} must exceed window={window} (the band is (1/lag, 1/window) in η·λ)")
+    values, vectors = _public_spectrum(problem, params, public_ids, num_iters, seed)
+    inside = (lr * values > 1.0 / lag) & (lr * values < 1.0 / window)
+    if not bool(inside.any()):
+        raise ValueError(f"no public-Hessian eigenvalue has η·λ in (1/{lag}, 1/{window}) "
+                         f"(η·λ spans {float(lr * values.min()):.3g} .. {float(lr * values.max()):.3g})")
+    chosen = vectors[:, inside]
+    if max_dim is not None:
+        chosen = chosen[:, : integer("max_dim", max_dim, low=1)]
+    return chosen
 
 
 # ---------------------------------------------------------------------------

@@ -19,6 +19,10 @@ dense recording mode (no gradients).
 
 For a quadratic objective H[s] does not depend on θ, and with K ≥ τ − t_z − 1 the
 result equals the exact counterfactual replay.
+
+Optionally (``tail=``, ours, off by default) the propagators after the window are approximated
+from a public-data Hessian at θ[τ] (:class:`~.tail.TailCorrection`): v ← exp(−T·H̄)·v with T
+the sum of the remaining steps' learning rates.
 """
 
 from __future__ import annotations
@@ -31,9 +35,10 @@ from torch import Tensor
 
 from ._checks import finite_vector, integer, number
 from .hvp import HVP
+from .tail import TailCorrection
 from .trajectory import TrajectoryRecorder
 
-__all__ = ["Correction", "correction_path", "effective_window", "truncated_correction"]
+__all__ = ["Correction", "correction_path", "effective_window", "remaining_time", "truncated_correction"]
 
 
 def effective_window(window: int, batch_step: int, now_step: int) -> int:
@@ -55,8 +60,10 @@ class Correction:
         vector: v ``(p,)``; the unlearned parameters are θ̂ = θ[τ] − v.
         batch_steps: the deleted steps t_z.
         windows: K* for each deleted step.
-        hvp_calls: Hessian-vector products evaluated.
-        grad_equivalents: cost in mini-batch gradients (HVP calls × the backend's cost).
+        hvp_calls: Hessian-vector products evaluated inside the window(s).
+        grad_equivalents: cost in mini-batch gradients (HVP calls × the backend's cost, plus the
+            tail's public HVPs × their cost).
+        tail_calls: public-batch Hessian-vector products of the tail correction (0 without one).
     """
 
     vector: Tensor
@@ -64,6 +71,7 @@ class Correction:
     windows: tuple[int, ...]
     hvp_calls: int
     grad_equivalents: float
+    tail_calls: int = 0
 
 
 def _as_steps(batch_step: int | Sequence[int]) -> tuple[int, ...]:
@@ -90,6 +98,32 @@ def _check_now(recorder: TrajectoryRecorder, now_step: int) -> None:
 def _check_hvp(hvp) -> None:
     if not callable(hvp) or not hasattr(hvp, "grad_equivalents"):
         raise TypeError(f"hvp must be an HVP backend (make_hvp(problem, kind)), got {type(hvp).__name__}")
+
+
+def _check_tail(tail) -> None:
+    if tail is not None and not isinstance(tail, TailCorrection):
+        raise TypeError(f"tail must be a TailCorrection or None, got {type(tail).__name__}")
+
+
+def remaining_time(recorder: TrajectoryRecorder, batch_step: int, now_step: int, k_star: int,
+                   skip: frozenset[int] = frozenset()) -> float:
+    """T = Σ η_s over the propagators the window left out: s = t_z + K* + 1 … τ − 1, except deleted
+    (``skip``) and identity steps (edits, removed batches)."""
+    return float(sum(recorder.lr(s) for s in range(batch_step + k_star + 1, now_step)
+                     if s not in skip and not recorder.is_identity(s)))
+
+
+def _apply_tail(tail: TailCorrection | None, recorder: TrajectoryRecorder, params_now: Tensor, v: Tensor,
+                batch_step: int, now_step: int, k_star: int, skip: frozenset[int], damping: float) -> tuple[Tensor, int]:
+    if tail is None:
+        return v, 0
+    time = remaining_time(recorder, batch_step, now_step, k_star, skip)
+    return tail.apply(params_now, v, time, damping)
+
+
+def _batch_size(recorder: TrajectoryRecorder) -> int:
+    sizes = [r.batch_ids.numel() for r in recorder.steps if r.kind == "sgd"]
+    return max(1, round(sum(sizes) / len(sizes))) if sizes else 1
 
 
 def _propagate(
@@ -133,6 +167,7 @@ def truncated_correction(
     window: int,
     hvp: HVP,
     damping: float = 0.0,
+    tail: TailCorrection | None = None,
 ) -> Correction:
     """LMCleaner's correction v for deleting the batch(es) of ``batch_step`` at step τ.
 
@@ -146,6 +181,8 @@ def truncated_correction(
         window: K, the truncation window (paper symbol K).
         hvp: a backend from :mod:`.hvp`, evaluated at the historical θ[s].
         damping: λ_damp of the authors' code (v ← v − η·λ_damp·v); 0 is the paper.
+        tail: our tail extension (:class:`~.tail.TailCorrection`): approximate the propagators
+            after the window from a public-data Hessian at θ[τ]; ``None`` (default) is the paper.
 
     Returns:
         a :class:`Correction`; the unlearned model is ``params_now - correction.vector``.
@@ -153,6 +190,7 @@ def truncated_correction(
     steps = _as_steps(batch_step)
     _check_now(recorder, now_step)
     _check_hvp(hvp)
+    _check_tail(tail)
     integer("window", window, low=-(2**62))
     damping = number("damping", damping)
     if damping < 0:
@@ -160,16 +198,21 @@ def truncated_correction(
     params_now = finite_vector("params_now", params_now)
     skip = frozenset(steps)
     total = torch.zeros_like(params_now)
-    windows, calls = [], 0
+    windows, calls, tail_calls = [], 0, 0
     for t_z in steps:
         k_star = effective_window(window, t_z, now_step)
         for k, v, n in _propagate(recorder, params_now, t_z, now_step, window, hvp, skip, damping):
             if k == k_star:
+                v, extra = _apply_tail(tail, recorder, params_now, v, t_z, now_step, k_star, skip, damping)
                 total = total + v
                 calls += n
+                tail_calls += extra
         windows.append(k_star)
+    cost = calls * float(hvp.grad_equivalents)
+    if tail is not None:
+        cost += tail_calls * tail.call_cost(_batch_size(recorder))
     return Correction(vector=total, batch_steps=steps, windows=tuple(windows), hvp_calls=calls,
-                      grad_equivalents=calls * float(hvp.grad_equivalents))
+                      grad_equivalents=cost, tail_calls=tail_calls)
 
 
 def correction_path(
@@ -181,16 +224,19 @@ def correction_path(
     windows: Sequence[int],
     hvp: HVP,
     damping: float = 0.0,
+    tail: TailCorrection | None = None,
 ) -> dict[int, Correction]:
     """Corrections for several windows K at once (one propagation, ``max(windows)`` HVPs).
 
     Truncation at K is a prefix of truncation at a larger K, so ``path[K].vector`` equals
-    ``truncated_correction(..., window=K).vector``.
+    ``truncated_correction(..., window=K).vector`` (also with a ``tail``, applied to each
+    window's vector: m public HVPs per window).
     """
     if not windows:
         raise ValueError("windows is empty")
     _check_now(recorder, now_step)
     _check_hvp(hvp)
+    _check_tail(tail)
     batch_step = integer("batch_step", batch_step)
     damping = number("damping", damping, low=0.0)
     params_now = finite_vector("params_now", params_now)
@@ -201,8 +247,13 @@ def correction_path(
         if k in wanted.values():
             by_kstar[k] = (v, n)
     out = {}
+    skip = frozenset({batch_step})
     for window, k_star in wanted.items():
         v, n = by_kstar[k_star]
+        v, extra = _apply_tail(tail, recorder, params_now, v, batch_step, now_step, k_star, skip, damping)
+        cost = n * float(hvp.grad_equivalents)
+        if tail is not None:
+            cost += extra * tail.call_cost(_batch_size(recorder))
         out[window] = Correction(vector=v, batch_steps=(batch_step,), windows=(k_star,), hvp_calls=n,
-                                 grad_equivalents=n * float(hvp.grad_equivalents))
+                                 grad_equivalents=cost, tail_calls=extra)
     return out

@@ -1,9 +1,9 @@
 """The sections of the lmcleaner reproduction: data, models, and the four measurements.
 
 Reproduction code (the method's API does not import it). ``experiment.py`` calls
-:func:`mixture`, then :func:`lag_sweep` per model, :func:`noise_section`, :func:`ledger_curve`
+:func:`mixture`, then :func:`lag_sweep` per model, :func:`~.certified.certified_noise_section`, :func:`ledger_curve`
 and :func:`digits_section`; each returns a dataclass. ``config`` is the experiment's
-``Config``. The digits section is in ``digits.py``.
+``Config``. The digits section is in ``digits.py``, the certified noise section in ``certified.py``.
 """
 
 from __future__ import annotations
@@ -32,22 +32,15 @@ from .baselines import (
     replay_counterfactual,
     retrain_from_scratch,
 )
+from .cost import UnitCosts, measure_unit_costs, predict_lmcleaner_seconds, predict_replay_seconds, predict_retrain_seconds
 from .hvp import ExactHVP, make_hvp
-from .privacy import (
-    add_isotropic_noise,
-    add_subspace_noise,
-    concentration,
-    gaussian_delta,
-    hessian_basis,
-    random_basis,
-    subspace_noise_scales,
-)
 from .problem import SupervisedProblem
 from .propagation import correction_path
+from .tail import TailCorrection
 from .trajectory import TrajectoryRecorder
 
-__all__ = ["ARM_OF_BACKEND", "BACKENDS", "ArmResult", "LagResult", "MixtureData", "NoiseResult", "SweepResult",
-           "ledger_curve", "lag_sweep", "mixture", "noise_section", "single_thread"]
+__all__ = ["ARM_OF_BACKEND", "BACKENDS", "ArmResult", "LagResult", "MixtureData", "SweepResult",
+           "ledger_curve", "lag_sweep", "mixture", "single_thread", "tail_for"]
 
 BACKENDS = ("exact", "gauss_newton", "empirical_fisher", "batch_mean_fisher")
 ARM_OF_BACKEND = {"exact": "lmcleaner", "gauss_newton": "lmcleaner_ggn",
@@ -71,9 +64,14 @@ class MixtureData:
     x_public: Tensor
     y_public: Tensor
     canary_ids: Tensor
+    extra_canary_ids: list[Tensor] = dataclasses.field(default_factory=list)
 
 
-def mixture(config, gen: torch.Generator, device: torch.device) -> MixtureData:
+def mixture(config, gen: torch.Generator, device: torch.device, extra_canary_steps: tuple[int, ...] = (),
+            steps: int | None = None) -> MixtureData:
+    """The data of ``steps`` (default t_z + max lag) single-pass batches, the canary batch at t_z,
+    and canary batches also at ``extra_canary_steps`` (drawn last, so the default draw is unchanged;
+    ``MixtureData.extra_canary_ids`` lists their ids, one tensor per step)."""
     d, r, c = config.informative_features, config.rare_features, config.n_classes
     means = torch.randn(c, d, generator=gen, dtype=torch.float64) * config.class_separation
 
@@ -89,14 +87,21 @@ def mixture(config, gen: torch.Generator, device: torch.device) -> MixtureData:
         x[:, d:] = torch.randn(n, r, generator=gen, dtype=torch.float64) * config.canary_rare_scale
         return x, (y + torch.randint(1, c, (n,), generator=gen)) % c
 
-    steps = config.canary_step + max(config.lags)
+    steps = config.canary_step + max(config.lags) if steps is None else steps
     x, y = clean(steps * config.batch_size)
     canary_ids = torch.arange(config.canary_step * config.batch_size, (config.canary_step + 1) * config.batch_size)
     x[canary_ids], y[canary_ids] = canary(config.batch_size)
     x_test, y_test = clean(config.n_test)
     x_non, y_non = canary(config.n_nonmembers)
     x_pub, y_pub = clean(config.n_test)
-    return MixtureData(*(t.to(device) for t in (x, y, x_test, y_test, x_non, y_non, x_pub, y_pub)), canary_ids)
+    extra = []
+    for step in extra_canary_steps:
+        ids = torch.arange(step * config.batch_size, (step + 1) * config.batch_size)
+        x[ids], y[ids] = canary(config.batch_size)
+        extra.append(ids)
+    data = MixtureData(*(t.to(device) for t in (x, y, x_test, y_test, x_non, y_non, x_pub, y_pub)), canary_ids)
+    data.extra_canary_ids = extra
+    return data
 
 
 def _model(kind: str, n_in: int, n_out: int, hidden: int, seed: int) -> nn.Module:
@@ -125,13 +130,14 @@ def _mia(problem: SupervisedProblem, theta: Tensor, x_in: Tensor, y_in: Tensor, 
     return loss_threshold_mia_auc(member.cpu().numpy(), nonmember.cpu().numpy())
 
 
-def _median_time(fn: Callable[[], Any], repeats: int) -> tuple[Any, float]:
+def _best_time(fn: Callable[[], Any], repeats: int) -> tuple[Any, float]:
+    """``fn()``'s result and its fastest wall time over ``repeats`` calls (the least disturbed by other load)."""
     times, out = [], None
     for _ in range(repeats):
         start = time.perf_counter()
         out = fn()
         times.append(time.perf_counter() - start)
-    return out, float(np.median(times))
+    return out, float(np.min(times))
 
 
 @contextlib.contextmanager
@@ -154,8 +160,14 @@ class ArmResult:
 
     theta: Tensor
     grad_eq: float
+    """Nominal cost in gradient-equivalents (deterministic: an HVP counts 2 gradients, a public HVP
+    2·|public batch|/B; replayed steps 1 each)."""
+    calibrated: float | None = None
+    """Cost in gradient-equivalents from the measured unit costs (``UnitCosts``; timing, so it varies)."""
     wall: float | None = None
-    """Seconds (median of repeats) for the arms that are timed."""
+    """Seconds (fastest of repeats) for the arms that are timed."""
+    predicted_wall: float | None = None
+    """Seconds the per-request cost model predicts (timed arms)."""
     residual: float = math.nan
     acc: float = math.nan
     mia: float = math.nan
@@ -172,20 +184,26 @@ class LagResult:
     retrain_gap: float
     """‖θ_retrain − θ_ideal‖ (two exact paths; ≈ 0)."""
     curves: dict[str, list[float]]
-    """Residual vs window per HVP backend."""
+    """Residual vs window per HVP backend (and ``"exact+tail"``)."""
+    costs: dict[str, list[float]]
+    """Calibrated cost (gradient-equivalents) vs window: ``"exact"`` and ``"exact+tail"``."""
     arms: dict[str, ArmResult]
     floor: float = math.nan
     """Residual of exact propagation over the whole lag (the linearisation floor)."""
+    units: UnitCosts | None = None
+    """The unit costs measured at this lag (calibration of its costs and predictions)."""
 
 
 @dataclasses.dataclass
 class SweepResult:
-    """One model's lag sweep, with the problem and recorder the noise section reuses."""
+    """One model's lag sweep, with the problem, recorder and measured unit costs."""
 
     kind: str
     problem: SupervisedProblem
     recorder: TrajectoryRecorder
     per_lag: dict[int, LagResult]
+    units: UnitCosts
+    """The unit costs measured at the longest lag."""
 
 
 def _train_single_pass(problem: SupervisedProblem, config, lr: float, taus: set[int], ctx: RunContext,
@@ -210,6 +228,13 @@ def _train_single_pass(problem: SupervisedProblem, config, lr: float, taus: set[
     return recorder, snapshots
 
 
+def tail_for(problem: SupervisedProblem, data: MixtureData, config) -> TailCorrection:
+    """The tail correction of the reproduction: the public rows' Hessian (same model, loss and decay)."""
+    public = SupervisedProblem(problem.model, _ce, data.x_public, data.y_public, l2=config.l2)
+    return TailCorrection(public, torch.arange(min(config.tail_public, data.x_public.shape[0])),
+                          krylov_dim=config.tail_krylov)
+
+
 def lag_sweep(kind: str, data: MixtureData, config, ctx: RunContext) -> SweepResult:
     """Train one model single-pass, then at every lag compare every arm with θ_ideal."""
     lr = config.lr_softmax if kind == "softmax" else config.lr_mlp
@@ -223,19 +248,28 @@ def lag_sweep(kind: str, data: MixtureData, config, ctx: RunContext) -> SweepRes
     canaries = data.canary_ids
     x_c, y_c = data.x[canaries], data.y[canaries]
     k_head = config.headline_window
+    tail = tail_for(problem, data, config)
     # wall times are repeated for the first model only (the cost figures use it)
     repeats = config.timing_repeats if kind == config.models[0] else 1
     per_lag: dict[int, LagResult] = {}
     for lag in ctx.progress(config.lags, desc=f"lags {kind}"):
         tau = t_z + lag
         theta_now = snapshots[tau]
-        ideal, t_replay = _median_time(
+        # unit costs, measured right before this lag's timings (so that both see the same machine load),
+        # on a recorded batch after t_z: the calibration of every cost at this lag
+        units = measure_unit_costs(problem, recorder, theta_now, t_z + 1, ExactHVP(problem), tail=tail,
+                                   repeats=config.timing_unit_repeats, rebuild_span=lag)
+        ideal, t_replay = _best_time(
             lambda: replay_counterfactual(problem, recorder, theta_now, canaries, tau), repeats)
-        retrain, t_retrain = _median_time(
+        retrain, t_retrain = _best_time(
             lambda: retrain_from_scratch(problem, recorder, theta_now, canaries, tau), repeats)
         theta_ideal = ideal.params
         row = LagResult(lag=lag, tau=tau, denominator=float((theta_now - theta_ideal).norm()),
-                        retrain_gap=float((retrain.params - theta_ideal).norm()), curves={}, arms={})
+                        retrain_gap=float((retrain.params - theta_ideal).norm()), curves={}, costs={}, arms={})
+
+        def calibrated(k_star: int, tail_calls: int = 0) -> float:
+            return predict_lmcleaner_seconds(units, [k_star], [lag], tail_calls) / units.sgd_step
+
         for backend in BACKENDS:
             hvp = make_hvp(problem, backend)
             path = correction_path(recorder, theta_now, t_z, tau, windows=list(config.windows), hvp=hvp)
@@ -243,13 +277,28 @@ def lag_sweep(kind: str, data: MixtureData, config, ctx: RunContext) -> SweepRes
                                    for k in config.windows]
             row.arms[ARM_OF_BACKEND[backend]] = ArmResult(theta_now - path[k_head].vector,
                                                           path[k_head].grad_equivalents)
+        row.costs["exact"] = [calibrated(min(k, lag - 1)) for k in config.windows]
+        row.arms["lmcleaner"].calibrated = calibrated(min(k_head, lag - 1))
+        tail_path = correction_path(recorder, theta_now, t_z, tau, windows=list(config.windows),
+                                    hvp=ExactHVP(problem), tail=tail)
+        row.curves["exact+tail"] = [relative_residual(theta_now - tail_path[k].vector, theta_ideal, theta_now)
+                                    for k in config.windows]
+        row.costs["exact+tail"] = [calibrated(tail_path[k].windows[0], tail_path[k].tail_calls)
+                                   for k in config.windows]
+        head = tail_path[k_head]
+        row.arms["lmcleaner_tail"] = ArmResult(theta_now - head.vector, head.grad_equivalents,
+                                               calibrated(head.windows[0], head.tail_calls))
         # the linearisation floor: exact propagation over the whole lag (K* = L − 1)
         full = correction_path(recorder, theta_now, t_z, tau, windows=[lag], hvp=ExactHVP(problem))[lag]
         row.floor = relative_residual(theta_now - full.vector, theta_ideal, theta_now)
         # wall time of the method itself, side by side with replay and retraining
-        _, t_method = _median_time(
+        _, t_method = _best_time(
             lambda: lmcleaner_unlearn(problem, recorder, theta_now, canaries, tau, window=k_head,
                                       hvp=ExactHVP(problem)), repeats)
+        _, t_tail = _best_time(
+            lambda: lmcleaner_unlearn(problem, recorder, theta_now, canaries, tau, window=k_head,
+                                      hvp=ExactHVP(problem), tail=tail), repeats)
+        # equal compute at the nominal cost (deterministic, so the ascent arms repeat exactly): K HVPs × 2
         budget = row.arms["lmcleaner"].grad_eq
         ga_steps = max(1, round(budget))                     # one forget batch = one gradient
         ng_steps = max(1, round(budget / 2))                 # forget + retain batch = two gradients
@@ -258,79 +307,27 @@ def lag_sweep(kind: str, data: MixtureData, config, ctx: RunContext) -> SweepRes
                                   beta=config.neggrad_beta)
         noop = no_op(problem, recorder, theta_now, canaries, tau)
         row.arms.update({
-            "replay": ArmResult(theta_ideal, ideal.grad_equivalents, t_replay),
-            "retrain": ArmResult(retrain.params, retrain.grad_equivalents, t_retrain),
+            "replay": ArmResult(theta_ideal, ideal.grad_equivalents, predict_replay_seconds(units, lag, 1) / units.sgd_step,
+                                t_replay, predict_replay_seconds(units, lag, 1)),
+            "retrain": ArmResult(retrain.params, retrain.grad_equivalents,
+                                 predict_retrain_seconds(units, tau, 1) / units.sgd_step, t_retrain,
+                                 predict_retrain_seconds(units, tau, 1)),
             "gradient_ascent": ArmResult(ga.params, ga.grad_equivalents),
             "neggrad_plus": ArmResult(ng.params, ng.grad_equivalents),
             "no_op": ArmResult(noop.params, 0.0),
         })
         row.arms["lmcleaner"].wall = t_method
+        row.arms["lmcleaner"].predicted_wall = predict_lmcleaner_seconds(units, [min(k_head, lag - 1)], [lag])
+        row.arms["lmcleaner_tail"].wall = t_tail
+        row.arms["lmcleaner_tail"].predicted_wall = predict_lmcleaner_seconds(units, [head.windows[0]], [lag],
+                                                                              head.tail_calls)
         for arm in row.arms.values():
             arm.residual = relative_residual(arm.theta, theta_ideal, theta_now)
             arm.acc = _accuracy(problem, arm.theta, data.x_test, data.y_test)
             arm.mia = _mia(problem, arm.theta, x_c, y_c, data.x_nonmember, data.y_nonmember)
+        row.units = units
         per_lag[lag] = row
-    return SweepResult(kind, problem, recorder, per_lag)
-
-
-# ---------------------------------------------------------------------------
-# Section 2: noise
-# ---------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class NoiseResult:
-    """Subspace vs isotropic noise on LMCleaner's θ̂ at the longest lag (first model)."""
-
-    sensitivity: float
-    residual_norm: float
-    acc_clean: float
-    acc_isotropic: float
-    sigma_parallel: float
-    sigma_perp: float
-    mu_calibrated: float
-    delta_exact: float
-    acc_subspace_random: float
-    acc_subspace_hessian: float
-    beta_hat_random: float
-    beta_hat_hessian: float
-
-
-def noise_section(sweep: SweepResult, data: MixtureData, config, ctx: RunContext) -> NoiseResult:
-    """Accuracy under noise at ε = ``config.epsilon`` and the residual's concentration β̂."""
-    problem, recorder = sweep.problem, sweep.recorder
-    row = sweep.per_lag[max(config.lags)]
-    theta_hat = row.arms["lmcleaner"].theta
-    theta_ideal = row.arms["replay"].theta
-    p = theta_hat.numel()
-    public = SupervisedProblem(problem.model, _ce, data.x_public, data.y_public, l2=config.l2)
-    # Δ̄: the largest logged update norm, max_t ‖u[t]‖ (brief §1.6: "max ‖u[t]‖ from the training logs")
-    sensitivity = max(float(recorder.update(t).norm()) for t in range(recorder.num_steps))
-    bases = {
-        "random": random_basis(p, config.subspace_dim, seed=42, dtype=theta_hat.dtype, device=theta_hat.device),
-        # public data at public parameters (the initialisation): the basis reveals nothing private
-        "hessian": hessian_basis(public, recorder.params_at(0), torch.arange(data.x_public.shape[0]),
-                                 config.subspace_dim, seed=0),
-    }
-    gen = ctx.torch_generator("noise")
-    residual = theta_hat - theta_ideal
-
-    def mean_acc(draw: Callable[[], Tensor]) -> float:
-        return float(np.mean([_accuracy(problem, draw(), data.x_test, data.y_test)
-                              for _ in range(config.noise_draws)]))
-
-    acc_clean = _accuracy(problem, theta_hat, data.x_test, data.y_test)
-    acc_isotropic = mean_acc(lambda: add_isotropic_noise(
-        theta_hat, sensitivity=sensitivity, epsilon=config.epsilon, delta=config.delta, generator=gen).params)
-    sigma_par, sigma_perp = subspace_noise_scales(sensitivity, config.epsilon, config.delta, config.beta)
-    mu = math.sqrt(2.0) * sensitivity / sigma_par
-    subspace = {name: mean_acc(lambda b=basis: add_subspace_noise(
-        theta_hat, b, sensitivity=sensitivity, epsilon=config.epsilon, delta=config.delta,
-        beta=config.beta, generator=gen).params) for name, basis in bases.items()}
-    beta_hat = {name: concentration(residual, basis, sensitivity) for name, basis in bases.items()}
-    return NoiseResult(sensitivity=sensitivity, residual_norm=float(residual.norm()), acc_clean=acc_clean,
-                       acc_isotropic=acc_isotropic, sigma_parallel=sigma_par, sigma_perp=sigma_perp,
-                       mu_calibrated=mu, delta_exact=float(gaussian_delta(mu, config.epsilon)),
-                       acc_subspace_random=subspace["random"], acc_subspace_hessian=subspace["hessian"],
-                       beta_hat_random=beta_hat["random"], beta_hat_hessian=beta_hat["hessian"])
+    return SweepResult(kind, problem, recorder, per_lag, per_lag[max(config.lags)].units)
 
 
 # ---------------------------------------------------------------------------
