@@ -410,6 +410,7 @@ for _spec in (
             "generalized zero-shot harmonic accuracy, with weights less sensitive to nuisance "
             "wording."
         ),
+        status="implemented",
     ),
     PaperSpec(
         key="llr",
@@ -420,8 +421,9 @@ for _spec in (
         extras=("lm",),
         claim=(
             "Mapping each layer's power-law exponent of its weight spectrum to a learning-rate "
-            "multiplier lowers a tiny LLaMA's validation loss relative to a shuffled control and "
-            "to uniform AdamW at a small base learning rate."
+            "multiplier lowers a tiny LLaMA's validation loss relative to rate-preserving controls "
+            "(uniform AdamW at LLR's mean rate, fixed per-kind multipliers, a within-kind shuffle) "
+            "and to uniform AdamW at a small base learning rate."
         ),
         status="implemented",
     ),

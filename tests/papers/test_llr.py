@@ -504,3 +504,138 @@ def test_reproduction_analysis_by_hand():
     assert math.isnan(mean_final_alpha(alpha, ("o_proj",), 0))
     with pytest.raises(ValueError, match="same length"):
         steps_to_target([1.0], [0, 1], 1.0)
+
+
+# -- rate-preserving controls (issue #30) ------------------------------------------------------------
+
+def test_parameter_weighted_mean_and_kind_means_by_hand():
+    from icml26.papers.llr.analysis import kind_means, parameter_weighted_mean
+
+    # (1*10 + 3*30 + 2*60) / 100 = 220 / 100
+    assert parameter_weighted_mean([1.0, 3.0, 2.0], [10, 30, 60]) == pytest.approx(2.2, rel=1e-15)
+    assert parameter_weighted_mean([5.0, 1.0], [0, 7]) == 1.0  # an empty group does not count
+    for bad in (([1.0], [1, 2]), ([], []), ([1.0, 2.0], [0, 0]), ([1.0, 2.0], [-1, 3])):
+        with pytest.raises(ValueError):
+            parameter_weighted_mean(*bad)
+    kinds = {"0.q": "q", "1.q": "q", "0.up": "up", "1.up": "up", "embed": "embed"}
+    means = kind_means({"0.q": 1.0, "1.q": 3.0, "0.up": 2.0, "1.up": 2.5, "embed": 3.0}, kinds)
+    assert means == {"0.q": 2.0, "1.q": 2.0, "0.up": 2.25, "1.up": 2.25, "embed": 3.0}
+    with pytest.raises(ValueError, match="1.q"):
+        kind_means({"1.q": 1.0}, {"0.q": "q"})
+
+
+def test_matrix_kinds_group_same_shaped_layers_of_different_blocks():
+    from icml26.papers.llr import layer_kinds, matrix_kind
+
+    assert matrix_kind("model.layers.12.mlp.up_proj") == "model.layers.*.mlp.up_proj"
+    assert matrix_kind("3") == "*" and matrix_kind("h.0.attn.c_attn") == "h.*.attn.c_attn"
+    assert matrix_kind("model.embed_tokens") == "model.embed_tokens"
+    model = _tiny_llama()
+    kinds = layer_kinds(model)
+    modules = dict(model.named_modules())
+    members: dict[str, list[str]] = {}
+    for name, kind in kinds.items():
+        members.setdefault(kind, []).append(name)
+    hidden = [k for k in members if "embed" not in k and "head" not in k]
+    assert len(hidden) == 7 and all(len(members[k]) == 2 for k in hidden)  # q k v o gate up down x 2 blocks
+    for names in members.values():
+        assert len({modules[n].weight.numel() for n in names}) == 1
+    assert members["model.embed_tokens (64, 64)"] == ["model.embed_tokens"]
+
+
+def test_within_kind_shuffle_is_a_derangement_that_keeps_each_kinds_rate():
+    from icml26.papers.llr import layer_kinds
+    from icml26.papers.llr.analysis import parameter_weighted_mean
+
+    groups = {"a1": "A", "a2": "A", "a3": "A", "b1": "B", "b2": "B", "c": "C"}
+    values = {"a1": 1.0, "a2": 2.0, "a3": 3.0, "b1": 10.0, "b2": 20.0, "c": 7.0}
+    for seed in range(20):
+        out = ShuffledMultipliers(seed, groups)(values)
+        assert out["c"] == 7.0 and out["b1"] == 20.0 and out["b2"] == 10.0  # a pair can only swap
+        assert sorted(out[n] for n in ("a1", "a2", "a3")) == [1.0, 2.0, 3.0]
+        assert all(out[n] != values[n] for n in ("a1", "a2", "a3"))  # nobody keeps its own
+    with pytest.raises(ValueError, match="b2"):
+        ShuffledMultipliers(0, {"a1": "A"})({"a1": 1.0, "b2": 2.0})
+    with pytest.raises(TypeError, match="groups"):
+        ShuffledMultipliers(0, [("a1", "A")])
+
+    # on a model: LLR's per-parameter rate is kept exactly; the multipliers move within kinds
+    def build(shuffled: bool):
+        model = _tiny_llama()
+        optimizer = torch.optim.SGD(layerwise_param_groups(model), lr=0.1)
+        if shuffled:
+            return model, optimizer, shuffled_layerwise_lr(model, optimizer, seed=3, total_steps=100, ramp_steps=0)
+        return model, optimizer, LayerwiseLR(model, optimizer, total_steps=100, ramp_steps=0)
+
+    model, optimizer, llr = build(False)
+    _, _, shuffled = build(True)
+    sizes = [sum(p.numel() for p in g["params"]) for g in optimizer.param_groups]
+    assert parameter_weighted_mean(shuffled.group_multipliers(), sizes) == pytest.approx(
+        parameter_weighted_mean(llr.group_multipliers(), sizes), rel=1e-12)
+    kinds = layer_kinds(model)
+    moved = [n for n in llr.layers if shuffled.multipliers[n] != llr.multipliers[n]]
+    assert moved  # the control differs from LLR
+    for name in llr.layers:
+        partners = [m for m in llr.layers if kinds[m] == kinds[name]]
+        assert any(shuffled.multipliers[name] == llr.multipliers[m] for m in partners)
+    other = _tiny_llama()
+    across = shuffled_layerwise_lr(other, torch.optim.SGD(layerwise_param_groups(other), lr=0.1),
+                                   seed=3, total_steps=100, within_kind=False)
+    assert across.target_transform.groups is None
+    with pytest.raises(TypeError, match="within_kind"):
+        shuffled_layerwise_lr(model, optimizer, total_steps=10, within_kind="yes")
+
+
+def test_static_multipliers_ramp_in_and_scale_sgd_by_hand():
+    from icml26.papers.llr import StaticLayerwiseLR
+
+    model = _tiny_llama()
+    optimizer = torch.optim.SGD(layerwise_param_groups(model), lr=0.05)
+    target = "model.layers.0.mlp.up_proj"
+    static = StaticLayerwiseLR(model, optimizer, total_steps=10, multipliers={target: 3.0}, default=2.0,
+                               others=0.5, ramp_steps=2)
+    expected = {0: (1.0, 1.0, 1.0), 1: (2.0, 1.5, 0.75), 2: (3.0, 2.0, 0.5), 3: (3.0, 2.0, 0.5)}
+    for t, batch in enumerate(_batches(4)):
+        # m(t) = 1 + (m - 1) * min(1, t / ramp_steps) for a named layer, the default and the others
+        m_target, m_default, m_other = expected[t]
+        assert static.multipliers[target] == pytest.approx(m_target)
+        assert static.multipliers["model.layers.1.self_attn.q_proj"] == pytest.approx(m_default)
+        assert static.group_multipliers()[-1] == pytest.approx(m_other)  # the norms
+        before = {n: p.detach().clone() for n, p in model.named_parameters()}
+        logits = model(input_ids=batch[:, :-1]).logits
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(logits.reshape(-1, 64), batch[:, 1:].reshape(-1)).backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+        optimizer.step()
+        static.step()
+        for pname, p in model.named_parameters():
+            layer = pname.rsplit(".", 1)[0]
+            m = m_target if layer == target else (m_other if "norm" in pname else m_default)
+            # SGD: W <- W - m * eta * grad
+            assert torch.allclose(p.detach(), before[pname] - m * 0.05 * grads[pname], atol=1e-7), (t, pname)
+        assert all(g["lr"] == 0.05 for g in optimizer.param_groups)
+    with pytest.raises(ValueError, match="nonexistent"):
+        StaticLayerwiseLR(model, optimizer, total_steps=10, multipliers={"nonexistent": 2.0})
+    with pytest.raises(ValueError, match="multipliers"):
+        StaticLayerwiseLR(model, optimizer, total_steps=10, multipliers={target: -1.0})
+
+
+def test_rate_matched_uniform_equals_the_optimizer_at_the_scaled_rate():
+    batches = _batches(4)
+
+    def train(multiplier: float | None):
+        model = _tiny_llama()
+        lr = 1e-2 if multiplier is not None else 1e-2 * 2.5
+        optimizer = torch.optim.AdamW(layerwise_param_groups(model, weight_decay=0.1), lr=lr, betas=(0.9, 0.95))
+        baseline = uniform_layerwise_lr(model, optimizer, total_steps=4, multiplier=multiplier) \
+            if multiplier is not None else None
+        _train(model, optimizer, batches, llr=baseline)
+        return [p.detach() for p in model.parameters()]
+
+    # two code paths, one answer: every group (norms too) at 2.5 x the rate == AdamW at 2.5 x lr
+    assert all(torch.equal(a, b) for a, b in zip(train(2.5), train(None)))
+    assert not all(torch.equal(a, b) for a, b in zip(train(1.0), train(None)))
+    with pytest.raises(ValueError, match="multiplier"):
+        model = _tiny_llama()
+        uniform_layerwise_lr(model, torch.optim.SGD(layerwise_param_groups(model), lr=0.1), total_steps=4,
+                             multiplier=0.0)

@@ -9,13 +9,21 @@ alpha (a lighter tail: less trained) get a larger learning rate.
 >>> # each step: loss.backward(); optimizer.step(); scheduler.step(); llr.step()
 
 ``METHOD`` is :class:`LayerwiseLR`; ``BASELINES`` holds drop-ins with its signature: the
-uniform baseline (every multiplier 1) and the shuffled control (LLR's multipliers permuted
-across layers).
+uniform baseline (every multiplier 1, or a rate-matched ``multiplier``) and the shuffled control
+(LLR's multipliers permuted within matrix kinds, which keeps every kind's rate).
+:class:`StaticLayerwiseLR` holds fixed per-layer multipliers (the kind-static control).
 """
 
 from typing import Callable
 
-from icml26.papers.llr.baselines import ShuffledMultipliers, shuffled_layerwise_lr, uniform_layerwise_lr
+from icml26.papers.llr.baselines import (
+    ShuffledMultipliers,
+    StaticLayerwiseLR,
+    layer_kinds,
+    matrix_kind,
+    shuffled_layerwise_lr,
+    uniform_layerwise_lr,
+)
 from icml26.papers.llr.esd import AlphaFit, esd, esd_alpha, fit_power_law
 from icml26.papers.llr.layerwise import (
     LayerwiseLR,
@@ -40,13 +48,16 @@ __all__ = [
     "LayerwiseLR",
     "Muon",
     "ShuffledMultipliers",
+    "StaticLayerwiseLR",
     "esd",
     "esd_alpha",
     "find_layers",
     "fit_power_law",
     "layer_alphas",
+    "layer_kinds",
     "layerwise_param_groups",
     "map_alphas",
+    "matrix_kind",
     "newton_schulz",
     "shuffled_layerwise_lr",
     "uniform_layerwise_lr",

@@ -4,7 +4,9 @@
 * :func:`speedup`: ``total_steps / steps_to_target`` (0 when the target is never reached);
 * :func:`min_gap`: the smallest loss gap ``reference - arm`` over a grid of base rates;
 * :func:`best_rate`: the base rate with the lowest final loss;
-* :func:`mean_final_alpha`: the mean fitted alpha of a set of layers at one update.
+* :func:`mean_final_alpha`: the mean fitted alpha of a set of layers at one update;
+* :func:`parameter_weighted_mean`: the mean multiplier per parameter (the rate-matched uniform control's rate);
+* :func:`kind_means`: each layer's multiplier replaced by its kind's mean (the kind-static control).
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["best_rate", "mean_final_alpha", "min_gap", "speedup", "steps_to_target"]
+__all__ = ["best_rate", "kind_means", "mean_final_alpha", "min_gap", "parameter_weighted_mean", "speedup",
+           "steps_to_target"]
 
 
 def steps_to_target(valid: Sequence[float], eval_steps: Sequence[int], target: float) -> int | None:
@@ -56,3 +59,33 @@ def mean_final_alpha(alpha: Mapping[str, Sequence[float]], suffixes: tuple[str, 
     skipping unfitted (NaN) entries; NaN when no layer qualifies."""
     values = [v[index] for n, v in alpha.items() if n.endswith(suffixes) and math.isfinite(v[index])]
     return float(np.mean(values)) if values else math.nan
+
+
+def parameter_weighted_mean(multipliers: Sequence[float], sizes: Sequence[int]) -> float:
+    """``sum_g m_g n_g / sum_g n_g``: the mean learning-rate multiplier per parameter.
+
+    ``multipliers[g]`` is the multiplier of param group ``g`` and ``sizes[g]`` its number of
+    parameters (e.g. :meth:`LayerwiseLR.group_multipliers` and the groups' ``numel``).
+    """
+    m, n = np.asarray(multipliers, dtype=float), np.asarray(sizes, dtype=float)
+    if m.shape != n.shape or m.ndim != 1 or m.size == 0:
+        raise ValueError(f"multipliers ({m.shape}) and sizes ({n.shape}) must be equal-length, non-empty 1-D")
+    if np.any(n < 0) or n.sum() <= 0:
+        raise ValueError("sizes must be non-negative with a positive sum")
+    return float(m @ n / n.sum())
+
+
+def kind_means(multipliers: Mapping[str, float], kinds: Mapping[str, str]) -> dict[str, float]:
+    """Every layer's multiplier replaced by the mean multiplier of its kind (``{layer: mean}``).
+
+    ``kinds`` maps each layer of ``multipliers`` to its kind (e.g.
+    :func:`~icml26.papers.llr.baselines.layer_kinds`). Layers of one kind have the same size, so
+    this keeps each kind's total rate and the parameter-weighted mean.
+    """
+    missing = [n for n in multipliers if n not in kinds]
+    if missing:
+        raise ValueError(f"kinds has no entry for layer(s) {', '.join(missing)}")
+    by_kind: dict[str, list[float]] = {}
+    for name, value in multipliers.items():
+        by_kind.setdefault(kinds[name], []).append(float(value))
+    return {name: float(np.mean(by_kind[kinds[name]])) for name in multipliers}

@@ -6,12 +6,19 @@ rate of a small grid:
 
 * ``uniform``: AdamW, warm-up then cosine decay, one rate for every layer;
 * ``LLR``: the same plus :class:`~icml26.papers.llr.layerwise.LayerwiseLR` (``r`` in ``[1, 3]``);
-* ``shuffled``: LLR's multipliers permuted across layers (the control for "more rate");
-* ``LLR-mean``: LLR with the multipliers divided by their mean (ours, not the paper's).
+* ``uniform-matched``: uniform AdamW at ``m`` times the base rate, ``m`` = LLR's final
+  parameter-weighted mean multiplier at that base rate (issue #30: the control for "more rate");
+* ``kind-static``: every layer fixed from the start at the mean LLR multiplier of its matrix
+  kind (LLR's final multipliers averaged over the blocks; embeddings/head at LLR's ``r_max``);
+  no spectral fit (issue #30: the control for "the map only sorts matrix kinds");
+* ``shuffled``: LLR's multipliers permuted within matrix kinds at every fit (rate-preserving:
+  each kind keeps its multipliers; issue #30);
+* ``LLR-mean``: LLR with the multipliers divided by their mean (ours, not the paper's; full only).
 
-Reported: final validation loss, steps-to-target (the first evaluation at which a run's
-validation loss reaches the uniform run's final loss at the same base rate; speedup =
-steps / that step, 0 when never reached), the best-of-grid comparison, the alpha and
+``uniform-matched`` and ``kind-static`` are read from the ``LLR`` run at the same base rate, so
+``LLR`` runs first. Reported: final validation loss, steps-to-target (the first evaluation at
+which a run's validation loss reaches the uniform run's final loss at the same base rate;
+speedup = steps / that step, 0 when never reached), the best-of-grid comparison, the alpha and
 multiplier trajectories per layer, and the wall time (LLR's overhead).
 """
 
@@ -27,13 +34,22 @@ import torch
 
 from icml26.common.config import validate_numbers
 from icml26.contract import Outcome, RunContext
-from icml26.papers.llr.analysis import best_rate, mean_final_alpha, min_gap, speedup, steps_to_target
+from icml26.papers.llr.analysis import (
+    best_rate,
+    kind_means,
+    mean_final_alpha,
+    min_gap,
+    parameter_weighted_mean,
+    speedup,
+    steps_to_target,
+)
 from icml26.papers.llr.claims import CHECKS
 from icml26.papers.llr.figures import plot
 
 __all__ = ["ARM_KINDS", "CHECKS", "Config", "STREAMS", "plot", "run"]
 
-ARM_KINDS = ("LLR", "uniform", "shuffled", "LLR-mean")
+ARM_KINDS = ("LLR", "uniform", "uniform-matched", "kind-static", "shuffled", "LLR-mean")
+QUICK_ARMS = ("LLR", "uniform", "uniform-matched", "kind-static", "shuffled")
 
 STREAMS = {"batches": 0}
 """Named random streams (name -> the integer offset the pre-contract code used): ``batches``
@@ -121,15 +137,16 @@ class Config:
     @classmethod
     def quick(cls) -> "Config":
         """The CPU reproduction: 3 blocks of width 96, 400 steps of 16x64 tokens, rates 7.5e-4 to 1.2e-2
-        in factors of 4 (about 5 min on 2 cores)."""
+        in factors of 4, five arms (about 6.5 min on one core)."""
         return cls(base_lrs=(7.5e-4, 3e-3, 1.2e-2), steps=400, batch_size=16, context=64, d_model=96,
-                   n_layers=3, eval_every=25)
+                   n_layers=3, eval_every=25, arms=QUICK_ARMS)
 
     @classmethod
     def tiny(cls) -> "Config":
         """Seconds: one base rate, 30 steps of a 1-block width-64 model with a 512-token vocabulary."""
-        return cls(base_lrs=(3e-3,), steps=30, batch_size=8, context=32, d_model=64, n_layers=1, n_heads=2,
-                   vocab_size=512, every=5, ramp_steps=2, active_fraction=0.5, eval_every=10, eval_batches=1)
+        return cls(base_lrs=(3e-3,), steps=30, batch_size=8, context=32, d_model=64, n_layers=2, n_heads=2,
+                   vocab_size=512, every=5, ramp_steps=2, active_fraction=0.5, eval_every=10, eval_batches=1,
+                   arms=QUICK_ARMS)
 
 
 def _lr_factor(step: int, cfg: Config) -> float:
@@ -149,16 +166,22 @@ class ArmRun:
     valid: list[float]
     seconds: float
     history: dict | None
+    multipliers: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Each layer's multiplier at the end of the run (empty for ``uniform``)."""
+    mean_multiplier: float = 1.0
+    """The parameter-weighted mean multiplier at the end of the run (norms included)."""
 
     @property
     def final(self) -> float:
         return self.valid[-1]
 
 
-def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext) -> ArmRun:
-    """One run from the shared initialisation and data order."""
+def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext,
+           reference: ArmRun | None = None) -> ArmRun:
+    """One run from the shared initialisation and data order (``reference``: the LLR run at this
+    rate, which sets the ``uniform-matched`` rate and the ``kind-static`` multipliers)."""
     from icml26.common.tiny_lm import build_model, evaluate_loss, random_windows
-    from icml26.papers.llr.baselines import shuffled_layerwise_lr
+    from icml26.papers.llr.baselines import StaticLayerwiseLR, layer_kinds, shuffled_layerwise_lr, uniform_layerwise_lr
     from icml26.papers.llr.layerwise import LayerwiseLR, layerwise_param_groups
 
     model = build_model(data["model_config"], seed=ctx.seed).to(ctx.device)
@@ -173,7 +196,17 @@ def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext) 
     elif kind == "LLR-mean":
         llr = LayerwiseLR(model, optimizer, normalize="mean", **llr_kwargs)
     elif kind == "shuffled":
-        llr = shuffled_layerwise_lr(model, optimizer, seed=cfg.shuffle_seed, **llr_kwargs)
+        llr = shuffled_layerwise_lr(model, optimizer, seed=cfg.shuffle_seed, within_kind=True, **llr_kwargs)
+    elif kind in ("uniform-matched", "kind-static"):
+        if reference is None:
+            raise ValueError(f"arm {kind!r} needs the LLR run at the same base rate (run 'LLR' first)")
+        if kind == "uniform-matched":
+            llr = uniform_layerwise_lr(model, optimizer, total_steps=cfg.steps, multiplier=reference.mean_multiplier,
+                                       ramp_steps=cfg.ramp_steps)
+        else:
+            static = kind_means(reference.multipliers, layer_kinds(model))
+            llr = StaticLayerwiseLR(model, optimizer, total_steps=cfg.steps, multipliers=static,
+                                    ramp_steps=cfg.ramp_steps)
     elif kind != "uniform":
         raise ValueError(f"unknown arm {kind!r}; expected one of {ARM_KINDS}")
 
@@ -196,7 +229,11 @@ def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext) 
             eval_steps.append(step + 1)
             valid.append(evaluate_loss(model, data["valid"], context=cfg.context, max_batches=cfg.eval_batches))
     seconds = time.perf_counter() - start
-    return ArmRun(eval_steps, valid, seconds, llr.history.to_dict() if llr is not None else None)
+    sizes = [sum(p.numel() for p in g["params"]) for g in optimizer.param_groups]
+    groups = llr.group_multipliers() if llr is not None else [1.0] * len(sizes)
+    return ArmRun(eval_steps, valid, seconds, llr.history.to_dict() if llr is not None else None,
+                  multipliers=llr.multipliers if llr is not None else {},
+                  mean_multiplier=parameter_weighted_mean(groups, sizes))
 
 
 def _label(kind: str, lr: float) -> str:
@@ -217,6 +254,7 @@ def _metrics(config: Config, runs: dict[tuple[str, float], ArmRun]) -> dict[str,
             "gain_vs_uniform": uniform.final - r.final,
             "steps_to_uniform_final": float(reached or 0),
             "speedup_vs_uniform": speedup(config.steps, reached),
+            "mean_multiplier": r.mean_multiplier,
         }
     best = {k: best_rate({lr: runs[(k, lr)].final for lr in config.base_lrs}) for k in ("LLR", "uniform")}
     best_uniform, best_llr = runs[("uniform", best["uniform"])], runs[("LLR", best["LLR"])]
@@ -229,6 +267,14 @@ def _metrics(config: Config, runs: dict[tuple[str, float], ArmRun]) -> dict[str,
         "gain_vs_uniform": best_uniform.final - best_llr.final,
         "speedup_vs_uniform": speedup(config.steps, reached),
     }
+    if "uniform-matched" in config.arms:
+        # uniform AdamW tuned over every rate it was run at (the grid and the matched rates)
+        uniform_any = {lr * runs[("uniform-matched", lr)].mean_multiplier: runs[("uniform-matched", lr)].final
+                       for lr in config.base_lrs}
+        uniform_any.update({lr: runs[("uniform", lr)].final for lr in config.base_lrs})
+        best_any = best_rate(uniform_any)
+        metrics["best of grid"].update(uniform_any_best_lr=best_any, uniform_any_final_val_loss=uniform_any[best_any],
+                                       gain_vs_uniform_any=uniform_any[best_any] - best_llr.final)
     return metrics
 
 
@@ -276,21 +322,30 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     ctx.provenance["train_tokens"] = int(train_ids.numel())
 
     runs: dict[tuple[str, float], ArmRun] = {}
+    order = ["LLR"] + [k for k in config.arms if k != "LLR"]  # the controls read LLR's run
     for lr in config.base_lrs:
-        for kind in config.arms:
-            runs[(kind, lr)] = _train(kind, lr, config, data, ctx)
+        for kind in order:
+            runs[(kind, lr)] = _train(kind, lr, config, data, ctx, reference=runs.get(("LLR", lr)))
 
     metrics = _metrics(config, runs)
     smallest = config.base_lrs[0]
     finals = {kind: {lr: runs[(kind, lr)].final for lr in config.base_lrs} for kind in config.arms}
 
-    # -- checks: the issue's figures -----------------------------------------------------
+    # -- checks: LLR against each control, min over the grid (issue #10, #30) ----------------
     small_gap, _ = min_gap({smallest: finals["uniform"][smallest]}, finals["LLR"])
     checks = []
-    if "shuffled" in config.arms:
-        gap, gaps = min_gap(finals["shuffled"], finals["LLR"])
-        checks.append(CHECKS["shuffled_gap"].measure(
-            gap, note="gaps by rate: " + ", ".join(f"{lr:g}: {g:+.3f}" for lr, g in gaps.items())))
+    for arm, check_id in (("shuffled", "shuffled_gap"), ("uniform-matched", "rate_matched_gap"),
+                          ("kind-static", "kind_static_gap")):
+        if arm not in config.arms:
+            checks.append(CHECKS[check_id].not_measured(f"arm {arm!r} not run"))
+            continue
+        gap, gaps = min_gap(finals[arm], finals["LLR"])
+        extra = ""
+        if arm == "uniform-matched":
+            extra = "; matched multipliers: " + ", ".join(
+                f"{lr:g}: x{runs[('LLR', lr)].mean_multiplier:.3f}" for lr in config.base_lrs)
+        checks.append(CHECKS[check_id].measure(
+            gap, note="gaps by rate: " + ", ".join(f"{lr:g}: {g:+.3f}" for lr, g in gaps.items()) + extra))
     checks.append(CHECKS["uniform_gap_smallest_rate"].measure(small_gap, note=f"smallest base rate {smallest:g}"))
 
     curves = _curves(config, runs)
@@ -309,6 +364,14 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         f"{best['uniform_final_val_loss']:.3f} (lr={best['uniform_best_lr']:g}); the paper's speedup is 1.5x, here "
         f"{best['speedup_vs_uniform']:.2f}x (0 = never reached uniform's final loss).",
     ]
+    for arm in ("uniform-matched", "kind-static", "shuffled"):
+        if arm in config.arms:
+            notes.append(f"LLR minus {arm} by base rate (nats, positive = LLR better): " + ", ".join(
+                f"{lr:g}: {finals[arm][lr] - finals['LLR'][lr]:+.3f}" for lr in config.base_lrs) + ".")
+    if "gain_vs_uniform_any" in best:
+        notes.append(f"Best LLR ({best['llr_final_val_loss']:.3f}) vs uniform AdamW tuned over the grid and the "
+                     f"matched rates ({best['uniform_any_final_val_loss']:.3f} at lr={best['uniform_any_best_lr']:.4g}): "
+                     f"{best['gain_vs_uniform_any']:+.3f} nats.")
     losing = [lr for lr in config.base_lrs if metrics[_label("LLR", lr)]["gain_vs_uniform"] < 0]
     if losing:
         notes.append("LLR is worse than uniform at base rate(s) " + ", ".join(f"{lr:g}" for lr in losing)
