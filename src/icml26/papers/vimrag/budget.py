@@ -139,6 +139,13 @@ def allocate_budget(energies: Any, total_pixels: float = DEFAULT_TOTAL_PIXELS, *
     Equal energies get equal pixels. Items tied exactly at the drop threshold are admitted in
     order (earlier index first), so a budget that cannot hold every tied item at
     ``min_pixels`` keeps as many as fit instead of none.
+
+    Only ratios of energies matter, and any positive energy counts as positive, a subnormal one
+    (``5e-324``) included: alone, it is kept like any other item; beside normal energies its
+    ratio to them is ~0 (``min_pixels / E`` overflows to ``inf``), so it is the first dropped.
+    An energy that underflows to ``0`` (e.g. ``5e-324 * 2**-7``) is a zero energy and is dropped;
+    scale invariance therefore holds for every factor that keeps the energies positive and
+    finite. Negative, NaN or infinite energies are a ``ValueError``.
     """
     e = _as_energies(energies)
     total, lo, hi, area = _check_limits(total_pixels, min_pixels, max_pixels, patch_area)

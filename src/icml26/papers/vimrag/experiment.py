@@ -21,6 +21,7 @@ import time
 from typing import Any
 
 import numpy as np
+import torch
 
 from icml26.common.config import validate_numbers
 from icml26.common.data import load_digits_split
@@ -81,6 +82,8 @@ class Config:
     """ε of the clipped surrogate (inactive with one update per batch; kept for the loss's shape)."""
     extra_lrs: tuple[float, ...] = (0.01, 0.02)
     """Further learning rates at which both methods are also trained (sensitivity; not in the checks)."""
+    threads: int = 1
+    """torch intra-op threads for the run (0: the runner's setting); the policy is tiny, one thread is fastest."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -116,6 +119,17 @@ class Config:
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
+    previous = torch.get_num_threads()
+    if config.threads:
+        torch.set_num_threads(config.threads)
+    ctx.provenance["torch_threads_used"] = torch.get_num_threads()
+    try:
+        return _run(config, ctx)
+    finally:
+        torch.set_num_threads(previous)
+
+
+def _run(config: Config, ctx: RunContext) -> Outcome:
     notes: list[str] = []
     metrics: dict[str, dict[str, float]] = {}
     checks = []
