@@ -33,7 +33,13 @@ from icml26.papers.asym_perturb.games import (
     sequence_form_game,
     solve_lp,
 )
-from icml26.papers.asym_perturb.solve import DYNAMICS, GameSolution, solve_efg, solve_matrix_game
+from icml26.papers.asym_perturb.solve import DYNAMICS, GameSolution, efg_defaults, solve_efg, solve_matrix_game
+from icml26.papers.asym_perturb.thresholds import (
+    PerturbationThresholds,
+    perturbation_thresholds,
+    projection_onto_equilibria,
+    threshold_lp,
+)
 from icml26.papers.asym_perturb.treeplex import InfosetGroup, Treeplex, project_simplex
 
 METHOD: Callable = asymmetric_reference
@@ -55,6 +61,7 @@ __all__ = [
     "Dynamics",
     "GameSolution",
     "InfosetGroup",
+    "PerturbationThresholds",
     "SequenceFormGame",
     "Treeplex",
     "asymmetric",
@@ -62,11 +69,14 @@ __all__ = [
     "cfr_plus",
     "degenerate_game",
     "duality_gaps",
+    "efg_defaults",
     "gda",
     "nash_conv",
     "ogda",
+    "perturbation_thresholds",
     "perturbed_dynamics",
     "project_simplex",
+    "projection_onto_equilibria",
     "random_game",
     "rock_paper_scissors_game",
     "sequence_form_game",
@@ -75,4 +85,5 @@ __all__ = [
     "solve_matrix_game",
     "symmetric",
     "symmetric_reference",
+    "threshold_lp",
 ]

@@ -10,11 +10,13 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["EXACT", "TAIL_END", "TAIL_START", "TARGET", "half_gaps", "iterations_to", "quantile_bands",
-           "speedup", "summarize", "tail_fit"]
+__all__ = ["EXACT", "EFG_TARGET", "TAIL_END", "TAIL_START", "TARGET", "fixed_mu_per_game", "half_gaps",
+           "iterations_to", "pick_setting", "quantile_bands", "seconds_to", "speedup", "summarize", "tail_fit",
+           "threshold_summary"]
 
 EXACT = 1e-8      # "reach NashConv < 1e-8" (issue 4)
 TARGET = 1e-6     # "iterations to 1e-6" (issue 4)
+EFG_TARGET = 1e-3  # Leduc: "iterations and wall time to 1e-3" (issue 29)
 TAIL_START, TAIL_END = 1e-3, 1e-11  # the tail over which log NashConv is fitted by a line
 
 
@@ -109,3 +111,54 @@ def quantile_bands(nash_conv: np.ndarray, points: int) -> tuple[np.ndarray, np.n
     clipped = np.clip(nash_conv[:, idx], 1e-16, None)
     q = np.quantile(clipped, [0.25, 0.5, 0.75], axis=0)
     return idx, q[0], q[1], q[2]
+
+
+def pick_setting(iterations: np.ndarray, finals: np.ndarray) -> int:
+    """The tuning rule shared by every tuned arm: the grid point with the fewest median
+    iterations to the target over the held-out games, ties broken by the lower median final
+    NashConv, then by the earlier grid point.
+
+    Args:
+        iterations: (K, G) iterations to the target (unreached: T + 1) of K grid points on G games.
+        finals: (K, G) final NashConv.
+    """
+    iterations, finals = np.asarray(iterations, dtype=np.float64), np.asarray(finals, dtype=np.float64)
+    if iterations.ndim != 2 or iterations.shape != finals.shape or iterations.size == 0:
+        raise ValueError(f"iterations and finals must be equal non-empty (K, G) arrays, got {iterations.shape} "
+                         f"and {finals.shape}")
+    keys = list(zip(np.median(iterations, axis=1), np.median(finals, axis=1), range(len(iterations))))
+    return int(min(keys)[2])
+
+
+def fixed_mu_per_game(mu_x: np.ndarray, mu_y: np.ndarray, fraction: float, cap: float) -> np.ndarray:
+    """μ of the fixed-σ pair on each game: ``fraction · min(μ̄_x, μ̄_y)``, at most ``cap``
+    (the thresholds may be ``inf``) and at least 1e-4 (a threshold LP that returned 0)."""
+    pair = np.minimum(np.asarray(mu_x, dtype=np.float64), np.asarray(mu_y, dtype=np.float64))
+    return np.clip(fraction * pair, 1e-4, cap)
+
+
+def threshold_summary(mu_x: np.ndarray, mu_y: np.ndarray, old_mu: float = 0.3) -> dict[str, float]:
+    """Median, minimum and largest finite value of μ̄_x, μ̄_y and min(μ̄_x, μ̄_y) over games, the
+    share of games where each is infinite (σ already an equilibrium strategy), and the share
+    where both exceed ``old_mu`` (0.3, the fixed μ of the earlier run)."""
+    mu_x, mu_y = np.asarray(mu_x, dtype=np.float64), np.asarray(mu_y, dtype=np.float64)
+    pair = np.minimum(mu_x, mu_y)
+    out = {}
+    for name, v in (("mu_bar_x", mu_x), ("mu_bar_y", mu_y), ("mu_bar_pair", pair)):
+        out[f"median_{name}"] = float(np.median(v))
+        out[f"min_{name}"] = float(v.min())
+        finite = v[np.isfinite(v)]
+        out[f"max_finite_{name}"] = float(finite.max()) if finite.size else math.nan
+        out[f"frac_infinite_{name}"] = float((~np.isfinite(v)).mean())
+    out["frac_pair_above_0.3"] = float((pair > old_mu).mean())
+    return out
+
+
+def seconds_to(iterations: float, seconds: float, horizon: int) -> float:
+    """Wall time to reach a target at ``iterations``, from a run of ``horizon`` iterations that
+    took ``seconds`` (every iteration costs the same); NaN when the target was not reached."""
+    if horizon < 1:
+        raise ValueError(f"horizon={horizon} must be at least 1")
+    if not iterations <= horizon:
+        return math.nan
+    return float(iterations) * float(seconds) / horizon

@@ -42,7 +42,7 @@ from icml26.papers.asym_perturb.treeplex import Treeplex
 __all__ = ["asymmetric", "asymmetric_reference"]
 
 
-def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 1.0,
+def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float | Tensor = 0.05, mu: float | Tensor = 1.0,
                iterations: int = 10_000,
                reference_period: int | None = None, alternating: bool = False,
                bx0: Tensor | None = None, by0: Tensor | None = None,
@@ -52,9 +52,10 @@ def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: fl
     Args:
         A: (B, n, m) loss of x for B games.
         X, Y: the polytopes.
-        eta: step size η.
-        mu: perturbation strength μ; the pair is exact only for μ < min(μ̄_x, μ̄_y),
-            both game dependent (above μ̄_y only the x half is exact, and vice versa).
+        eta: step size η, a number or (B,) per game.
+        mu: perturbation strength μ, a number or (B,) per game; the pair is exact only for
+            μ ≤ min(μ̄_x, μ̄_y), both game dependent (above μ̄_y only the x half is exact, and
+            vice versa); :func:`~.thresholds.perturbation_thresholds` computes them.
         iterations: steps T (each step advances both instances).
         reference_period: must be ``None`` (the reference is the fixed initial point).
         alternating: Gauss–Seidel instead of simultaneous steps.
@@ -73,10 +74,15 @@ def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: fl
     check_game(A, X, Y, iterations, bx0, by0)
     B = A.shape[0]
     zeros = torch.zeros(B, dtype=A.dtype, device=A.device)
-    mus = torch.full((B,), float(mu), dtype=A.dtype, device=A.device)
+    mus = (mu.to(A) if isinstance(mu, Tensor) else torch.full((B,), float(mu), dtype=A.dtype)).to(A.device)
+    if mus.shape != (B,):
+        raise ValueError(f"mu must be a number or have shape ({B},), got {tuple(mus.shape)}")
+    etas = eta.to(A) if isinstance(eta, Tensor) else torch.full((B,), float(eta), dtype=A.dtype, device=A.device)
+    if etas.shape != (B,):
+        raise ValueError(f"eta must be a number or have shape ({B},), got {tuple(etas.shape)}")
     both = lambda t: None if t is None else torch.cat([t, t])  # noqa: E731
     # instance 1 perturbs x only (μ_x = μ, μ_y = 0); instance 2 perturbs y only
-    run = perturbed_dynamics(torch.cat([A, A]), X, Y, eta=eta, mu_x=torch.cat([mus, zeros]),
+    run = perturbed_dynamics(torch.cat([A, A]), X, Y, eta=torch.cat([etas, etas]), mu_x=torch.cat([mus, zeros]),
                              mu_y=torch.cat([zeros, mus]), iterations=iterations,
                              alternating=alternating, bx0=both(bx0), by0=both(by0),
                              show_progress=show_progress, desc="asymmetric")
@@ -86,7 +92,7 @@ def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: fl
                     evaluations_per_step=2)
 
 
-def asymmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 1.0,
+def asymmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float | Tensor = 0.05, mu: float | Tensor = 1.0,
                          iterations: int = 10_000, reference_period: int | None = None,
                          alternating: bool = False, bx0: Tensor | None = None,
                          by0: Tensor | None = None,
@@ -96,8 +102,9 @@ def asymmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.
     Args:
         A: (B, n, m) loss of x for B games.
         X, Y: the polytopes.
-        eta: step size η.
-        mu: perturbation strength μ (any μ > 0 converges; it sets the inner rate).
+        eta: step size η, a number or (B,) per game.
+        mu: perturbation strength μ, a number or (B,) per game (any μ > 0 converges; it
+            sets the inner rate).
         iterations: steps T.
         reference_period: move σ every K steps, or ``None`` for the adaptive rule
             (move when ‖z_{t+1} − z_t‖ ≤ ε, then ε ← ε/2; ε_0 = half the first residual).

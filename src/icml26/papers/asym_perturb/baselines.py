@@ -31,7 +31,7 @@ from icml26.papers.asym_perturb.treeplex import Treeplex
 __all__ = ["cfr_plus", "gda", "ogda", "symmetric", "symmetric_reference"]
 
 
-def symmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 1.0,
+def symmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float | Tensor = 0.05, mu: float | Tensor = 1.0,
               iterations: int = 10_000,
               reference_period: int | None = None, alternating: bool = False,
               bx0: Tensor | None = None, by0: Tensor | None = None,
@@ -46,7 +46,7 @@ def symmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: flo
                               show_progress=show_progress, desc="symmetric")
 
 
-def symmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 1.0,
+def symmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float | Tensor = 0.05, mu: float | Tensor = 1.0,
                         iterations: int = 10_000, reference_period: int | None = None,
                         alternating: bool = False, bx0: Tensor | None = None,
                         by0: Tensor | None = None,

@@ -94,10 +94,14 @@ def _per_instance(value: float | Tensor, batch: int, like: Tensor, name: str = "
 
 
 def _check_mu(mu) -> None:
-    """μ of a perturbed method: a finite number > 0."""
+    """μ of a perturbed method: a finite number > 0, or a (B,) tensor of them (one per game)."""
+    if isinstance(mu, Tensor):
+        if mu.dim() != 1 or not mu.is_floating_point() or not torch.isfinite(mu).all() or not (mu > 0).all():
+            raise ValueError("mu as a tensor must be (B,) finite floats > 0, one per game of the batch")
+        return
     if isinstance(mu, bool) or not isinstance(mu, (int, float, np.integer, np.floating)) \
             or not 0 < mu < float("inf"):
-        raise ValueError(f"mu={mu!r} must be a finite number > 0 for a perturbed method")
+        raise ValueError(f"mu={mu!r} must be a finite number > 0 (or a (B,) tensor of them) for a perturbed method")
 
 
 def check_game(A: Tensor, X: Treeplex, Y: Treeplex, iterations: int,
