@@ -1,7 +1,7 @@
 """The checks of the asym_perturb reproduction, declared before any run (``icml26 info asym_perturb``).
 
 "The horizon" is ``iterations`` for matrix games (2·10⁴ quick), ``efg_iterations`` for
-Kuhn poker (10⁴ quick) and ``leduc_iterations`` for Leduc (5,000 quick). An unreached target
+Kuhn poker (10⁴ quick) and ``leduc_iterations`` for Leduc (3,000 quick). An unreached target
 counts as T + 1 iterations, so a speed-up ratio is then a lower bound. The Kuhn and Leduc
 checks are measured when ``efg_games`` holds the game.
 

@@ -28,7 +28,6 @@ from icml26.papers.asym_perturb.analysis import (
     half_gaps,
     iterations_to,
     pick_setting,
-    seconds_to,
     summarize,
     tail_fit,
 )
@@ -189,13 +188,10 @@ def efg_game(sfg: SequenceFormGame, arms: tuple[str, ...], iterations: int, ctx)
             "final_nashconv": float(nc[0, -1]),
             "iters_to_1e-6": float(iterations_to(nc, TARGET)[0]),
             "iters_to_1e-3": to_target,
-            "seconds_per_1k_iterations": 1000 * seconds / max(iterations, 1),
             "value_p0": float(sfg.value_for_player0(sol.x[0], sol.y[0])),
             "tail_r2": 0.0 if np.isnan(r2) else r2,
         }
-        reached = seconds_to(to_target, seconds, iterations)
-        if np.isfinite(reached):
-            stats["seconds_to_1e-3"] = reached
+        # wall time varies between runs of one seed: provenance and notes, never a metric
         runs.append(ArmRun(arm, stats, nc, round(seconds, 2),
                            None if method == "cfr_plus" else Setting(eta, mu, True)))
     return GameResult(sfg.game.get_type().short_name.replace("_poker", ""), tuple(runs))
