@@ -31,8 +31,10 @@ from icml26.papers.confsleepnet import (
     accuracy_coverage_curve,
     aggregate,
     cohen_kappa,
+    common_partition,
     confusion_matrix,
     conflict,
+    conflict_in_common_space,
     corrupt_eog,
     default_views,
     edl_loss,
@@ -46,12 +48,19 @@ from icml26.papers.confsleepnet import (
     lifting_matrix,
     macro_f1,
     normalize_recordings,
+    partition_matrix,
     sample_hypnogram,
     selective_accuracy,
     sort_by_uncertainty,
     synthetic_psg,
 )
-from icml26.papers.confsleepnet.analysis import claim_values, mean_over_seeds, score_epochs
+from icml26.papers.confsleepnet.analysis import (
+    auroc_ceiling,
+    claim_values,
+    detection_scores,
+    mean_over_seeds,
+    score_epochs,
+)
 
 RULES = {"conflict_aware": fuse_conflict_aware, "dempster": fuse_dempster, "average": fuse_average}
 DT = torch.float64
@@ -651,36 +660,171 @@ def test_aggregate_is_invariant_to_the_order_views_are_given_in_for_any_evidence
 # The reproduction's analysis, by hand
 # ---------------------------------------------------------------------------
 def test_score_epochs_by_hand():
-    stages = np.array([0, 1, 2, 2])
-    pred = np.array([0, 1, 2, 1])
-    u = np.array([0.1, 0.2, 0.3, 0.9])
-    corrupted = np.array([False, False, True, True])
-    conflicting = np.array([False, False, False, True])
-    s = score_epochs(stages, pred, u, 0.5, corrupted, conflicting)
-    assert s.acc == 0.75
-    # per class F1: class 0: 1, class 1: 2*1/(2+1+0) = 2/3, class 2: 2*1/(2+0+1) = 2/3
-    assert s.mf1 == pytest.approx((1 + 2 / 3 + 2 / 3) / 3)
-    assert s.selacc == 1.0  # the two least uncertain epochs are right
-    assert s.auroc == 1.0  # both corrupted epochs are more uncertain than both clean ones
-    assert s.auroc_conflicting == 1.0
+    stages = np.array([0, 1, 2, 2, 1, 0])
+    pred = np.array([0, 1, 2, 1, 1, 0])
+    u = np.array([0.1, 0.2, 0.3, 0.9, 0.15, 0.05])
+    corrupted = np.array([False, False, True, True, False, True])
+    detectable = np.array([False, False, False, True, False, True])
+    mode = np.array([-1, -1, 0, 1, -1, 0])  # shift, pop, -, shift
+    s = score_epochs(stages, pred, u, 0.5, corrupted, detectable, mode, modes=("shift", "pop"))
+    assert s.acc == 5 / 6
+    # per class F1: class 0: 1, class 1: 2*2/(4+1+0) = 4/5, class 2: 2*1/(2+0+1) = 2/3
+    assert s.mf1 == pytest.approx((1 + 4 / 5 + 2 / 3) / 3)
+    assert s.selacc == 1.0  # the three least uncertain epochs are right
+    # clean u = 0.1, 0.2, 0.15; corrupted 0.3 (beats 3), 0.9 (beats 3), 0.05 (beats 0): 6 / 9
+    assert s.auroc == pytest.approx(6 / 9)
+    assert s.auroc_detectable == pytest.approx(3 / 6)  # 0.9 and 0.05
+    assert s.detection.detectable_share == pytest.approx(2 / 3)
+    assert s.detection.ceiling == pytest.approx(0.5 + 1 / 3)
+    # shift: 0.3 (undetectable), 0.05 (detectable) against the three clean epochs
+    assert s.per_mode["shift"].auroc == pytest.approx(3 / 6) and s.per_mode["shift"].auroc_detectable == 0.0
+    assert s.per_mode["pop"].auroc == 1.0 and s.per_mode["pop"].detectable_share == 1.0
     assert score_epochs(stages, pred, u, 1.0).auroc is None
-    assert set(s.as_metrics("0.4")) == {"acc_0.4", "mf1_0.4", "kappa_0.4", "selacc_0.4", "auroc_0.4",
-                                        "auroc_conflicting_0.4"}
+    assert set(s.as_metrics("0.4")) == {
+        "acc_0.4", "mf1_0.4", "kappa_0.4", "selacc_0.4",
+        *(f"{name}{m}_0.4" for name in ("auroc", "auroc_detectable", "detectable_share", "auroc_ceiling")
+          for m in ("", "_shift", "_pop"))}
+
+
+def test_auroc_ceiling_is_reached_by_a_detector_perfect_on_detectable_and_blind_to_the_rest():
+    rng = np.random.default_rng(0)
+    n_clean, n_det, n_blind = 400, 90, 110
+    # blind to the undetectable: their scores are drawn like the clean ones'; perfect on the rest
+    clean, blind = rng.integers(0, 10, n_clean), rng.integers(0, 10, n_blind)
+    u = np.concatenate([clean, blind, np.full(n_det, 100)])
+    corrupted = np.r_[np.zeros(n_clean, bool), np.ones(n_blind + n_det, bool)]
+    detectable = np.r_[np.zeros(n_clean + n_blind, bool), np.ones(n_det, bool)]
+    d = detection_scores(u, corrupted, detectable)
+    share = n_det / (n_det + n_blind)
+    assert d.ceiling == auroc_ceiling(share) == 0.5 + share / 2
+    assert d.auroc_detectable == 1.0
+    # the blind part is at chance only in expectation: AUROC(blind vs clean) measured separately
+    from sklearn.metrics import roc_auc_score
+    blind_auc = roc_auc_score(np.r_[np.zeros(n_clean), np.ones(n_blind)], np.r_[clean, blind])
+    assert d.auroc == pytest.approx(share + (1 - share) * blind_auc)
+    assert abs(d.auroc - d.ceiling) < 0.05
+    with pytest.raises(ValueError, match="detectable_share"):
+        auroc_ceiling(1.5)
+
+
+def test_mean_over_seeds_averages_a_metric_over_the_replicates_that_have_it():
+    per_seed = [{"a": {"x": 1.0, "m": 0.2}}, {"a": {"x": 3.0}}, {"a": {"x": 5.0, "m": 0.6}}]
+    assert mean_over_seeds(per_seed) == {"a": {"x": 3.0, "m": pytest.approx(0.4)}}
 
 
 def test_claim_values_by_hand():
     def arm(acc0, acc4, auroc, selacc, mf1_0, mf1_4):
-        return {"acc_0": acc0, "acc_0.4": acc4, "auroc_0.4": auroc, "selacc_0.4": selacc,
+        return {"acc_0": acc0, "acc_0.4": acc4, "auroc_detectable_0.4": auroc, "selacc_0.4": selacc,
                 "mf1_0": mf1_0, "mf1_0.4": mf1_4}
 
     per_seed = [{"conflict_aware": arm(0.90, 0.80, 0.70, 0.95, 0.6, 0.5),
                  "dempster_tmc": arm(0.91, 0.82, 0.60, 0.90, 0.6, 0.5),
                  "rcml_average": arm(0.85, 0.70, 0.50, 0.80, 0.5, 0.4),
-                 "conflict_aware_eog5": arm(0.9, 0.8, 0.7, 0.9, 0.5, 0.5)}] * 2
+                 "conflict_aware_eog5": arm(0.9, 0.8, 0.7, 0.9, 0.5, 0.5),
+                 "conflict_aware_common": arm(0.9, 0.8, 0.88, 0.9, 0.6, 0.5)}] * 2
     v = claim_values(mean_over_seeds(per_seed), [0.0, 0.4])
     assert v.clean_acc_vs_dempster == pytest.approx(-0.01)
     assert v.corrupted_acc_vs_dempster == pytest.approx(-0.02)
     assert v.corrupted_acc_vs_rcml == pytest.approx(0.10)
-    assert v.auroc_corrupted == pytest.approx(0.70) and v.auroc_vs_dempster == pytest.approx(0.10)
+    assert v.auroc_detectable == pytest.approx(0.70) and v.auroc_detectable_vs_dempster == pytest.approx(0.10)
     assert v.selective_acc_vs_dempster == pytest.approx(0.05)
     assert v.hybrid_vs_five_class_eog == pytest.approx(0.55 - 0.50)
+    assert v.common_auroc_detectable_vs_dempster == pytest.approx(0.28)
+
+
+# ---------------------------------------------------------------------------
+# Conflict in the common category space (ours), on lifted opinions
+# ---------------------------------------------------------------------------
+FIVE = tuple(range(5))
+
+
+def _lifted(e3) -> Opinion:
+    return Opinion.from_evidence(lift(torch.as_tensor(e3, dtype=DT), THREE_TO_FIVE))
+
+
+def test_stage_space_conflict_is_blind_on_lifted_opinions_and_the_common_space_one_is_not():
+    eeg_n2 = Opinion.from_evidence(torch.tensor([[0.0, 0.0, 50.0, 0.0, 0.0]], dtype=DT))
+    eog_nrem, eog_rem = _lifted([[0.0, 50.0, 0.0]]), _lifted([[0.0, 0.0, 50.0]])
+    eye, hybrid = partition_matrix(FIVE, dtype=DT), partition_matrix(FIVE_TO_THREE, dtype=DT)
+    # by hand: p_EEG = e_N2, p_EOG = (0, 1/3, 1/3, 1/3, 0): <p1, p2> = 1/3, so C = 2/3 though both agree
+    assert float(conflict(eeg_n2, eog_nrem)) == pytest.approx(2 / 3)
+    assert float(conflict_in_common_space(eeg_n2, eog_nrem, eye, hybrid)) == pytest.approx(0.0, abs=1e-15)
+    assert float(conflict_in_common_space(eeg_n2, eog_rem, eye, hybrid)) == pytest.approx(1.0)
+    # a mixed case by hand: p1 = (.2, 0, .6, 0, .2) -> W/NREM/REM (.2, .6, .2); p2 = (.5, .5, 0): 1 - .1 - .3
+    eeg = Opinion.from_evidence(torch.tensor([[10.0, 0.0, 30.0, 0.0, 10.0]], dtype=DT))
+    assert float(conflict_in_common_space(eeg, _lifted([[20.0, 20.0, 0.0]]), eye, hybrid)) == pytest.approx(0.6)
+    # the conflict mechanism on lifted opinions: agreement now fuses like Dempster (u shrinks to ~u1 u2)
+    agree_stage = aggregate([eeg_n2, eog_nrem])
+    agree_common = aggregate([eeg_n2, eog_nrem], label_maps=[FIVE, FIVE_TO_THREE])
+    assert float(agree_common.u) == pytest.approx(float(eeg_n2.u * eog_nrem.u))
+    assert float(agree_common.u) < 0.2 * float(agree_stage.u)
+    # total conflict: both are the RCML average, u = 2 u1 u2 / (u1 + u2)
+    clash = aggregate([eeg_n2, eog_rem], label_maps=[FIVE, FIVE_TO_THREE])
+    u1, u2 = float(eeg_n2.u), float(eog_rem.u)
+    assert float(clash.u) == pytest.approx(2 * u1 * u2 / (u1 + u2))
+
+
+def test_common_space_conflict_of_lifted_opinions_is_the_native_conflict_in_the_coarse_space():
+    """Two code paths: lift the EOG, compute C in the common space; or project the EEG's evidence
+    to W / NREM / REM and take the authors' C of two native three-class opinions."""
+    g = torch.Generator().manual_seed(3)
+    e5 = torch.rand(64, 5, generator=g, dtype=DT) * 30
+    e3 = torch.rand(64, 3, generator=g, dtype=DT) * 30
+    coarse = e5 @ lifting_matrix(FIVE_TO_THREE, dtype=DT).T.gt(0).to(DT)  # sum within each category
+    native = conflict(Opinion.from_evidence(coarse), Opinion.from_evidence(e3))
+    lifted = conflict_in_common_space(Opinion.from_evidence(e5), _lifted(e3), partition_matrix(FIVE, dtype=DT),
+                                      partition_matrix(FIVE_TO_THREE, dtype=DT))
+    torch.testing.assert_close(lifted, native, rtol=1e-12, atol=1e-12)
+    # identity partitions give the authors' conflict
+    a, b = Opinion.from_evidence(e5), Opinion.from_evidence(e5.flip(0))
+    eye = partition_matrix(FIVE, dtype=DT)
+    torch.testing.assert_close(conflict_in_common_space(a, b, eye, eye), conflict(a, b), rtol=1e-12, atol=1e-12)
+
+
+def test_common_partition_is_the_join_by_hand():
+    m1 = partition_matrix((0, 0, 1, 2))  # {0, 1} {2} {3}
+    m2 = partition_matrix((0, 1, 1, 2))  # {0} {1, 2} {3}
+    assert torch.equal(common_partition(m1, m2), partition_matrix((0, 0, 0, 1)))  # {0, 1, 2} {3}
+    chain = common_partition(partition_matrix((0, 0, 1, 2, 3, 3)), partition_matrix((0, 1, 1, 2, 2, 4)))
+    # m1: {0, 1} {2} {3} {4, 5}; m2: {0} {1, 2} {3, 4} {5}; chains 0-1-2 and 3-4-5
+    assert torch.equal(chain, partition_matrix((0, 0, 0, 1, 1, 1)))
+    with pytest.raises(ValueError, match="partition"):
+        common_partition(torch.eye(3), torch.eye(4))
+
+
+def test_aggregate_in_the_common_space_folds_with_the_meet_of_partitions():
+    """Three views on one epoch, folded by hand: most uncertain first; after fusing a five-class
+    view the fused opinion resolves stages, so the third conflict is computed over stages."""
+    eog = _lifted([[2.0, 1.0, 0.5]])                                              # most uncertain
+    emg = _lifted([[1.0, 9.0, 1.0]])
+    eeg = Opinion.from_evidence(torch.tensor([[1.0, 2.0, 30.0, 4.0, 1.0]], dtype=DT))  # least uncertain
+    assert float(eog.u) > float(emg.u) > float(eeg.u)
+    eye, hyb = partition_matrix(FIVE, dtype=DT), partition_matrix(FIVE_TO_THREE, dtype=DT)
+    first = fuse_conflict_aware(eog, emg, conflict_fn=lambda a, b: conflict_in_common_space(a, b, hyb, hyb))
+    meet = hyb * hyb
+    ref = fuse_conflict_aware(first, eeg, conflict_fn=lambda a, b: conflict_in_common_space(a, b, meet, eye))
+    got = aggregate([eeg, emg, eog], label_maps=[FIVE, FIVE_TO_THREE, FIVE_TO_THREE])
+    torch.testing.assert_close(got.b, ref.b, rtol=1e-12, atol=1e-14)
+    torch.testing.assert_close(got.u, ref.u, rtol=1e-12, atol=1e-14)
+    # all five-class label maps: the authors' aggregation exactly
+    plain = aggregate([eeg, emg, eog])
+    same = aggregate([eeg, emg, eog], label_maps=[FIVE] * 3)
+    torch.testing.assert_close(same.b, plain.b, rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match="conflict_aware"):
+        aggregate([eeg, emg], rule="dempster", label_maps=[FIVE, FIVE_TO_THREE])
+    with pytest.raises(ValueError, match="one label_map per view"):
+        aggregate([eeg, emg], label_maps=[FIVE])
+
+
+def test_model_fuse_in_the_common_space_uses_each_views_label_map():
+    torch.manual_seed(0)
+    model = ConfSleepNet(default_views(), sampling_rate=50.0, width=4)
+    x = torch.randn(6, 3, 1500)
+    with torch.no_grad():
+        ops = model.opinions(x)
+        got = model.fuse(ops, conflict_space="common")
+    maps = [v.label_map for v in model.views]
+    ref = aggregate([ops[v.name] for v in model.views], label_maps=maps)
+    torch.testing.assert_close(got.b, ref.b)
+    with pytest.raises(ValueError, match="conflict_space"):
+        model.fuse(ops, conflict_space="coarse")

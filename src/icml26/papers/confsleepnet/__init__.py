@@ -46,8 +46,11 @@ from icml26.papers.confsleepnet.edf import (
 from icml26.papers.confsleepnet.fusion import (
     FUSION_RULES,
     aggregate,
+    common_partition,
     conflict,
+    conflict_in_common_space,
     fuse_conflict_aware,
+    partition_matrix,
     sort_by_uncertainty,
 )
 from icml26.papers.confsleepnet.loss import edl_loss, kl_to_uniform_dirichlet
@@ -103,7 +106,9 @@ __all__ = [
     "accuracy_coverage_curve",
     "aggregate",
     "cohen_kappa",
+    "common_partition",
     "conflict",
+    "conflict_in_common_space",
     "confusion_matrix",
     "corrupt_eog",
     "default_views",
@@ -119,6 +124,7 @@ __all__ = [
     "load_edf_recording",
     "macro_f1",
     "normalize_recordings",
+    "partition_matrix",
     "predict_in_batches",
     "sample_hypnogram",
     "selective_accuracy",

@@ -35,7 +35,7 @@ from icml26.papers.confsleepnet.data import CORRUPTION_MODES, corrupt_eog, norma
 from icml26.papers.confsleepnet.figures import plot
 from icml26.papers.confsleepnet.model import ConfSleepNet, EpochEncoder, ViewSpec, default_views
 from icml26.papers.confsleepnet.metrics import accuracy, accuracy_coverage_curve
-from icml26.papers.confsleepnet.opinion import STAGES
+from icml26.papers.confsleepnet.opinion import FIVE_TO_THREE, STAGES
 from icml26.papers.confsleepnet.training import fit_confsleepnet, fit_late_fusion, predict_in_batches
 
 __all__ = ["CHECKS", "COVERAGES", "Config", "FUSION_ARMS", "STREAMS", "plot", "run"]
@@ -53,13 +53,14 @@ initialisation seeds torch's global generator with ``1000 * seed + replicate``, 
 
 VIEWS = ("eeg", "eog", "emg", "fused")
 ABLATION_VIEWS = ("eeg", "eog5", "emg", "fused")
-#: arm -> (views, rule, order); the method first.
-FUSION_ARMS: dict[str, tuple[tuple[str, ...], str, str]] = {
-    "conflict_aware": (VIEWS, "conflict_aware", "uncertainty"),
-    "dempster_tmc": (VIEWS, "dempster", "given"),
-    "rcml_average": (VIEWS, "average", "given"),
-    "conflict_aware_unsorted": (VIEWS, "conflict_aware", "given"),
-    "conflict_aware_eog5": (ABLATION_VIEWS, "conflict_aware", "uncertainty"),
+#: arm -> (views, rule, order, conflict space); the method first.
+FUSION_ARMS: dict[str, tuple[tuple[str, ...], str, str, str]] = {
+    "conflict_aware": (VIEWS, "conflict_aware", "uncertainty", "stages"),
+    "dempster_tmc": (VIEWS, "dempster", "given", "stages"),
+    "rcml_average": (VIEWS, "average", "given", "stages"),
+    "conflict_aware_unsorted": (VIEWS, "conflict_aware", "given", "stages"),
+    "conflict_aware_eog5": (ABLATION_VIEWS, "conflict_aware", "uncertainty", "stages"),
+    "conflict_aware_common": (VIEWS, "conflict_aware", "uncertainty", "common"),
 }
 COVERAGES = tuple(round(0.1 + 0.05 * i, 2) for i in range(19))
 
@@ -194,15 +195,19 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
                 opinions = model.opinions(evidence=evidence)
                 late_pred, late_u = predict_in_batches(late.predict, x_test, device=ctx.device)
             results: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-            for arm, (views, rule, order) in FUSION_ARMS.items():
-                fused = model.fuse(opinions, views=views, rule=rule, order=order)
+            for arm, (views, rule, order, space) in FUSION_ARMS.items():
+                fused = model.fuse(opinions, views=views, rule=rule, order=order, conflict_space=space)
                 results[arm] = (fused.prediction().cpu().numpy(), fused.uncertainty.cpu().numpy())
             results["late_concat_softmax"] = (late_pred.cpu().numpy(), late_u.cpu().numpy())
             tag = f"{fraction:g}"
-            masks = (None, None) if corruption is None else (
-                corruption.mask.ravel(), corruption.conflicting(y_test.reshape(corruption.mask.shape)).ravel())
+            # detectable: the EOG contradicts the truth at the hybrid granularity (or popped)
+            masks = (None, None, None) if corruption is None else (
+                corruption.mask.ravel(),
+                corruption.conflicting(y_test.reshape(corruption.mask.shape), FIVE_TO_THREE).ravel(),
+                corruption.mode.ravel())
             for arm, (pred, u) in results.items():
-                scores.setdefault(arm, {}).update(score_epochs(y_test, pred, u, config.coverage, *masks).as_metrics(tag))
+                scores.setdefault(arm, {}).update(score_epochs(y_test, pred, u, config.coverage, *masks,
+                                                                modes=CORRUPTION_MODES).as_metrics(tag))
                 curves_acc[fraction].setdefault(arm, []).append(
                     accuracy_coverage_curve(pred == y_test, u, COVERAGES))
             for name in VIEWS + ("eog5",):
@@ -218,7 +223,7 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
                            **{f"{arm}_pred": results[arm][0][night].tolist() for arm in
                               ("conflict_aware", "dempster_tmc")},
                            **{f"{arm}_u": results[arm][1][night].tolist() for arm in
-                              ("conflict_aware", "dempster_tmc", "rcml_average")}}
+                              ("conflict_aware", "dempster_tmc", "rcml_average", "conflict_aware_common")}}
         per_seed.append(scores)
         log.info("seed %d: CA acc %s", seed_index,
                  {f: round(scores["conflict_aware"][f"acc_{f:g}"], 3) for f in fractions})
@@ -238,11 +243,12 @@ def _checks(metrics: dict[str, dict[str, float]], fractions: list[float], config
         CHECKS["clean_acc_vs_dempster"].measure(values.clean_acc_vs_dempster),
         CHECKS["corrupted_acc_vs_dempster"].measure(values.corrupted_acc_vs_dempster, note=at),
         CHECKS["corrupted_acc_vs_rcml"].measure(values.corrupted_acc_vs_rcml, note=at),
-        CHECKS["auroc_corrupted"].measure(values.auroc_corrupted, note=at),
-        CHECKS["auroc_vs_dempster"].measure(values.auroc_vs_dempster, note=at),
+        CHECKS["auroc_detectable"].measure(values.auroc_detectable, note=at),
+        CHECKS["auroc_detectable_vs_dempster"].measure(values.auroc_detectable_vs_dempster, note=at),
         CHECKS["selective_acc_vs_dempster"].measure(values.selective_acc_vs_dempster,
                                                     note=f"{at}, coverage {config.coverage:.0%}"),
         CHECKS["hybrid_vs_five_class_eog"].measure(values.hybrid_vs_five_class_eog),
+        CHECKS["common_auroc_detectable_vs_dempster"].measure(values.common_auroc_detectable_vs_dempster, note=at),
     ]
 
 
@@ -261,14 +267,27 @@ def _curves(metrics, per_seed, curves_acc, example, fractions, config) -> dict[s
             "xlabel": "corrupted fraction pi", "ylabel": name, "title": f"{name} under EOG corruption"}
     corrupted = [f for f in fractions if f > 0]
     curves["auroc_vs_pi"] = {
-        "x": corrupted, "series": {arm: [metrics[arm][f"auroc_{f:g}"] for f in corrupted] for arm in arms},
-        "xlabel": "corrupted fraction pi", "ylabel": "AUROC (fused uncertainty -> corrupted epoch)",
-        "title": "detecting corrupted epochs by uncertainty"}
+        "x": corrupted, "series": {
+            **{arm: [metrics[arm][f"auroc_detectable_{f:g}"] for f in corrupted] for arm in arms},
+            "ceiling (all corruptions)": [metrics["conflict_aware"][f"auroc_ceiling_{f:g}"] for f in corrupted]},
+        "xlabel": "corrupted fraction pi", "ylabel": "AUROC (fused u -> detectable corrupted epoch)",
+        "title": "detecting detectable corruptions by uncertainty"}
+    hi_tag = f"{max(fractions):g}"
+    curves["auroc_per_mode"] = {
+        "x": list(config.corruption_modes),
+        "series": {**{f"{arm}, detectable": [metrics[arm].get(f"auroc_detectable_{m}_{hi_tag}") for m in
+                                               config.corruption_modes] for arm in
+                      ("conflict_aware", "conflict_aware_common", "dempster_tmc")},
+                   **{f"{arm}, all": [metrics[arm].get(f"auroc_{m}_{hi_tag}") for m in config.corruption_modes]
+                      for arm in ("conflict_aware", "dempster_tmc")},
+                   "ceiling, all": [metrics["conflict_aware"].get(f"auroc_ceiling_{m}_{hi_tag}")
+                                    for m in config.corruption_modes]},
+        "xlabel": "corruption mode", "ylabel": "AUROC", "title": f"per corruption mode, pi = {hi_tag}"}
     hi = f"{max(fractions):g}"
     curves["per_seed"] = {
         "x": list(range(len(per_seed))),
         "series": {f"{arm} {m}": [s[arm][m] for s in per_seed] for arm in arms
-                   for m in (f"acc_{hi}", f"auroc_{hi}")},
+                   for m in (f"acc_{hi}", f"auroc_detectable_{hi}")},
         "xlabel": "seed", "ylabel": "value", "title": "per-seed spread"}
     if example:
         n = len(example["truth"])
@@ -286,10 +305,19 @@ def _notes(metrics, fractions, config) -> list[str]:
         line = (f"pi={t}: accuracy CA {ca[f'acc_{t}']:.3f} / Dempster {ds[f'acc_{t}']:.3f} / RCML "
                 f"{rcml[f'acc_{t}']:.3f} / late concat {metrics['late_concat_softmax'][f'acc_{t}']:.3f}")
         if f > 0:
-            line += (f"; AUROC(u -> corrupted) CA {ca[f'auroc_{t}']:.3f} / Dempster {ds[f'auroc_{t}']:.3f} / "
-                     f"RCML {rcml[f'auroc_{t}']:.3f}; on conflicting corruptions only (pops, and shifts/swaps "
-                     f"that bring in another stage) CA {ca.get(f'auroc_conflicting_{t}', math.nan):.3f} / "
-                     f"Dempster {ds.get(f'auroc_conflicting_{t}', math.nan):.3f}")
+            common = metrics["conflict_aware_common"]
+            line += (f"; AUROC(u -> corrupted) over every corruption CA {ca[f'auroc_{t}']:.3f} / Dempster "
+                     f"{ds[f'auroc_{t}']:.3f} / RCML {rcml[f'auroc_{t}']:.3f} (ceiling "
+                     f"{ca[f'auroc_ceiling_{t}']:.3f}: {ca[f'detectable_share_{t}']:.0%} of corruptions detectable); "
+                     f"over detectable ones CA {ca[f'auroc_detectable_{t}']:.3f} / CA, common-space conflict "
+                     f"{common[f'auroc_detectable_{t}']:.3f} / Dempster {ds[f'auroc_detectable_{t}']:.3f} / RCML "
+                     f"{rcml[f'auroc_detectable_{t}']:.3f}; per mode (detectable AUROC CA / common / Dempster; "
+                     f"all-corruption AUROC CA vs ceiling): " + "; ".join(
+                         f"{m} {ca.get(f'auroc_detectable_{m}_{t}', math.nan):.3f} / "
+                         f"{common.get(f'auroc_detectable_{m}_{t}', math.nan):.3f} / "
+                         f"{ds.get(f'auroc_detectable_{m}_{t}', math.nan):.3f}; "
+                         f"{ca.get(f'auroc_{m}_{t}', math.nan):.3f} vs {ca.get(f'auroc_ceiling_{m}_{t}', math.nan):.3f}"
+                         for m in config.corruption_modes))
         notes.append(line + ".")
     notes.append("Median Dirichlet strength S per view (clean): " + ", ".join(
         f"{v} {metrics[f'view_{v}']['median_S_0']:.1f}" for v in VIEWS + ("eog5",))

@@ -14,7 +14,9 @@ __all__ = ["plot"]
 STYLES = {"conflict_aware": dict(color="tab:red", lw=2.2), "dempster_tmc": dict(color="tab:blue"),
           "rcml_average": dict(color="tab:green"), "conflict_aware_unsorted": dict(color="tab:red", ls=":"),
           "conflict_aware_eog5": dict(color="tab:orange", ls="--"),
-          "late_concat_softmax": dict(color="tab:gray", ls="-.")}
+          "late_concat_softmax": dict(color="tab:gray", ls="-."),
+          "conflict_aware_common": dict(color="tab:purple", ls="--"),
+          "ceiling (all corruptions)": dict(color="k", ls=":")}
 
 
 def plot(data: dict[str, Any]) -> dict[str, Any]:
@@ -73,4 +75,20 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
         ax_u.set_xlabel("30-s epoch")
         ax_u.legend(fontsize="small", loc="upper right", ncol=3)
         figures["example_night.png"] = fig
+
+    if "auroc_per_mode" in curves:
+        c = curves["auroc_per_mode"]
+        fig, axes = subplots(1, 1, panel=(6.0, 4.0))
+        ax = axes[0, 0]
+        modes = list(c["x"])
+        width = 0.8 / max(1, len(c["series"]))
+        for i, (name, ys) in enumerate(c["series"].items()):
+            ax.bar(np.arange(len(modes)) + (i - (len(c["series"]) - 1) / 2) * width,
+                   [np.nan if v is None else v for v in ys], width, label=name)
+        ax.set_xticks(np.arange(len(modes)), modes)
+        ax.set_ylim(0.4, 1.0)
+        ax.set_ylabel(c["ylabel"])
+        ax.set_title(c["title"], fontsize=10)
+        ax.legend(fontsize="x-small")
+        figures["auroc_per_mode.png"] = fig
     return figures

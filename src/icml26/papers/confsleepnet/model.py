@@ -198,13 +198,26 @@ class ConfSleepNet(nn.Module):
                 for v in self.views}
 
     def fuse(self, opinions: dict[str, Opinion], *, views: Sequence[str] | None = None,
-             rule: str | FusionRule | None = None, order: Literal["uncertainty", "given"] | None = None) -> Opinion:
-        """Fuse the opinions of ``views`` (default all, in the model's order)."""
+             rule: str | FusionRule | None = None, order: Literal["uncertainty", "given"] | None = None,
+             conflict_space: Literal["stages", "common"] = "stages") -> Opinion:
+        """Fuse the opinions of ``views`` (default all, in the model's order).
+
+        ``conflict_space``: ``"stages"`` (the authors': ``C`` over the five stages) or ``"common"``
+        (ours: ``C`` in the common category space of the two operands' label maps, see
+        :func:`~icml26.papers.confsleepnet.fusion.conflict_in_common_space`; conflict-aware rule only).
+        """
         names = list(views) if views is not None else [v.name for v in self.views]
         unknown = [n for n in names if n not in opinions]
         if unknown:
             raise ValueError(f"views {unknown} have no opinion; known: {sorted(opinions)}")
-        return aggregate([opinions[n] for n in names], rule=rule or self.rule, order=order or self.order)
+        if conflict_space not in ("stages", "common"):
+            raise ValueError(f"conflict_space={conflict_space!r} must be 'stages' or 'common'")
+        label_maps = None
+        if conflict_space == "common":
+            specs = {v.name: v for v in self.views}
+            label_maps = [specs[n].label_map for n in names]
+        return aggregate([opinions[n] for n in names], rule=rule or self.rule, order=order or self.order,
+                         label_maps=label_maps)
 
     def forward(self, x: Tensor, *, rule: str | FusionRule | None = None,
                 order: Literal["uncertainty", "given"] | None = None) -> Opinion:
