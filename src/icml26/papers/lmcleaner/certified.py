@@ -98,6 +98,12 @@ class CertifiedNoiseResult:
 
     par_over_sensitivity_flat: float = math.nan
     """‖Π r‖ / Δ̄ with the flat basis."""
+    acc_random_by_k: dict[int, float] = dataclasses.field(default_factory=dict)
+    """Random-basis subspace noise at k = 1, 2, 5, … (β calibrated per k): test accuracy."""
+    acc_isotropic_equivalent: float = math.nan
+    """Isotropic noise with the random-basis release's mean variance per coordinate,
+    σ_eq² = σ_∥²·k/p + σ_⊥²·(p − k)/p (k = ``subspace_dim``): the damage a random k-dimensional block
+    of σ_∥ does on average, spread over all p coordinates (the dimension argument)."""
 
     @property
     def holds(self) -> float:
@@ -179,6 +185,24 @@ def certified_noise_section(config, ctx: RunContext) -> CertifiedNoiseResult:
     sigma_iso = isotropic_noise_scale(sensitivity, config.epsilon, config.delta)
     sigma_par, sigma_perp = subspace_noise_scales(sensitivity, config.epsilon, config.delta, min(beta["random"], 1.0))
     u_norm = float((recorder.params_at(t_z + 1) - recorder.params_at(t_z)).norm())
+    acc_clean = _accuracy(problem, theta_hat, data.x_test, data.y_test)
+    acc_iso = mean_acc(theta_hat, lambda: sigma_iso * torch.randn(p, generator=gen, dtype=theta_hat.dtype)
+                       .to(theta_hat.device))
+    acc_random = subspace(theta_hat, q_random, beta["random"])
+    acc_random_plain = subspace(theta_hat_plain, q_random, beta_plain)
+    acc_band = subspace(theta_hat, q_band, beta["band"])
+    acc_flat = subspace(theta_hat, q_flat, beta["flat"])
+    # the dimension argument: a random k-dimensional block puts a share k/p of the σ_∥² noise energy into
+    # any fixed direction, so on average it does the damage of isotropic noise with the same mean variance
+    # per coordinate, σ_eq² = σ_∥²·k/p + σ_⊥²·(p − k)/p; and at this p the drop shrinks with k
+    kk = config.subspace_dim
+    sigma_eq = math.sqrt(sigma_par**2 * kk / p + sigma_perp**2 * (p - kk) / p)
+    acc_equivalent = mean_acc(theta_hat, lambda: sigma_eq * torch.randn(
+        p, generator=gen, dtype=theta_hat.dtype).to(theta_hat.device))
+    by_k = {}
+    for kk in sorted({kk for kk in (1, 2, 5, config.subspace_dim) if kk <= config.subspace_dim}):
+        q = random_basis(p, kk, seed=42, dtype=theta_now.dtype, device=theta_now.device)
+        by_k[kk] = subspace(theta_hat, q, max(concentration(rj, q, sensitivity) for rj, *_ in calibration))
     return CertifiedNoiseResult(
         clip_norm=clip, sensitivity=sensitivity, canary_update_norm=u_norm,
         residual_rel=relative_residual(theta_hat, ideal, theta_tau),
@@ -187,15 +211,11 @@ def certified_noise_section(config, ctx: RunContext) -> CertifiedNoiseResult:
         beta_random=beta["random"], beta_hat_random=concentration(r, q_random, sensitivity),
         beta_random_plain=beta_plain,
         beta_band=beta["band"], beta_hat_band=concentration(r, q_band, sensitivity), band_dim=int(q_band.shape[1]),
-        acc_clean=_accuracy(problem, theta_hat, data.x_test, data.y_test),
-        acc_isotropic=mean_acc(theta_hat, lambda: sigma_iso * torch.randn(
-            p, generator=gen, dtype=theta_hat.dtype).to(theta_hat.device)),
-        acc_subspace_random=subspace(theta_hat, q_random, beta["random"]),
-        acc_subspace_random_plain=subspace(theta_hat_plain, q_random, beta_plain),
-        acc_subspace_band=subspace(theta_hat, q_band, beta["band"]),
-        beta_flat=beta["flat"], beta_hat_flat=concentration(r, q_flat, sensitivity),
-        acc_subspace_flat=subspace(theta_hat, q_flat, beta["flat"]),
+        acc_clean=acc_clean, acc_isotropic=acc_iso, acc_subspace_random=acc_random,
+        acc_subspace_random_plain=acc_random_plain, acc_subspace_band=acc_band,
+        beta_flat=beta["flat"], beta_hat_flat=concentration(r, q_flat, sensitivity), acc_subspace_flat=acc_flat,
         par_over_sensitivity_flat=float((q_flat.T @ r).norm()) / sensitivity,
+        acc_random_by_k=by_k, acc_isotropic_equivalent=acc_equivalent,
         sigma_isotropic=sigma_iso, sigma_parallel=sigma_par, sigma_perp=sigma_perp,
         delta_exact=float(gaussian_delta(mahalanobis_shift(r, q_random, sigma_par, sigma_perp), config.epsilon)),
     )

@@ -124,9 +124,11 @@ class Config:
     clip_norm: float = 1.0
     """C of the noise section's clipped run: every per-sample loss gradient is clipped to norm C, so
     Δ̄ = η·C bounds every batch's update publicly (issue #28; ours: C = 1)."""
-    noise_calibration_requests: int = 4
-    """Planted canary batches whose deletion calibrates β (issue #28: β set from a measurement)."""
-    noise_calibration_spacing: int = 200
+    noise_calibration_requests: int = 19
+    """Planted canary batches whose deletion calibrates β as the largest of their β̂ (issue #28: β set from
+    a measurement). If the request is exchangeable with them, its β̂ exceeds that maximum with probability
+    1/(n + 1): 19 gives 95% coverage."""
+    noise_calibration_spacing: int = 100
     """They sit at t_z − j·spacing, j = 1 … ``noise_calibration_requests``."""
     tail_public: int = 2000
     """Public rows of the tail correction's Hessian (all of ``n_test`` public rows by default)."""
@@ -250,7 +252,8 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
         "acc_isotropic": noise.acc_isotropic, "acc_subspace_random": noise.acc_subspace_random,
         "acc_subspace_random_plain": noise.acc_subspace_random_plain, "acc_subspace_band": noise.acc_subspace_band,
         "beta_flat": noise.beta_flat, "beta_hat_flat": noise.beta_hat_flat, "acc_subspace_flat": noise.acc_subspace_flat,
-        "delta_exact": noise.delta_exact,
+        "delta_exact": noise.delta_exact, "acc_isotropic_equivalent": noise.acc_isotropic_equivalent,
+        **{f"acc_subspace_random_k{k}": acc for k, acc in noise.acc_random_by_k.items()},
     }
     metrics = {arm: {k: float(v) for k, v in row.items() if v is not None and math.isfinite(v)}
                for arm, row in metrics.items()}
@@ -367,9 +370,10 @@ def _curves(config: Config, sweeps: dict[str, SweepResult], noise: CertifiedNois
         "xlabel": "lag L", "ylabel": "wall time of one deletion (ms)", "title": f"{config.models[0]}: cost of one deletion",
         "logx": True, "logy": True}
     curves["noise"] = {
-        "x": ["no noise", "flat Q", "random Q", "random Q, no tail", "band Q", "isotropic"],
+        "x": ["no noise", "flat Q", "random Q", "isotropic σ_eq", "random Q, no tail", "band Q", "isotropic"],
         "series": {"test accuracy": [noise.acc_clean, noise.acc_subspace_flat, noise.acc_subspace_random,
-                                     noise.acc_subspace_random_plain, noise.acc_subspace_band, noise.acc_isotropic]},
+                                     noise.acc_isotropic_equivalent, noise.acc_subspace_random_plain,
+                                     noise.acc_subspace_band, noise.acc_isotropic]},
         "xlabel": "noise", "ylabel": "test accuracy",
         "title": f"Certified noise at ε = {config.epsilon:g}, δ = {config.delta:g} (clipped run, Δ̄ = η·C)"}
     curves["ledger"] = ledger
@@ -414,7 +418,9 @@ def _notes(config: Config, sweeps: dict[str, SweepResult], noise: CertifiedNoise
         f"the request's residual {noise.delta_exact:.2e}. Test accuracy: clean {noise.acc_clean:.3f}, flat Q "
         f"{noise.acc_subspace_flat:.3f}, random Q {noise.acc_subspace_random:.3f} (no tail "
         f"{noise.acc_subspace_random_plain:.3f}), band Q {noise.acc_subspace_band:.3f} (σ_∥ lands on the stiffest "
-        f"directions), isotropic {noise.acc_isotropic:.3f}.")
+        f"directions), isotropic {noise.acc_isotropic:.3f}. Dimension: isotropic noise with the random-basis "
+        f"release's mean variance per coordinate (σ_eq² = σ_∥²k/p + σ_⊥²(p−k)/p) gives {noise.acc_isotropic_equivalent:.3f}; "
+        f"random Q by k: " + ", ".join(f"k={k} {acc:.3f}" for k, acc in noise.acc_random_by_k.items()) + ".")
     if digits:
         lm = digits["lmcleaner"]
         notes.append(
