@@ -486,7 +486,8 @@ def test_config_validation():
     from icml26.papers.curvature.experiment import Config
 
     assert Config.tiny().checkpoints[-1] == Config.tiny().steps
-    for bad in ({"checkpoints": (10, 1000)}, {"checkpoints": (0, 500)}, {"alpha": 0.0}, {"reg_layers": (9,)},
+    for bad in ({"checkpoints": (10, 1000)}, {"checkpoints": (0, 500)}, {"epsilons": (0.0, 0.1)},
+                {"epsilons": (0.1, 0.1)}, {"epsilons": ()}, {"pretrained_tokens": -1}, {"reg_layers": (9,)},
                 {"window": 0}, {"perturb_layer": 7}, {"perturb_length": 2}, {"reg_weight": 0.0}):
         with pytest.raises(ValueError):
             Config(**bad)
@@ -521,8 +522,8 @@ def test_perturb_layer_minus_one_is_a_documented_sentinel():
     assert dataclasses.replace(Config.tiny(), perturb_layer=-1).perturb_layer == -1
     with pytest.raises(ConfigError, match="perturb_layer"):
         dataclasses.replace(Config.tiny(), perturb_layer=-2)
-    with pytest.raises(ValueError, match="alpha"):
-        dataclasses.replace(Config.tiny(), alpha=-0.5)
+    with pytest.raises(ValueError, match="epsilons"):
+        dataclasses.replace(Config.tiny(), epsilons=(-0.5,))
 
 
 # -- the reproduction's analysis, by hand ------------------------------------------------------------------------
@@ -550,3 +551,128 @@ def test_reproduction_analysis_by_hand():
     assert effect_ratio(-0.5, 0.1) == pytest.approx(5.0) and effect_ratio(0.1, 0.0) == math.inf
     with pytest.raises(ValueError, match="finite"):
         correlation_summary([np.nan, np.nan], [0.0, 0.0], [0.0, 0.0])
+
+
+
+# -- issue #30: state-scaled perturbations, initial slopes, the bigram reference, window bootstrap ----------------
+
+def test_state_scaled_steps_have_norm_epsilon_times_the_state():
+    hidden = torch.randn(5, 6, 16, generator=_gen(40), dtype=torch.float64)
+    last = hidden[:, -1]
+    norm = last.norm(dim=-1)
+    for eps in (0.01, 0.1, 2.0):
+        aligned = straighten(hidden, eps, relative_to="state")
+        step = aligned[:, -1] - last
+        torch.testing.assert_close(step.norm(dim=-1), eps * norm, rtol=1e-12, atol=0)
+        # the direction is x^_t - x_t: cos = 1
+        toward = extrapolation_target(hidden) - last
+        cos = (step * toward).sum(-1) / (step.norm(dim=-1) * toward.norm(dim=-1))
+        torch.testing.assert_close(cos, torch.ones(5, dtype=torch.float64), rtol=0, atol=1e-12)
+        assert torch.equal(aligned[:, :-1], hidden[:, :-1])
+        mis = misaligned(hidden, eps, _gen(3), relative_to="state")
+        delta = mis[:, -1] - last
+        torch.testing.assert_close(delta.norm(dim=-1), eps * norm, rtol=1e-12, atol=0)
+        v = hidden[:, -2] - hidden[:, -3]
+        assert (delta * v).sum(-1).abs().max() < 1e-9 and (delta * toward).sum(-1).abs().max() < 1e-9
+    # "target" keeps the old meaning: alpha scales |x^_t - x_t|
+    torch.testing.assert_close(straighten(hidden, 0.5)[:, -1], last + 0.5 * (extrapolation_target(hidden) - last))
+    with pytest.raises(ValueError, match="relative_to"):
+        straighten(hidden, 0.1, relative_to="norm")
+    with pytest.raises(ValueError, match="relative_to"):
+        misaligned(hidden, 0.1, relative_to="norm")
+
+
+def test_perturbation_sweep_equals_one_call_per_size(small_model):
+    from icml26.papers.curvature import perturbation_sweep
+
+    ids = torch.randint(0, SMALL.vocab_size, (4, 12), generator=_gen(41))
+    eps = (0.01, 0.05, 0.1)
+    sweep = perturbation_sweep(small_model, ids, 2, eps, generator=_gen(7))
+    assert sweep.aligned.shape == sweep.misaligned.shape == (3, 4)
+    for i, e in enumerate(eps):
+        one = perturb_and_measure(small_model, ids, 2, e, "aligned", relative_to="state")
+        torch.testing.assert_close(sweep.aligned[i], one.delta_entropy, rtol=0, atol=1e-6)
+        # the misaligned direction is drawn once: each size replays the same generator state
+        mis = perturb_and_measure(small_model, ids, 2, e, "misaligned", generator=_gen(7), relative_to="state")
+        torch.testing.assert_close(sweep.misaligned[i], mis.delta_entropy, rtol=0, atol=1e-6)
+        torch.testing.assert_close(one.shift_norm, e * sweep.state_norm, rtol=1e-5, atol=0)
+    with pytest.raises(ValueError, match="epsilons"):
+        perturbation_sweep(small_model, ids, 2, (0.0, 0.1))
+    with pytest.raises(TypeError, match="epsilons"):
+        perturbation_sweep(small_model, ids, 2, "small")
+
+
+def test_initial_slope_recovers_the_linear_term():
+    from icml26.papers.curvature.analysis import initial_slope
+
+    eps = np.array([0.01, 0.02, 0.05, 0.1])
+    a, b = np.array([2.0, -3.0, 0.0]), np.array([5.0, 40.0, -7.0])
+    delta = np.outer(eps, a) + np.outer(eps**2, b)  # Delta H = a eps + b eps^2, exactly
+    np.testing.assert_allclose(initial_slope(eps, delta), a, atol=1e-9)
+    # a pure quadratic (a misaligned direction at a minimum) has slope 0, while Delta H / eps would not
+    assert abs(initial_slope(eps, 30.0 * eps**2)) < 1e-9 and 30.0 * eps[-1] ** 2 / eps[-1] > 1
+    assert initial_slope([0.1], [0.25]) == pytest.approx(2.5)  # one size: Delta H / eps
+    delta[2, 1] = np.nan
+    slopes = initial_slope(eps, delta)
+    assert np.isnan(slopes[1]) and np.isfinite(slopes[[0, 2]]).all()
+    for bad in (([0.1, 0.1], [1.0, 1.0]), ([0.0, 0.1], [0.0, 1.0]), ([0.1, 0.2], [1.0])):
+        with pytest.raises(ValueError):
+            initial_slope(*bad)
+
+
+def test_interpolated_bigram_by_hand():
+    from icml26.papers.curvature.analysis import interpolated_bigram
+
+    train = np.array([0, 1, 0, 1, 0, 2])
+    # counts: c(0) = 3, c(1) = 2, c(2) = 1 -> p_uni = (c + 1) / (6 + 3) = 4/9, 3/9, 2/9
+    # contexts: c(0 as context) = 3, c(1 as context) = 2; pairs c(0,1) = 2, c(1,0) = 2, c(0,2) = 1
+    # lambda = 0.5: p(1|0) = .5 * 2/3 + .5 * 3/9 = 1/2;  p(2|1) = .5 * 0 + .5 * 2/9 = 1/9
+    fit = interpolated_bigram(train, np.array([0, 1, 2]), 3, weights=[0.5])
+    assert fit.weight == 0.5 and fit.loss == pytest.approx(-(math.log(0.5) + math.log(1 / 9)) / 2, rel=1e-12)
+    # windows: pairs within rows only ((0,1) and (1,2) again; not (1,1) across the rows)
+    rows = interpolated_bigram(train, np.array([[0, 1], [1, 2]]), 3, weights=[0.5])
+    assert rows.loss == pytest.approx(fit.loss, rel=1e-12)
+    # an unseen context (2) falls back to the unigram: p(0|2) = 4/9
+    assert interpolated_bigram(train, np.array([2, 0]), 3, weights=[0.5]).loss == pytest.approx(-math.log(4 / 9))
+    # lambda is chosen on the training tail, never on the evaluation ids
+    rng = np.random.default_rng(0)
+    stream = np.repeat(rng.integers(0, 20, 3000), 2)  # every token repeats: a strong bigram
+    a = interpolated_bigram(stream, rng.integers(0, 20, 500), 20)
+    b = interpolated_bigram(stream, np.repeat(rng.integers(0, 20, 500), 2), 20)
+    assert a.weight == b.weight > 0.3 and b.loss < a.loss
+    with pytest.raises(ValueError, match="lie in"):
+        interpolated_bigram(train, np.array([0, 5]), 3)
+    with pytest.raises(TypeError, match="integer"):
+        interpolated_bigram(train.astype(float), np.array([0, 1]), 3)
+
+
+def test_window_bootstrap_interval_counts_windows_not_tokens():
+    from icml26.papers.curvature.stats import cluster_bootstrap_spearman
+
+    rng = np.random.default_rng(1)
+    x, y = rng.normal(size=4000), rng.normal(size=4000)
+    low, high = cluster_bootstrap_spearman(x, y, np.arange(4000), rng=np.random.default_rng(2))
+    # independent tokens: the half-width of Spearman's rho under independence is ~ 1.96 / sqrt(n)
+    assert (high - low) / 2 == pytest.approx(1.96 / math.sqrt(4000), rel=0.15) and low < 0 < high
+    # 400 windows of 10 identical tokens carry the information of 400 tokens, not 4000
+    xc, yc, windows = np.repeat(x[:400], 10), np.repeat(y[:400], 10), np.repeat(np.arange(400), 10)
+    low, high = cluster_bootstrap_spearman(xc, yc, windows, rng=np.random.default_rng(3))
+    assert (high - low) / 2 == pytest.approx(1.96 / math.sqrt(400), rel=0.15)
+    naive_low, naive_high = cluster_bootstrap_spearman(xc, yc, np.arange(4000), rng=np.random.default_rng(3))
+    assert (naive_high - naive_low) < 0.5 * (high - low)
+    # several rows at once (one per layer), NaN pairs left out
+    rows = np.stack([x, -x, np.where(np.arange(4000) < 10, np.nan, y)])
+    lows, highs = cluster_bootstrap_spearman(rows, y, np.arange(4000) // 4, n_boot=200)
+    assert lows.shape == (3,) and highs[2] > 0.9 and lows[0] < 0 < highs[0]
+    with pytest.raises(ValueError, match="n_boot"):
+        cluster_bootstrap_spearman(x, y, np.arange(4000), n_boot=1)
+
+
+def test_layerwise_analysis_reports_the_models_loss_and_rows(small_model):
+    ids = torch.randint(0, SMALL.vocab_size, (5, 20), generator=_gen(42))
+    res = layerwise_curvature_entropy(small_model, ids, 3, batch_size=2)
+    with torch.no_grad():
+        logits = small_model(input_ids=ids).logits
+    ce = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+    assert res.mean_loss == pytest.approx(float(ce), rel=1e-5)
+    np.testing.assert_array_equal(res.row, np.repeat(np.arange(5), 16))

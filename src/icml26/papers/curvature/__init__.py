@@ -29,7 +29,13 @@ from icml26.papers.curvature.geometry import (
     turning_angles,
 )
 from icml26.papers.curvature.hooks import decoder_blocks, num_layers, patch_hidden_state
-from icml26.papers.curvature.perturb import PerturbationResult, perturb_and_measure, straighten
+from icml26.papers.curvature.perturb import (
+    PerturbationResult,
+    PerturbationSweep,
+    perturb_and_measure,
+    perturbation_sweep,
+    straighten,
+)
 from icml26.papers.curvature.regularizer import CurvatureLoss, curvature_regularizer
 from icml26.papers.curvature.stats import PairedTest, paired_test, partial_correlation, pearson, spearman
 
@@ -45,6 +51,7 @@ __all__ = [
     "CurvatureLoss",
     "PairedTest",
     "PerturbationResult",
+    "PerturbationSweep",
     "contextual_curvature",
     "curvature_regularizer",
     "decoder_blocks",
@@ -59,6 +66,7 @@ __all__ = [
     "patch_hidden_state",
     "pearson",
     "perturb_and_measure",
+    "perturbation_sweep",
     "spearman",
     "straighten",
     "turning_angles",

@@ -8,8 +8,8 @@ trajectory out with only the last point moved). Steps:
    three points);
 2. draw ``g ~ N(0, I_d)`` and remove its components in that plane (Gram-Schmidt, twice
    for accuracy);
-3. rescale to the aligned perturbation's norm: ``delta = |alpha| |u| g / |g|``;
-   ``x_t <- x_t + delta``.
+3. rescale to the aligned perturbation's norm: ``delta = |alpha| |u| g / |g|`` (or, with
+   ``relative_to="state"``, ``delta = |epsilon| |x_t| g / |g|``); ``x_t <- x_t + delta``.
 """
 
 from __future__ import annotations
@@ -39,6 +39,7 @@ def misaligned(
     rng: torch.Generator | None = None,
     *,
     keep_step_length: bool = False,
+    relative_to: str = "target",
 ) -> Tensor:
     """Move the last point by a random vector orthogonal to the local trajectory plane.
 
@@ -49,11 +50,16 @@ def misaligned(
         rng: generator of the random direction (on any device; draws are moved to
             ``hidden``'s device).
         keep_step_length: which extrapolation defines ``x^_t`` (see ``extrapolation_target``).
+        relative_to: ``"target"``: ``alpha`` scales ``|x^_t - x_t|`` (above); ``"state"``: the
+            displacement has norm ``|alpha| |x_t|``, as ``straighten(..., relative_to="state")``'s.
 
     Returns:
         A copy of ``hidden`` with only the last point changed.
     """
     check_real(alpha, "alpha")
+    if relative_to not in ("target", "state"):
+        raise ValueError(f"relative_to={relative_to!r} must be 'target' (alpha |x^_t - x_t|) or 'state' "
+                         f"(epsilon |x_t|)")
     if not isinstance(hidden, Tensor):
         raise TypeError(f"hidden must be a torch.Tensor (..., T, d), got {type(hidden).__name__}")
     if rng is not None and not isinstance(rng, torch.Generator):
@@ -70,8 +76,8 @@ def misaligned(
     g = torch.randn(last.shape, generator=rng, dtype=x.dtype, device=draw_device).to(x.device)
     for _ in range(2):
         g = _remove(_remove(g, e1), e2)
-    # delta = |alpha| |u| g / |g|
-    scale = abs(alpha) * torch.linalg.vector_norm(aligned, dim=-1, keepdim=True)
+    # delta = |alpha| |u| g / |g|   (relative_to="state": |epsilon| |x_t| g / |g|)
+    scale = abs(alpha) * torch.linalg.vector_norm(aligned if relative_to == "target" else last, dim=-1, keepdim=True)
     delta = scale * _unit(g)
     out = hidden.clone()
     out[..., -1, :] = (last + delta).to(hidden.dtype)

@@ -6,10 +6,15 @@ steps, step 0 included. Then:
 1. straightening and emergence: per checkpoint and layer, the mean turning angle and the
    Spearman / Pearson / partial correlation of ``kappa_l(t; W)`` with ``H_t`` on held-out
    tokens (plus a grid over ``W`` at the final checkpoint);
-2. perturbations at the layer of maximal correlation: aligned (toward the
-   constant-velocity extrapolation) against misaligned (norm-matched, orthogonal to the
-   local trajectory plane) ``Delta H`` at the last position of many held-out prefixes,
-   with a paired t-test;
+   beside the validation loss of an interpolated bigram on the same tokens (a model that does
+   not beat it clearly makes its correlations uninformative, issue #30);
+2. perturbations at the layer of maximal correlation: aligned (a step toward the
+   constant-velocity extrapolation) against misaligned (orthogonal to the local trajectory
+   plane), both of norm ``epsilon |x_t|`` for a few small ``epsilon`` (issue #30); per prefix the
+   initial slope ``d Delta H / d epsilon`` at 0, tested over the prefixes (paired t-tests);
+4. a pretrained arm: SmolLM2-135M-Instruct (:func:`icml26.common.pretrained.load_pretrained_lm`)
+   on random held-out windows of the same text in its own tokenizer: per-layer rho(kappa, H)
+   with a 95% bootstrap interval over windows, and the curvature by layer (straightening);
 3. regulariser: a second run from the same initialisation, on the same batches, for the
    same steps, with ``lambda * L_curv`` at the middle layers; the first run is its
    ``lambda = 0`` arm. Compared: mid-layer curvature, mean entropy, validation loss.
@@ -45,6 +50,8 @@ from icml26.papers.curvature.analysis import (
     correlation_summary,
     effect_ratio,
     fraction_removed,
+    initial_slope,
+    interpolated_bigram,
     relative_change,
     straightening_summary,
 )
@@ -55,15 +62,17 @@ from icml26.papers.curvature.layerwise import (
     layerwise_curvature_entropy,
     unigram_log_frequency,
 )
-from icml26.papers.curvature.perturb import perturb_and_measure
+from icml26.papers.curvature.perturb import perturbation_sweep
 from icml26.papers.curvature.regularizer import CurvatureLoss
-from icml26.papers.curvature.stats import PairedTest, paired_test
+from icml26.papers.curvature.stats import PairedTest, cluster_bootstrap_spearman, paired_test
 
 __all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
 
 STREAMS = {
     "prefixes": 1,       # which held-out prefixes are perturbed
     "perturbation": 2,   # the misaligned control's random directions
+    "pretrained": 3,     # which held-out windows the pretrained model reads
+    "bootstrap": 4,      # the window bootstrap of the pretrained correlations
 }
 """Named random streams, each mapped to the integer offset the pre-contract code used. (The
 model's initialisation and data order use ``seed`` itself, through the shared tiny-LM code.)"""
@@ -105,12 +114,16 @@ class Config:
     """Held-out prefixes perturbed at their last position (issue: at least 2,000)."""
     perturb_length: int = 64
     """Tokens per perturbed prefix (ours; the last one is perturbed and measured)."""
-    alpha: float = 0.5
-    """Perturbation size as a fraction of ``|x^_t - x_t|`` (brief §4.4: 0.5)."""
-    alpha_grid: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0)
-    """Sizes of a side sweep of mean Delta H against alpha (ours; not checked)."""
-    sweep_positions: int = 500
-    """Prefixes (the first of the perturbed ones) used by the alpha sweep."""
+    epsilons: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1)
+    """Perturbation sizes as fractions of the state's norm, ``|delta| = epsilon |x_t|`` (issue #30)."""
+    pretrained_tokens: int = 20_000
+    """Analysed tokens of the pretrained arm (SmolLM2; issue #30: at least 20k); 0 skips the arm."""
+    pretrained_context: int = 128
+    """Tokens per window of the pretrained arm."""
+    pretrained_batch: int = 8
+    """Windows per forward pass of the pretrained model."""
+    bootstrap: int = 1000
+    """Window-bootstrap resamples of the pretrained correlations' 95% interval."""
     perturb_layer: int = dataclasses.field(default=-1, metadata={"sentinels": (-1,)})
     """``hidden_states`` index to perturb; -1 (a sentinel): the inner layer (1 .. L-1) of maximal Spearman rho."""
     valid_batches: int = 40
@@ -142,13 +155,15 @@ class Config:
             raise ValueError(f"perturb_positions={self.perturb_positions} must be at least 2 for a paired test")
         if not 3 <= self.perturb_length <= self.context:
             raise ValueError(f"perturb_length={self.perturb_length} must be in 3 .. context={self.context}")
-        if self.alpha <= 0 or any(a <= 0 for a in self.alpha_grid):
-            raise ValueError(f"alpha={self.alpha} and alpha_grid={self.alpha_grid} must be positive (alpha=0 perturbs "
-                             f"nothing; the aligned arm moves toward the straight continuation)")
+        if not self.epsilons or any(not e > 0 for e in self.epsilons) or len(set(self.epsilons)) != len(self.epsilons):
+            raise ValueError(f"epsilons={self.epsilons} must be distinct positive sizes (epsilon=0 perturbs nothing)")
+        if self.pretrained_tokens < 0:
+            raise ValueError(f"pretrained_tokens={self.pretrained_tokens} must be >= 0 (0 skips the pretrained arm)")
+        if self.pretrained_context < self.window + 3 or self.pretrained_batch < 1 or self.bootstrap < 2:
+            raise ValueError(f"pretrained_context={self.pretrained_context} must exceed window + 2, pretrained_batch="
+                             f"{self.pretrained_batch} be >= 1 and bootstrap={self.bootstrap} >= 2")
         if self.lr <= 0:
             raise ValueError(f"lr={self.lr} must be positive")
-        if not 2 <= self.sweep_positions <= self.perturb_positions:
-            raise ValueError(f"sweep_positions={self.sweep_positions} must be in 2 .. perturb_positions")
         if not (self.perturb_layer == -1 or 0 <= self.perturb_layer <= self.n_layers):
             raise ValueError(f"perturb_layer={self.perturb_layer} must be -1 or in 0 .. n_layers={self.n_layers}")
         if not self.reg_layers or any(not 0 <= layer <= self.n_layers for layer in self.reg_layers):
@@ -167,8 +182,7 @@ class Config:
         """The contract-suite setting (seconds)."""
         return cls(vocab_size=512, d_model=32, n_layers=2, n_heads=2, context=32, steps=12,
                    batch_size=8, warmup=3, checkpoints=(0, 12), window_grid=(1, 3), eval_tokens=1024,
-                   perturb_positions=64, perturb_length=12, alpha_grid=(0.1, 1.0), sweep_positions=32,
-                   valid_batches=2, reg_layers=(1,))
+                   perturb_positions=64, perturb_length=12, valid_batches=2, reg_layers=(1,), pretrained_tokens=0)
 
     def model_config(self) -> TinyLMConfig:
         return TinyLMConfig(arch=self.arch, vocab_size=self.vocab_size, d_model=self.d_model,
@@ -189,6 +203,52 @@ def _analyse(model, windows: torch.Tensor, log_freq: torch.Tensor, window: int,
 
 def _series(values) -> list[float | None]:
     return [float(v) if np.isfinite(v) else None for v in values]
+
+
+def _pretrained_arm(config: Config, corpus, ctx: RunContext) -> dict[str, Any]:
+    """SmolLM2-135M-Instruct on random held-out windows: rho(kappa, H) by layer with a window-bootstrap
+    interval, curvature by layer, and its loss beside a bigram's on the same tokens."""
+    from icml26.common.pretrained import load_pretrained_lm
+
+    lm = load_pretrained_lm(ctx.device, torch.float32)
+    ctx.provenance["pretrained"] = lm.provenance
+    model, tokenizer = lm.model, lm.tokenizer
+    model.eval()
+    train_ids, valid_ids = encode_corpus(tokenizer, corpus)
+    vocab = int(model.config.vocab_size)
+    T = config.pretrained_context
+    per_window = T - config.window - 1  # tokens with a defined kappa(t; W) per window
+    available = valid_ids.numel() // T
+    wanted = -(-config.pretrained_tokens // per_window)
+    if wanted > available:
+        raise ValueError(f"pretrained_tokens={config.pretrained_tokens} needs {wanted} windows of {T}; the held-out "
+                         f"text has {available}")
+    chosen = np.sort(ctx.rng("pretrained").choice(available, size=wanted, replace=False))
+    windows = valid_ids[: available * T].reshape(available, T)[torch.from_numpy(chosen)]
+    analysis = layerwise_curvature_entropy(model, windows, config.window,
+                                           token_log_frequency=unigram_log_frequency(train_ids, vocab),
+                                           batch_size=config.pretrained_batch, show_progress=ctx.show_progress)
+    low, high = cluster_bootstrap_spearman(analysis.curvature, analysis.entropy, analysis.row,
+                                           n_boot=config.bootstrap, rng=ctx.rng("bootstrap"))
+    best = int(np.nanargmax(analysis.spearman))
+    bigram = interpolated_bigram(train_ids, windows, vocab)  # the same within-window pairs as the model's loss
+    layers = list(range(analysis.num_layers + 1))
+    return {
+        **dataclasses.asdict(correlation_summary(analysis.spearman, analysis.pearson, analysis.partial_spearman)),
+        **dataclasses.asdict(straightening_summary(analysis.mean_curvature)),
+        "best_ci_low": float(low[best]), "best_ci_high": float(high[best]),
+        "best_ci_halfwidth": float((high[best] - low[best]) / 2),
+        "max_ci_halfwidth": float(np.nanmax((high - low) / 2)),
+        "n_tokens": float(analysis.n_tokens[best]), "n_windows": float(len(windows)),
+        "valid_loss": float(analysis.mean_loss), "bigram_valid_loss": bigram.loss, "bigram_weight": bigram.weight,
+        "curves": {
+            "x": layers,
+            "series": {"Spearman rho(kappa, H)": _series(analysis.spearman), "95% CI low": _series(low),
+                       "95% CI high": _series(high), "partial rho | position, frequency": _series(analysis.partial_spearman),
+                       "mean curvature (rad)": _series(analysis.mean_curvature)},
+            "xlabel": "layer (hidden_states index)", "ylabel": "rho / curvature (rad)",
+            "title": "SmolLM2-135M-Instruct: curvature-entropy correlation and curvature by layer"},
+    }
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
@@ -236,23 +296,20 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     starts = rng.integers(0, valid_ids.numel() - config.perturb_length, size=config.perturb_positions)
     prefixes = torch.stack([valid_ids[s : s + config.perturb_length] for s in starts.tolist()])
     generator = ctx.torch_generator("perturbation")
-    deltas: dict[str, list[torch.Tensor]] = {"aligned": [], "misaligned": []}
-    shifts: dict[str, list[torch.Tensor]] = {"aligned": [], "misaligned": []}
-    angles_after: dict[str, list[torch.Tensor]] = {"aligned": [], "misaligned": []}
-    for i in ctx.progress(range(0, len(prefixes), 128), desc="perturbations"):
-        batch = prefixes[i : i + 128]
-        for kind in ("aligned", "misaligned"):
-            res = perturb_and_measure(model, batch, layer, config.alpha, kind, generator=generator)
-            deltas[kind].append(res.delta_entropy.cpu())
-            shifts[kind].append(res.shift_norm.cpu())
-            angles_after[kind].append(res.angle_perturbed.cpu())
-    delta = {k: torch.cat(v).double().numpy() for k, v in deltas.items()}
-    tests: dict[str, PairedTest] = {k: paired_test(v) for k, v in delta.items()}
-    sweep: dict[str, list[float]] = {"aligned": [], "misaligned": []}
-    for a in config.alpha_grid:
-        for kind in sweep:
-            res = perturb_and_measure(model, prefixes[: config.sweep_positions], layer, a, kind, generator=generator)
-            sweep[kind].append(float(res.delta_entropy.double().mean()))
+    sweeps = [perturbation_sweep(model, prefixes[i : i + 128], layer, config.epsilons, generator=generator)
+              for i in ctx.progress(range(0, len(prefixes), 128), desc="perturbations")]
+    eps = list(config.epsilons)
+    delta_eps = {k: torch.cat([getattr(sw, k) for sw in sweeps], dim=1).double().numpy()  # (n_eps, prefixes)
+                 for k in ("aligned", "misaligned")}
+    slopes = {k: initial_slope(eps, v) for k, v in delta_eps.items()}
+    tests: dict[str, PairedTest] = {k: paired_test(v) for k, v in slopes.items()}
+    versus_control = paired_test(slopes["aligned"] - slopes["misaligned"])  # same prefixes, same layer
+    state_norm = torch.cat([sw.state_norm for sw in sweeps]).double().numpy()
+    target_distance = torch.cat([sw.target_distance for sw in sweeps]).double().numpy()
+    overshoot = float(np.mean(max(eps) * state_norm > target_distance))
+
+    # --- tiny model vs an interpolated bigram on the same tokens --------------------------------
+    bigram = interpolated_bigram(train_ids, valid_ids, config.vocab_size)
 
     # --- 3. the curvature regulariser: same seed, batches and steps, lambda > 0 ---------------
     reg_model = build_model(model_cfg, seed=ctx.seed).to(ctx.device)
@@ -276,37 +333,68 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     curvature_cut = fraction_removed(reg["mid_curvature"], unreg["mid_curvature"])
     loss_increase = relative_change(reg["valid_loss"], unreg["valid_loss"])
 
+    # --- 4. the pretrained arm: SmolLM2 on held-out windows of the same text ----------------------
+    pretrained = _pretrained_arm(config, corpus, ctx) if config.pretrained_tokens > 0 else None
+
     # --- metrics, checks, curves ------------------------------------------------------------------
     def summary(a: CurvatureEntropyAnalysis) -> dict[str, float]:
         return {**dataclasses.asdict(correlation_summary(a.spearman, a.pearson, a.partial_spearman)),
                 **dataclasses.asdict(straightening_summary(a.mean_curvature))}
 
-    trained = {**summary(final), "valid_loss": unreg["valid_loss"]}
+    trained = {**summary(final), "valid_loss": unreg["valid_loss"], "bigram_valid_loss": bigram.loss,
+               "bigram_weight": bigram.weight, "margin_over_bigram": bigram.loss - unreg["valid_loss"]}
     at_init = {**summary(init), "valid_loss": init_loss}
     perturb_metrics = {}
     for kind in ("aligned", "misaligned"):
         t = tests[kind]
-        perturb_metrics[kind] = {"mean_delta_entropy": t.mean, "sem_delta_entropy": t.sem,
-                                 "p_less": t.p_less, "frac_negative": t.frac_negative,
-                                 "mean_shift_norm": float(torch.cat(shifts[kind]).mean()),
-                                 "mean_last_angle": float(torch.cat(angles_after[kind]).mean())}
-    versus_control = paired_test(delta["aligned"] - delta["misaligned"])  # same prefixes, same layer
+        perturb_metrics[kind] = {"mean_initial_slope": t.mean, "sem_initial_slope": t.sem, "p_less": t.p_less,
+                                 "p_two_sided": t.p, "frac_negative": t.frac_negative, "n_prefixes": t.n,
+                                 **{f"mean_delta_entropy_eps{e:g}": float(np.nanmean(delta_eps[kind][i]))
+                                    for i, e in enumerate(eps)}}
+    perturb_metrics["aligned minus misaligned"] = {"mean_initial_slope": versus_control.mean,
+                                                   "sem_initial_slope": versus_control.sem,
+                                                   "p_less": versus_control.p_less, "p_two_sided": versus_control.p}
     ratio = effect_ratio(tests["misaligned"].mean, tests["aligned"].mean)
+    informative = trained["margin_over_bigram"] >= CHECKS["tiny_beats_bigram"].target
 
     checks = [
         CHECKS["init_correlation"].measure(at_init["max_abs_spearman"]),
-        CHECKS["trained_correlation"].measure(trained["best_spearman"]),
+        CHECKS["trained_correlation"].measure(
+            trained["best_spearman"], note="" if informative else "uninformative: the tiny model does not beat "
+            f"the interpolated bigram by 0.1 nats ({unreg['valid_loss']:.3f} vs {bigram.loss:.3f})"),
         CHECKS["trained_curvature_drop"].measure(trained["curvature_drop"]),
         CHECKS["init_curvature_drop"].measure(at_init["curvature_drop"]),
-        CHECKS["aligned_delta_entropy"].measure(tests["aligned"].mean),
-        CHECKS["aligned_p_value"].measure(tests["aligned"].p_less),
-        CHECKS["misaligned_ratio"].measure(ratio),
+        CHECKS["tiny_beats_bigram"].measure(trained["margin_over_bigram"],
+                                            note=f"validation loss {unreg['valid_loss']:.3f}, bigram {bigram.loss:.3f} "
+                                                 f"(lambda={bigram.weight:.2f})"),
+    ]
+    if pretrained is None:
+        checks += [CHECKS[c].not_measured("pretrained_tokens=0") for c in
+                   ("pretrained_correlation", "pretrained_ci_halfwidth", "pretrained_curvature_drop")
+                   if ctx.setting in CHECKS[c].settings]
+    else:
+        checks += [
+            CHECKS["pretrained_correlation"].measure(
+                pretrained["best_spearman"], note=f"layer {int(pretrained['best_layer'])} of 30, 95% CI "
+                f"[{pretrained['best_ci_low']:.3f}, {pretrained['best_ci_high']:.3f}]"),
+            CHECKS["pretrained_ci_halfwidth"].measure(
+                pretrained["best_ci_halfwidth"], note=f"{int(pretrained['n_tokens'])} tokens in "
+                f"{int(pretrained['n_windows'])} windows, {config.bootstrap} window-bootstrap resamples"),
+            CHECKS["pretrained_curvature_drop"].measure(
+                pretrained["curvature_drop"], note=f"layer 0 {pretrained['curvature_layer0']:.3f} rad, flattest layer "
+                f"{int(pretrained['min_curvature_layer'])} {pretrained['curvature_min']:.3f} rad"),
+        ]
+    checks += [
+        CHECKS["aligned_slope"].measure(tests["aligned"].mean, note=f"{int(tests['aligned'].n)} prefixes at layer {layer}"),
+        CHECKS["aligned_slope_p_value"].measure(tests["aligned"].p_less),
+        CHECKS["misaligned_slope_ratio"].measure(ratio),
         CHECKS["regularizer_curvature_cut"].measure(curvature_cut),
         CHECKS["regularizer_loss_increase"].measure(loss_increase),
     ]
 
     step_names = {step: f"step {step}" for step in config.checkpoints}
-    edges = np.linspace(*np.quantile(np.concatenate(list(delta.values())), [0.005, 0.995]), 41)
+    finite_slopes = np.concatenate([v[np.isfinite(v)] for v in slopes.values()])
+    edges = np.linspace(*np.quantile(finite_slopes, [0.005, 0.995]), 41)
     curves: dict[str, Any] = {
         "curvature_by_layer": {
             "x": layers, "series": {step_names[s]: _series(a.mean_curvature) for s, a in analyses.items()},
@@ -324,14 +412,14 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             "x": layers, "series": {f"W={w}": _series(a.spearman) for w, a in grid.items()},
             "xlabel": "layer (hidden_states index)", "ylabel": "Spearman rho(kappa, H) (final)",
             "title": "Window of the contextual curvature"},
-        "delta_entropy_hist": {
+        "initial_slope_hist": {
             "x": _series((edges[1:] + edges[:-1]) / 2),
-            "series": {k: [float(c) for c in np.histogram(v, bins=edges)[0]] for k, v in delta.items()},
-            "xlabel": f"Delta H at layer {layer} (nats), alpha={config.alpha}", "ylabel": "positions",
-            "title": "Aligned vs misaligned perturbations"},
-        "delta_entropy_vs_alpha": {
-            "x": list(config.alpha_grid), "series": sweep,
-            "xlabel": "alpha (fraction of |x^_t - x_t|)", "ylabel": f"mean Delta H (nats), {config.sweep_positions} prefixes",
+            "series": {k: [float(c) for c in np.histogram(v[np.isfinite(v)], bins=edges)[0]] for k, v in slopes.items()},
+            "xlabel": f"initial slope dDelta H/d epsilon at layer {layer} (nats per unit epsilon)", "ylabel": "prefixes",
+            "title": "Aligned vs misaligned perturbations, |delta| = epsilon |x_t|"},
+        "delta_entropy_vs_epsilon": {
+            "x": eps, "series": {k: [float(np.nanmean(v[i])) for i in range(len(eps))] for k, v in delta_eps.items()},
+            "xlabel": "epsilon (|delta| / |x_t|)", "ylabel": f"mean Delta H (nats), {len(prefixes)} prefixes",
             "title": f"Perturbation size at layer {layer}"},
         "regularizer_curvature": {
             "x": layers, "series": {"lambda=0": _series(final.mean_curvature),
@@ -345,13 +433,28 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     }
     notes = [
         f"Perturbations at hidden_states[{layer}] ({'chosen' if config.perturb_layer >= 0 else 'inner layer of maximal rho'}); "
-        f"{len(delta['aligned'])} held-out prefixes of {config.perturb_length} tokens.",
-        f"At alpha={config.alpha}: mean Delta H aligned {tests['aligned'].mean:+.3f}, misaligned "
-        f"{tests['misaligned'].mean:+.3f} nats; aligned minus misaligned on the same prefixes "
-        f"{versus_control.mean:+.3f} nats (paired t = {versus_control.t:.1f}).",
+        f"{len(prefixes)} held-out prefixes of {config.perturb_length} tokens; |delta| = epsilon |x_t| for epsilon in "
+        f"{eps}; the aligned step overshoots the extrapolation at the largest epsilon for {overshoot:.1%} of prefixes.",
+        f"Initial slope dDelta H/d epsilon (linear term of a through-origin quadratic fit per prefix): aligned "
+        f"{tests['aligned'].mean:+.3f} +/- {tests['aligned'].sem:.3f}, misaligned {tests['misaligned'].mean:+.3f} +/- "
+        f"{tests['misaligned'].sem:.3f} nats per unit epsilon; aligned minus misaligned on the same prefixes "
+        f"{versus_control.mean:+.3f} (paired t = {versus_control.t:.1f}, two-sided p = {versus_control.p:.2g}).",
+        f"Tiny model: validation loss {unreg['valid_loss']:.3f} nats vs an interpolated bigram's {bigram.loss:.3f} "
+        f"(lambda {bigram.weight:.2f} chosen on a held-out tail of the training ids): margin "
+        f"{trained['margin_over_bigram']:+.3f} nats" + ("." if informative else
+        "; it does not beat the bigram clearly, so its correlations are uninformative (issue #30)."),
         f"Correlations over {int(final.n_tokens[0])} held-out tokens; the paper reports r ~ 0.15 at GPT-2 XL scale.",
     ]
+    if pretrained is not None:
+        curves["pretrained_by_layer"] = pretrained.pop("curves")
+        notes.append(
+            f"SmolLM2-135M-Instruct on {int(pretrained['n_tokens'])} held-out tokens ({int(pretrained['n_windows'])} random "
+            f"windows of {config.pretrained_context}): best Spearman rho {pretrained['best_spearman']:+.3f} at layer "
+            f"{int(pretrained['best_layer'])} (95% window-bootstrap CI [{pretrained['best_ci_low']:.3f}, "
+            f"{pretrained['best_ci_high']:.3f}]); curvature {pretrained['curvature_layer0']:.3f} rad at layer 0, "
+            f"{pretrained['curvature_min']:.3f} at layer {int(pretrained['min_curvature_layer'])}; its loss "
+            f"{pretrained['valid_loss']:.3f} nats vs a bigram's {pretrained['bigram_valid_loss']:.3f} on its tokens.")
     return Outcome(
-        metrics={"trained": trained, "init": at_init, "aligned": perturb_metrics["aligned"],
-                 "misaligned": perturb_metrics["misaligned"], "regularized": reg, "unregularized": unreg},
+        metrics={"trained": trained, "init": at_init, **perturb_metrics, "regularized": reg, "unregularized": unreg,
+                 **({"pretrained (SmolLM2)": pretrained} if pretrained is not None else {})},
         checks=checks, curves=curves, notes=notes)

@@ -27,7 +27,8 @@ def _line_panel(ax, curve: dict[str, Any], cmap: str | None = None) -> None:
 
 
 def plot(data: dict[str, Any]) -> dict[str, Any]:
-    """Three figures from the result's JSON: straightening/emergence, perturbations, regulariser."""
+    """Figures from the result's JSON: straightening/emergence, perturbations, regulariser, and the
+    pretrained arm (when the result has it)."""
     curves = data["curves"]
     figures = {}
     fig, axes = subplots(1, 4, panel=(4.5, 4.2))
@@ -43,11 +44,11 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
 
     fig, axes = subplots(1, 2, panel=(6.0, 4.2))
     axes = axes[0]
-    hist = curves["delta_entropy_hist"]
+    hist = curves["initial_slope_hist"]
     colours = {"aligned": "tab:blue", "misaligned": "tab:orange"}
     for kind, counts in hist["series"].items():
         axes[0].step(values(hist["x"]), values(counts), where="mid", color=colours.get(kind), label=kind)
-        mean = data["metrics"].get(kind, {}).get("mean_delta_entropy")
+        mean = data["metrics"].get(kind, {}).get("mean_initial_slope")
         if mean is not None:
             axes[0].axvline(mean, color=colours.get(kind), ls="--", lw=1, label=f"{kind} mean {mean:+.3f}")
     axes[0].axvline(0.0, color="black", lw=0.8)
@@ -55,7 +56,7 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
     axes[0].set_ylabel(hist["ylabel"])
     axes[0].set_title(hist["title"], fontsize="medium")
     axes[0].legend(fontsize="small")
-    _line_panel(axes[1], curves["delta_entropy_vs_alpha"])
+    _line_panel(axes[1], curves["delta_entropy_vs_epsilon"])
     axes[1].axhline(0.0, color="black", lw=0.8)
     figures["perturbation.png"] = fig
 
@@ -63,4 +64,27 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
     _line_panel(axes[0][0], curves["regularizer_curvature"])
     _line_panel(axes[0][1], curves["valid_loss"])
     figures["regularizer.png"] = fig
+
+    if "pretrained_by_layer" in curves:
+        curve = curves["pretrained_by_layer"]
+        series, x = curve["series"], values(curve["x"])
+        fig, axes = subplots(1, 2, panel=(6.0, 4.2))
+        ax = axes[0][0]
+        ax.plot(x, values(series["Spearman rho(kappa, H)"]), marker="o", markersize=3, label="Spearman rho")
+        ax.fill_between(x, values(series["95% CI low"]), values(series["95% CI high"]), alpha=0.3,
+                        label="95% window-bootstrap CI")
+        ax.plot(x, values(series["partial rho | position, frequency"]), marker=".", label="partial rho")
+        ax.axhline(0.0, color="black", lw=0.8)
+        ax.set_xlabel(curve["xlabel"])
+        ax.set_ylabel("rho(kappa, H)")
+        ax.set_title("SmolLM2-135M: curvature-entropy correlation", fontsize="medium")
+        ax.legend(fontsize="small")
+        ax.grid(True, alpha=0.3)
+        ax = axes[0][1]
+        ax.plot(x, values(series["mean curvature (rad)"]), marker="o", markersize=3, color="tab:green")
+        ax.set_xlabel(curve["xlabel"])
+        ax.set_ylabel("mean turning angle (rad)")
+        ax.set_title("SmolLM2-135M: curvature by layer", fontsize="medium")
+        ax.grid(True, alpha=0.3)
+        figures["pretrained.png"] = fig
     return figures

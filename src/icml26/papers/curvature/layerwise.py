@@ -61,6 +61,11 @@ class CurvatureEntropyAnalysis:
     """``(L + 1,)``: Spearman ``rho`` controlling for position and log frequency (on ranks)."""
     n_tokens: np.ndarray
     """``(L + 1,)``: tokens entering each layer's correlations."""
+    row: np.ndarray | None = None
+    """``(N,)``: the row of ``input_ids`` each analysed token comes from (for a bootstrap over rows)."""
+    mean_loss: float = float("nan")
+    """Mean next-token cross-entropy (nats) of the model on ``input_ids`` (every unpadded position
+    with an unpadded successor), from the same forward passes."""
 
     @property
     def num_layers(self) -> int:
@@ -199,9 +204,15 @@ def layerwise_curvature_entropy(
                 ok = vertex_ok & torch.isfinite(angles)
                 angle_sum[layer] = float(angles[ok].double().sum())
                 angle_count[layer] = float(ok.sum())
+        logits = out.logits.float()
+        pair = (m[:, :-1] & m[:, 1:]).to(device)
+        nll = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:].to(device),
+                                                reduction="none")
+        rows = torch.arange(start, start + ids.shape[0])[:, None].expand_as(ids)
         batches[start] = (kappa_rows, next_token_entropy(out.logits)[keep_dev].double().cpu().numpy(),
                           position[start : start + batch_size][keep].numpy(),
-                          log_freq[ids[keep].cpu()].numpy(), angle_sum, angle_count)
+                          log_freq[ids[keep].cpu()].numpy(), angle_sum, angle_count,
+                          rows[keep].numpy(), float(nll[pair].double().sum()), float(pair.sum()))
     if size > 1:
         merged: dict[int, tuple] = {}
         for part in all_gather_objects(batches, group):
@@ -212,6 +223,9 @@ def layerwise_curvature_entropy(
     entropy = np.concatenate([b[1] for b in ordered])
     pos = np.concatenate([b[2] for b in ordered]).astype(np.float64)
     freq = np.concatenate([b[3] for b in ordered])
+    row = np.concatenate([b[6] for b in ordered])
+    nll_count = sum(b[8] for b in ordered)
+    mean_loss = sum(b[7] for b in ordered) / nll_count if nll_count else float("nan")
     angle_sum = torch.zeros(n_layers + 1, dtype=torch.float64)
     angle_count = torch.zeros(n_layers + 1, dtype=torch.float64)
     for b in ordered:  # the same order of additions as one process
@@ -236,4 +250,5 @@ def layerwise_curvature_entropy(
     mean_curv = (angle_sum / angle_count.clamp_min(1)).numpy()
     mean_curv[angle_count.numpy() == 0] = np.nan
     return CurvatureEntropyAnalysis(window=window, curvature=curvature, entropy=entropy, position=pos,
-                                    log_frequency=freq, mean_curvature=mean_curv, **stats)
+                                    log_frequency=freq, mean_curvature=mean_curv, row=row, mean_loss=mean_loss,
+                                    **stats)

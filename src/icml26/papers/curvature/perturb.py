@@ -8,8 +8,10 @@ see the README):
    ``x^_t = x_{t-1} + (x_{t-1} - x_{t-2}) = 2 x_{t-1} - x_{t-2}``
    (or, with ``keep_step_length``, ``x_{t-1} + |x_t - x_{t-1}| v^_{t-2}``);
 3. aligned perturbation ``x_t <- x_t + alpha (x^_t - x_t)`` (``alpha = 1`` makes the last
-   angle 0; ``alpha < 0`` bends instead); the control is
-   :func:`icml26.papers.curvature.baselines.misaligned`;
+   angle 0; ``alpha < 0`` bends instead), or, with ``relative_to="state"``, a step of norm
+   ``epsilon |x_t|`` toward ``x^_t``: ``x_t <- x_t + epsilon |x_t| (x^_t - x_t) / |x^_t - x_t|``
+   (issue #30: the size follows the state, not the distance to the extrapolation); the control
+   is :func:`icml26.papers.curvature.baselines.misaligned`;
 4. run the model again with ``hidden_states[layer]`` patched
    (:func:`~icml26.papers.curvature.hooks.patch_hidden_state`) and return
    ``Delta H_t = H_t(patched) - H_t(clean)`` at the last position ``t = T - 1``.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 from typing import Literal
 
 import torch
@@ -32,31 +35,55 @@ from icml26.papers.curvature.entropy import next_token_entropy
 from icml26.papers.curvature.geometry import extrapolation_target, turning_angles
 from icml26.papers.curvature.hooks import num_layers, patch_hidden_state
 
-__all__ = ["PerturbationResult", "perturb_and_measure", "straighten"]
+__all__ = ["PerturbationResult", "PerturbationSweep", "perturb_and_measure", "perturbation_sweep", "straighten"]
 
 log = logging.getLogger(__name__)
 Kind = Literal["aligned", "misaligned"]
+RelativeTo = Literal["target", "state"]
 
 
-def straighten(hidden: Tensor, alpha: float, *, keep_step_length: bool = False) -> Tensor:
+def _check_relative_to(relative_to: str) -> None:
+    if relative_to not in ("target", "state"):
+        raise ValueError(f"relative_to={relative_to!r} must be 'target' (alpha |x^_t - x_t|) or 'state' "
+                         f"(epsilon |x_t|)")
+
+
+def _unit(v: Tensor) -> Tensor:
+    norm = torch.linalg.vector_norm(v, dim=-1, keepdim=True)
+    return torch.where(norm > 0, v / norm.clamp_min(torch.finfo(v.dtype).tiny), torch.zeros_like(v))
+
+
+def straighten(hidden: Tensor, alpha: float, *, keep_step_length: bool = False,
+               relative_to: RelativeTo = "target") -> Tensor:
     """Move the last point of each trajectory toward its constant-velocity extrapolation.
 
     Args:
         hidden: ``(..., T, d)`` trajectories (e.g. one layer's hidden states).
-        alpha: ``x_t <- x_t + alpha (x^_t - x_t)``; 1 straightens fully, 0 changes nothing.
+        alpha: with ``relative_to="target"``: ``x_t <- x_t + alpha (x^_t - x_t)`` (1 straightens
+            fully, 0 changes nothing); with ``relative_to="state"`` it is ``epsilon``: a step of
+            norm ``epsilon |x_t|`` toward ``x^_t`` (it overshoots ``x^_t`` when
+            ``epsilon |x_t| > |x^_t - x_t|``; a point already on its extrapolation does not move).
         keep_step_length: see :func:`extrapolation_target`.
+        relative_to: ``"target"`` or ``"state"`` (see ``alpha``).
 
     Returns:
         A copy of ``hidden`` with only the last point changed.
     """
     check_real(alpha, "alpha")
+    _check_relative_to(relative_to)
     if not isinstance(hidden, Tensor):
         raise TypeError(f"hidden must be a torch.Tensor (..., T, d), got {type(hidden).__name__}")
     target = extrapolation_target(hidden, keep_step_length=keep_step_length)
     out = hidden.clone()
     last = hidden[..., -1, :]
-    # x_t <- x_t + alpha (x^_t - x_t)
-    out[..., -1, :] = last + alpha * (target - last)
+    if relative_to == "target":
+        # x_t <- x_t + alpha (x^_t - x_t)
+        out[..., -1, :] = last + alpha * (target - last)
+    else:
+        # x_t <- x_t + epsilon |x_t| (x^_t - x_t) / |x^_t - x_t|
+        x = last.float() if last.dtype not in (torch.float32, torch.float64) else last
+        step = alpha * torch.linalg.vector_norm(x, dim=-1, keepdim=True) * _unit(target.to(x.dtype) - x)
+        out[..., -1, :] = (x + step).to(hidden.dtype)
     return out
 
 
@@ -82,6 +109,22 @@ class PerturbationResult:
         return self.entropy_perturbed - self.entropy_clean
 
 
+def _check_inputs(model, input_ids, layer) -> int:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a Hugging Face causal LM (nn.Module), got {type(model).__name__}")
+    if not isinstance(input_ids, Tensor) or input_ids.ndim != 2 or input_ids.shape[1] < 3 or input_ids.shape[0] < 1:
+        raise ValueError("input_ids must be a (batch, T) tensor of token ids with batch >= 1 and T >= 3")
+    if input_ids.is_floating_point() or input_ids.is_complex():
+        raise TypeError(f"input_ids must be integer token ids, got {input_ids.dtype}")
+    layer = check_int(layer, "layer")
+    n = num_layers(model)
+    if not -(n + 1) <= layer <= n:
+        raise ValueError(f"layer={layer} is out of range for a model with {n} blocks (0 .. {n})")
+    if model.training:
+        log.warning("perturbing a model in train mode; dropout makes Delta H noisy")
+    return layer
+
+
 @torch.no_grad()
 def perturb_and_measure(
     model: nn.Module,
@@ -92,6 +135,7 @@ def perturb_and_measure(
     *,
     generator: torch.Generator | None = None,
     keep_step_length: bool = False,
+    relative_to: RelativeTo = "target",
 ) -> PerturbationResult:
     """Perturb the last point of ``hidden_states[layer]`` and measure the entropy change.
 
@@ -100,35 +144,27 @@ def perturb_and_measure(
         input_ids: ``(batch, T)`` unpadded token ids, ``T >= 3``; the last position of each
             row is perturbed and measured.
         layer: ``0 .. L`` in the ``output_hidden_states`` convention (see :mod:`.hooks`).
-        alpha: perturbation size as a fraction of ``|x^_t - x_t|``.
+        alpha: perturbation size as a fraction of ``|x^_t - x_t|`` (``relative_to="target"``) or
+            of ``|x_t|`` (``relative_to="state"``, i.e. ``epsilon``).
         kind: ``"aligned"`` (:func:`straighten`) or ``"misaligned"`` (the norm-matched
             control orthogonal to the local trajectory plane).
         generator: random draws of the misaligned direction.
         keep_step_length: see :func:`extrapolation_target`.
+        relative_to: what ``alpha`` scales (see :func:`straighten`).
     """
     if kind not in ("aligned", "misaligned"):
         raise ValueError(f"kind={kind!r} must be 'aligned' or 'misaligned'")
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be a Hugging Face causal LM (nn.Module), got {type(model).__name__}")
-    if not isinstance(input_ids, Tensor) or input_ids.ndim != 2 or input_ids.shape[1] < 3 or input_ids.shape[0] < 1:
-        raise ValueError("input_ids must be a (batch, T) tensor of token ids with batch >= 1 and T >= 3")
-    if input_ids.is_floating_point() or input_ids.is_complex():
-        raise TypeError(f"input_ids must be integer token ids, got {input_ids.dtype}")
-    layer = check_int(layer, "layer")
+    _check_relative_to(relative_to)
+    layer = _check_inputs(model, input_ids, layer)
     check_real(alpha, "alpha")
-    n = num_layers(model)
-    if not -(n + 1) <= layer <= n:
-        raise ValueError(f"layer={layer} is out of range for a model with {n} blocks (0 .. {n})")
-    if model.training:
-        log.warning("perturb_and_measure on a model in train mode; dropout makes Delta H noisy")
     device = next(model.parameters()).device
     input_ids = input_ids.to(device)
     clean = model(input_ids=input_ids, output_hidden_states=True)
     hidden = clean.hidden_states[layer]
     if kind == "aligned":
-        patched = straighten(hidden, alpha, keep_step_length=keep_step_length)
+        patched = straighten(hidden, alpha, keep_step_length=keep_step_length, relative_to=relative_to)
     else:
-        patched = misaligned(hidden, alpha, generator, keep_step_length=keep_step_length)
+        patched = misaligned(hidden, alpha, generator, keep_step_length=keep_step_length, relative_to=relative_to)
     with patch_hidden_state(model, layer, patched):
         logits = model(input_ids=input_ids).logits
     return PerturbationResult(
@@ -138,3 +174,77 @@ def perturb_and_measure(
         angle_clean=turning_angles(hidden[:, -3:])[:, 0],
         angle_perturbed=turning_angles(patched[:, -3:])[:, 0],
     )
+
+
+@dataclasses.dataclass
+class PerturbationSweep:
+    """``Delta H`` at the last position over a grid of state-relative sizes (:func:`perturbation_sweep`)."""
+
+    epsilons: list[float]
+    """The sizes ``epsilon`` (``|delta| = epsilon |x_t|``)."""
+    aligned: Tensor
+    """``(n_eps, batch)``: ``Delta H`` of the aligned step of each size."""
+    misaligned: Tensor
+    """``(n_eps, batch)``: ``Delta H`` of the misaligned step (one random direction per row, the same for
+    every size, so each row traces one line through ``x_t``)."""
+    state_norm: Tensor
+    """``(batch,)``: ``|x_t|``."""
+    target_distance: Tensor
+    """``(batch,)``: ``|x^_t - x_t|`` (the aligned step overshoots ``x^_t`` when ``epsilon |x_t|`` exceeds it)."""
+
+
+@torch.no_grad()
+def perturbation_sweep(
+    model: nn.Module,
+    input_ids: Tensor,
+    layer: int,
+    epsilons,
+    *,
+    generator: torch.Generator | None = None,
+    keep_step_length: bool = False,
+) -> PerturbationSweep:
+    """Aligned and misaligned steps of norm ``epsilon |x_t|`` at the last point, for every ``epsilon``.
+
+    One clean forward pass, then ``2 len(epsilons)`` patched ones. The misaligned direction of
+    each row is drawn once (the generator's state is reset for each size), so ``Delta H(epsilon)``
+    is measured along one fixed direction per row and per arm, as the initial slope
+    (:func:`~icml26.papers.curvature.analysis.initial_slope`) needs.
+
+    Args:
+        model, input_ids, layer: as :func:`perturb_and_measure`.
+        epsilons: positive sizes, e.g. ``(0.01, 0.02, 0.05, 0.1)``.
+        generator: draws of the misaligned directions.
+        keep_step_length: see :func:`extrapolation_target`.
+    """
+    try:
+        eps = [float(e) for e in epsilons]
+    except (TypeError, ValueError):
+        raise TypeError(f"epsilons must be a sequence of numbers, got {epsilons!r}") from None
+    if not eps or any(not (math.isfinite(e) and e > 0) for e in eps):
+        raise ValueError(f"epsilons={epsilons!r} must be a non-empty sequence of positive finite sizes")
+    if generator is not None and not isinstance(generator, torch.Generator):
+        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    layer = _check_inputs(model, input_ids, layer)
+    device = next(model.parameters()).device
+    input_ids = input_ids.to(device)
+    clean = model(input_ids=input_ids, output_hidden_states=True)
+    hidden = clean.hidden_states[layer]
+    h_clean = next_token_entropy(clean.logits[:, -1])
+    state = generator.get_state() if generator is not None else None
+    out: dict[str, list[Tensor]] = {"aligned": [], "misaligned": []}
+    for e in eps:
+        for kind in ("aligned", "misaligned"):
+            if kind == "aligned":
+                patched = straighten(hidden, e, keep_step_length=keep_step_length, relative_to="state")
+            else:
+                if generator is not None:
+                    generator.set_state(state)
+                patched = misaligned(hidden, e, generator, keep_step_length=keep_step_length, relative_to="state")
+            with patch_hidden_state(model, layer, patched):
+                logits = model(input_ids=input_ids).logits
+            out[kind].append(next_token_entropy(logits[:, -1]) - h_clean)
+    last = hidden[:, -1].float()
+    target = extrapolation_target(hidden, keep_step_length=keep_step_length).float()
+    return PerturbationSweep(epsilons=eps, aligned=torch.stack(out["aligned"]), misaligned=torch.stack(out["misaligned"]),
+                             state_norm=torch.linalg.vector_norm(last, dim=-1),
+                             target_distance=torch.linalg.vector_norm(target - last, dim=-1))

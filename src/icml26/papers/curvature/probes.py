@@ -10,6 +10,8 @@ import numpy as np
 import torch
 
 from icml26.contract import Probe
+from icml26.papers.curvature.analysis import initial_slope, interpolated_bigram
+from icml26.papers.curvature.stats import cluster_bootstrap_spearman
 from icml26.papers.curvature import (
     CurvatureEntropyAnalysis,
     CurvatureLoss,
@@ -29,6 +31,7 @@ from icml26.papers.curvature import (
     patch_hidden_state,
     pearson,
     perturb_and_measure,
+    perturbation_sweep,
     spearman,
     straighten,
     turning_angles,
@@ -124,6 +127,36 @@ HOSTILE = [
     Probe("CurvatureLoss on outputs without hidden states", lambda: CurvatureLoss(layers=(1,))(object()),
           match="hidden_states"),
     # models
+    Probe("straighten relative_to='norm'", lambda: straighten(_traj(), 0.1, relative_to="norm"), match="relative_to"),
+    Probe("misaligned relative_to='norm'", lambda: misaligned(_traj(), 0.1, relative_to="norm"), match="relative_to"),
+    Probe("perturb_and_measure relative_to=1", lambda: perturb_and_measure(_lm(), _ids(), 1, 0.1, relative_to=1),
+          match="relative_to"),
+    Probe("perturbation_sweep epsilons=(0,)", lambda: perturbation_sweep(_lm(), _ids(), 1, (0.0,)), match="epsilons"),
+    Probe("perturbation_sweep epsilons=nan", lambda: perturbation_sweep(_lm(), _ids(), 1, (math.nan,)),
+          match="epsilons"),
+    Probe("perturbation_sweep epsilons='a'", lambda: perturbation_sweep(_lm(), _ids(), 1, "a"), raises=TypeError,
+          match="epsilons"),
+    Probe("perturbation_sweep generator=0", lambda: perturbation_sweep(_lm(), _ids(), 1, (0.1,), generator=0),
+          raises=TypeError, match="generator"),
+    Probe("perturbation_sweep on float ids", lambda: perturbation_sweep(_lm(), _ids().float(), 1, (0.1,)),
+          raises=TypeError, match="input_ids"),
+    Probe("initial_slope repeated epsilons", lambda: initial_slope([0.1, 0.1], [0.0, 0.0]), match="distinct"),
+    Probe("initial_slope shape mismatch", lambda: initial_slope([0.1, 0.2], [0.0]), match="first axis"),
+    Probe("initial_slope NaN in, NaN out", lambda: initial_slope([0.1, 0.2], [[math.nan], [0.1]]),
+          returns=lambda v: bool(np.isnan(v).all()), doc="a prefix with a non-finite Delta H gets a NaN slope"),
+    Probe("interpolated_bigram ids out of range", lambda: interpolated_bigram([0, 1, 2], [0, 9], 3), match="lie in"),
+    Probe("interpolated_bigram float ids", lambda: interpolated_bigram([0.0, 1.0, 2.0], [0, 1], 3), raises=TypeError,
+          match="integer"),
+    Probe("interpolated_bigram one token", lambda: interpolated_bigram([0, 1, 2], [1], 3), match="at least 2"),
+    Probe("interpolated_bigram weights=[1]", lambda: interpolated_bigram([0, 1, 2], [0, 1], 3, weights=[1.0]),
+          match="weights"),
+    Probe("cluster_bootstrap_spearman length mismatch",
+          lambda: cluster_bootstrap_spearman(np.zeros(5), np.zeros(4), np.arange(5)), match="last axis"),
+    Probe("cluster_bootstrap_spearman n_boot=1",
+          lambda: cluster_bootstrap_spearman(np.arange(5.0), np.arange(5.0), np.arange(5), n_boot=1), match="n_boot"),
+    Probe("cluster_bootstrap_spearman all NaN", lambda: cluster_bootstrap_spearman(np.full(5, np.nan), np.arange(5.0),
+                                                                                  np.arange(5)),
+          returns=lambda v: bool(np.isnan(v[0]) and np.isnan(v[1])), doc="fewer than 3 finite pairs: a NaN interval"),
     Probe("perturb_and_measure kind='random'", lambda: perturb_and_measure(_lm(), _ids(), 1, 0.5, "random"),
           match="kind"),
     Probe("perturb_and_measure layer out of range", lambda: perturb_and_measure(_lm(), _ids(), 7, 0.5),

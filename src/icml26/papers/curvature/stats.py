@@ -16,7 +16,7 @@ from typing import Literal
 import numpy as np
 from scipy import stats as _stats
 
-__all__ = ["PairedTest", "paired_test", "partial_correlation", "pearson", "spearman"]
+__all__ = ["PairedTest", "cluster_bootstrap_spearman", "paired_test", "partial_correlation", "pearson", "spearman"]
 
 Method = Literal["pearson", "spearman"]
 
@@ -121,3 +121,56 @@ def paired_test(delta) -> PairedTest:
     return PairedTest(mean=float(d.mean()), sem=float(d.std(ddof=1) / np.sqrt(d.size)),
                       t=float(test.statistic), p=float(test.pvalue), p_less=float(less.pvalue),
                       frac_negative=float((d < 0).mean()), n=float(d.size), n_nonfinite=n_nonfinite)
+
+
+def cluster_bootstrap_spearman(x, y, clusters, *, n_boot: int = 1000, level: float = 0.95,
+                               rng: np.random.Generator | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Percentile bootstrap interval of Spearman rho, resampling whole clusters (e.g. text windows).
+
+    Tokens of one window share their context (and ``kappa(t; W)`` overlaps between neighbours), so
+    they are not independent; resampling windows keeps that dependence. The ranks are those of the
+    full sample (a resample is not re-ranked), so each replicate is a weighted Pearson correlation of
+    fixed ranks, with weights = how often each token's cluster was drawn.
+
+    Args:
+        x: ``(n,)`` or ``(k, n)`` (e.g. one row per layer); y: ``(n,)``; clusters: ``(n,)`` labels.
+            Non-finite pairs are left out of each row.
+        n_boot: resamples; level: coverage of the interval.
+        rng: NumPy generator (default: seed 0).
+
+    Returns:
+        ``(low, high)``, each ``()`` or ``(k,)``.
+    """
+    xs = np.asarray(x, dtype=np.float64)
+    single = xs.ndim == 1
+    xs = np.atleast_2d(xs)
+    ys = np.asarray(y, dtype=np.float64).ravel()
+    labels = np.asarray(clusters).ravel()
+    if xs.ndim != 2 or xs.shape[1] != ys.size or labels.size != ys.size:
+        raise ValueError(f"x {np.shape(x)}, y {np.shape(y)} and clusters {np.shape(clusters)} must share their "
+                         f"last axis")
+    if isinstance(n_boot, bool) or not isinstance(n_boot, (int, np.integer)) or n_boot < 2:
+        raise ValueError(f"n_boot={n_boot!r} must be an integer >= 2")
+    if not 0 < level < 1:
+        raise ValueError(f"level={level} must lie in (0, 1)")
+    rng = np.random.default_rng(0) if rng is None else rng
+    _, index = np.unique(labels, return_inverse=True)
+    n_clusters = int(index.max()) + 1
+    # cluster draw counts: (n_boot, n_clusters) -> per-token weights (n_boot, n)
+    counts = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot).astype(np.float64)
+    low, high = np.full(len(xs), np.nan), np.full(len(xs), np.nan)
+    q = (1 - level) / 2
+    for row, xr in enumerate(xs):
+        ok = np.isfinite(xr) & np.isfinite(ys)
+        if ok.sum() < 3:
+            continue
+        rx, ry = _stats.rankdata(xr[ok]), _stats.rankdata(ys[ok])
+        w = counts[:, index[ok]]
+        total = w.sum(axis=1)
+        mx, my = (w @ rx) / total, (w @ ry) / total
+        # weighted Pearson of the ranks: cov_w / sqrt(var_w(x) var_w(y))
+        cov = (w @ (rx * ry)) / total - mx * my
+        vx, vy = (w @ (rx * rx)) / total - mx**2, (w @ (ry * ry)) / total - my**2
+        rho = cov / np.sqrt(vx * vy)
+        low[row], high[row] = np.quantile(rho, [q, 1 - q])
+    return (low[0], high[0]) if single else (low, high)
