@@ -721,6 +721,88 @@ def test_one_nan_gradient_does_not_poison_the_orth_momentum():
     assert torch.equal(guarded.momentum[0], clean.momentum[0])
 
 
+def _orth_reference(gradients, beta, eps=1e-8):
+    """orth in float64 NumPy (projected momentum), the same three lines as the docstring."""
+    c, out = np.zeros_like(np.asarray(gradients[0], dtype=np.float64)), []
+    for g in gradients:
+        g = np.asarray(g, dtype=np.float64)
+        u = g - (g @ c) / (c @ c + eps) * c
+        c = beta * c + (1 - beta) * u
+        out.append(u)
+    return out, c
+
+
+@pytest.mark.parametrize("size", [1e20, 1e30, 1e37])
+def test_huge_finite_gradients_are_projected_exactly_not_poisoned(size):
+    # ⟨g, c⟩ and ‖c‖² overflow float32 here (1e30² = 1e60): the plain formula gives inf/inf = NaN,
+    # which made c NaN for the rest of the run. The rescaled path must give the float64 answer.
+    grads = [[size, size, 0.0], [size, 0.0, size], [1.0, 0.0, 0.0], [0.0, 2.0, -1.0]]
+    orth = OrthogonalMomentum(0.9)
+    got = [orth(torch.tensor(g, dtype=torch.float32)) for g in grads]
+    want, c = _orth_reference(grads, 0.9)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.double().numpy(), b, rtol=1e-5, atol=1e-6 * np.abs(b).max())
+    np.testing.assert_allclose(orth.momentum[0].double().numpy(), c, rtol=1e-5)
+    assert orth.skipped == 0 and torch.isfinite(orth.momentum[0]).all()
+
+
+def test_a_finite_dot_over_an_overflowing_norm_still_projects():
+    # c ≈ 1e25 (‖c‖² = inf in float32) and g = 1: ⟨g, c⟩ = 1e25 is finite, so the plain formula
+    # silently returned u = g unprojected; the exact u is orthogonal to c.
+    orth = OrthogonalMomentum(0.5)
+    orth(torch.tensor([2e25, 0.0, 0.0]))
+    u = orth(torch.tensor([1.0, 1.0, 0.0]))
+    assert torch.allclose(u, torch.tensor([0.0, 1.0, 0.0]), atol=1e-6)
+
+
+def test_a_step_whose_projection_overflows_is_skipped():
+    # g = (a, a) with a = 3e38 (finite) and c ∝ (1 − √2, 1): the exact u = ((1 + √2)/2·a, a/2) has
+    # u₁ = 3.6e38 > float32's maximum, so no finite answer exists: the step is skipped, c kept.
+    orth = OrthogonalMomentum(0.5)
+    orth(torch.tensor([1.0 - math.sqrt(2.0), 1.0]))
+    kept = orth.momentum[0].clone()
+    assert torch.equal(orth(torch.tensor([3e38, 3e38])), torch.zeros(2))
+    assert orth.skipped == 1 and torch.equal(orth.momentum[0], kept)
+    u, _ = _orth_reference([[1.0 - math.sqrt(2.0), 1.0], [3e38, 3e38]], 0.5)
+    assert u[1][0] > float(torch.finfo(torch.float32).max)  # the float64 answer is out of range
+
+
+def test_the_spr_agent_survives_a_nan_spr_gradient():
+    from icml26.papers.stream_spr import stream_wrappers
+
+    # One poisoned SPR backward (a NaN injected into the encoder's gradient) inside the agent:
+    # the orth momenta stay finite, the step updates nothing through SPR, and training continues.
+    agent = StreamQSPR(stream_wrappers(Frames(), gamma=0.99), epsilon_start=0.0, epsilon_end=0.0,
+                       spr_depth=2, seed=5)
+    weight = agent.groups["encoder"][0]
+    poisoned = {"left": 1, "in_spr": False}
+    spr_update = agent._spr_update
+
+    def in_spr(*args):  # poison the SPR backward only, not the Q(λ) backward before it
+        poisoned["in_spr"] = True
+        try:
+            return spr_update(*args)
+        finally:
+            poisoned["in_spr"] = False
+
+    def hook(grad):
+        if poisoned["in_spr"] and poisoned["left"]:
+            poisoned["left"] -= 1
+            return torch.full_like(grad, math.nan)
+        return grad
+
+    agent._spr_update = in_spr
+    handle = weight.register_hook(hook)
+    infos = [agent.step() for _ in range(10)]
+    handle.remove()
+    assert sum(i.spr_active for i in infos) >= 5 and poisoned["left"] == 0
+    assert agent.orth["encoder"].skipped == 1
+    for transform in agent.orth.values():
+        assert all(torch.isfinite(c).all() for c in transform.momentum or [])
+    params = list(agent.network.parameters()) + list(agent.spr.parameters())
+    assert all(torch.isfinite(p).all() for p in params)
+
+
 def test_running_statistics_refuse_non_finite_samples():
     from icml26.papers.stream_spr import RewardScaler, WelfordStats
 
@@ -776,3 +858,25 @@ def test_named_agent_stream_reproduces_the_legacy_seed():
             assert ctx.seed_for("agent", game + (seed << 32)) % (2**31 - 1) == legacy
         legacy_probe = int(np.random.SeedSequence([3, 10_000 + game]).generate_state(1)[0] % (2**31 - 1))
         assert ctx.seed_for("probe", game) % (2**31 - 1) == legacy_probe
+
+
+# ---------------------------------------------------------------------------
+# Reproducibility (issue #30): the numbers do not depend on how the runs are spread over processes
+# ---------------------------------------------------------------------------
+def test_in_process_and_two_worker_processes_give_identical_metrics(one_thread):
+    from icml26.runner import execute
+
+    overrides = {"total_steps": 300, "probe_states": 32, "curve_points": 3, "loss_window": 300}
+    one, _ = execute("stream_spr", "tiny", 3, {**overrides, "processes": 1}, threads=1, progress=False, render=False)
+    two, _ = execute("stream_spr", "tiny", 3, {**overrides, "processes": 2}, threads=1, progress=False, render=False)
+    assert one["metrics"] == two["metrics"]  # bit for bit, NaN-free
+    assert one["metrics"]["spr_orth2"]["spr_update_fraction"] > 0
+
+
+def test_the_loss_bar_window_is_twice_naive_sprs_20k_steps():
+    from icml26.papers.stream_spr.claims import CHECKS
+    from icml26.papers.stream_spr.experiment import Config
+
+    spec = CHECKS["spr_loss_early"]
+    assert (spec.op, spec.target) == ("<", -0.8) and "issue #30" in spec.ref
+    assert Config.quick().loss_window == Config().loss_window == 2 * 20_000

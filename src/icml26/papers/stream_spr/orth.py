@@ -60,6 +60,25 @@ def _safe_ratio(num: torch.Tensor, den: torch.Tensor) -> torch.Tensor:
     return torch.where(den > 0, num / torch.where(den > 0, den, torch.ones_like(den)), torch.zeros_like(num))
 
 
+def _all_finite(tensors: Sequence[torch.Tensor]) -> bool:
+    return bool(torch.stack([torch.isfinite(t).all() for t in tensors]).all())
+
+
+def _projection_rescaled(g: Sequence[torch.Tensor], c: Sequence[torch.Tensor], eps: float) -> list[torch.Tensor]:
+    """``g − (⟨g, c⟩ / (‖c‖² + ε)) c`` evaluated on ĉ = c / max|c| (the same value, no overflow):
+    ``g − (⟨g, ĉ⟩ / (‖ĉ‖² + ε / m²)) ĉ`` with ``m = max|c|``."""
+    m = torch.stack([x.abs().max() for x in c if x.numel()]).max() if any(x.numel() for x in c) else None
+    if m is None or not bool(m > 0):
+        return [x.clone() for x in g]  # c = 0: nothing to project out
+    # the ratio of two maxima, not a square, so ĉ is exactly representable in scale
+    unit = [x / m for x in c]
+    gs = torch.stack([x.abs().max() for x in g if x.numel()]).max()
+    scale = torch.where(gs > 0, gs, torch.ones_like(gs))
+    # ⟨g, ĉ⟩ on g / max|g| as well, then scaled back: nothing squares a huge number
+    coef = _safe_ratio(_dot([x / scale for x in g], unit), _dot(unit, unit) + eps / (m * m)) * scale
+    return [x - coef * y for x, y in zip(g, unit)]
+
+
 def cosine(a: T, b: T) -> float:
     """cos(a, b) of two tensors (or two lists of tensors taken as flat vectors); 0 if either is 0.
 
@@ -124,8 +143,10 @@ class OrthogonalMomentum:
 
     **Non-finite gradients** (NaN or ±inf anywhere in the group) are skipped: the call returns
     zeros (no update) and leaves c untouched, so one bad step cannot poison the momentum for the
-    rest of the run (c would stay NaN forever). ``skipped`` counts them; a warning is logged
-    the first time.
+    rest of the run (c would stay NaN forever). Finite gradients so large that ⟨g, c⟩ or ‖c‖²
+    overflow (entries above ~1e19 in float32) are projected exactly on rescaled vectors instead;
+    a step whose u or new c would still not be finite is skipped the same way. ``skipped``
+    counts the skipped steps; a warning is logged the first time.
     """
 
     def __init__(self, beta: float = 0.99, *, eps: float = 1e-8,
@@ -159,22 +180,39 @@ class OrthogonalMomentum:
         if not all(isinstance(g, torch.Tensor) and g.is_floating_point() for g in lg):
             raise TypeError("OrthogonalMomentum takes floating-point tensors (a tensor or a list of them)")
         c = self._init(lg)
-        if not bool(torch.stack([torch.isfinite(g).all() for g in lg]).all()):
-            # a non-finite g would make c NaN for good: skip the step, keep c
-            if self.skipped == 0:
-                log.warning("OrthogonalMomentum: a gradient holds NaN or inf; the step is skipped (zeros) and the "
-                            "momentum kept")
-            self.skipped += 1
-            zeros = [torch.zeros_like(g) for g in lg]
+        if not _all_finite(lg):
+            zeros = self._skip(lg, "a gradient holds NaN or inf")
             return zeros[0] if single else zeros
         # u = g − (⟨g, c⟩ / (‖c‖² + ε)) c
-        coef = _safe_ratio(_dot(lg, c), _dot(c, c) + self.eps)
-        u = [g - coef * m for g, m in zip(lg, c)]
+        num, den = _dot(lg, c), _dot(c, c) + self.eps
+        if bool(torch.isfinite(num)) and bool(torch.isfinite(den)):
+            coef = _safe_ratio(num, den)
+            u = [g - coef * m for g, m in zip(lg, c)]
+        else:
+            # ⟨g, c⟩ or ‖c‖² overflowed (entries ≳ 1e19 in float32; inf/inf would make c NaN for
+            # good, and a finite ⟨g, c⟩ over an infinite ‖c‖² would silently skip the projection):
+            # the same projection evaluated on c / max|c| and g / max|g|
+            u = _projection_rescaled(lg, c, self.eps)
+        if not _all_finite(u):  # an entry of u can exceed every entry of g (by up to √n)
+            zeros = self._skip(lg, "the projected gradient is not finite (overflow)")
+            return zeros[0] if single else zeros
         source = u if self.momentum_source == "projected" else lg
         # c ← β c + (1 − β)·(u or g)
-        torch._foreach_mul_(c, self.beta)
-        torch._foreach_add_(c, source, alpha=1.0 - self.beta)
+        new_c = [m.clone() for m in c]
+        torch._foreach_mul_(new_c, self.beta)
+        torch._foreach_add_(new_c, source, alpha=1.0 - self.beta)
+        if not _all_finite(new_c):
+            zeros = self._skip(lg, "the momentum update overflows")
+            return zeros[0] if single else zeros
+        torch._foreach_copy_(c, new_c)
         return u[0] if single else u
+
+    def _skip(self, grads: list[torch.Tensor], why: str) -> list[torch.Tensor]:
+        """No update (zeros) and c unchanged: a non-finite step would make c NaN for good."""
+        if self.skipped == 0:
+            log.warning("OrthogonalMomentum: %s; the step is skipped (zeros) and the momentum kept", why)
+        self.skipped += 1
+        return [torch.zeros_like(g) for g in grads]
 
     @torch.no_grad()
     def decay(self) -> None:

@@ -69,6 +69,14 @@ def _orth_after_nan() -> tuple:
     return u, kept, after, orth.skipped, orth(torch.tensor([0.0, 2.0, 0.0]))
 
 
+def _orth_after_overflow() -> tuple:
+    orth = OrthogonalMomentum(0.9)
+    orth(torch.tensor([1e30, 1e30, 0.0]))
+    before = orth.momentum[0].clone()
+    u = orth(torch.tensor([1e30, 0.0, 1e30]))
+    return u, before, orth.skipped
+
+
 def _linear_with_grad() -> nn.Linear:
     layer = nn.Linear(3, 1)
     layer(torch.ones(1, 3)).sum().backward()
@@ -93,6 +101,10 @@ HOSTILE = [
           returns=lambda r: bool((r[0] == 0).all()) and torch.equal(r[1], r[2]) and r[3] == 1
           and bool(torch.isfinite(r[4]).all()),
           doc="a non-finite gradient gives a zero update, c unchanged, counted in skipped; later steps are finite"),
+    Probe("OrthogonalMomentum on gradients whose ⟨g, c⟩ overflows float32", _orth_after_overflow,
+          returns=lambda r: bool(torch.isfinite(r[0]).all()) and bool(torch.isfinite(r[1]).all()) and r[2] == 0
+          and abs(float(r[0].double() @ r[1].double())) <= 1e-6 * float(r[0].double().norm() * r[1].double().norm()),
+          doc="entries of 1e30 are projected exactly on rescaled vectors (u ⟂ c, c finite), not turned into NaN"),
     Probe("OrthogonalMomentum beta=1", lambda: OrthogonalMomentum(1.0), match="beta"),
     Probe("OrthogonalMomentum eps=-1", lambda: OrthogonalMomentum(eps=-1.0), match="eps"),
     Probe("OrthogonalMomentum momentum_source='x'", lambda: OrthogonalMomentum(momentum_source="x"),
