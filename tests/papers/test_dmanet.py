@@ -598,3 +598,75 @@ def test_summaries_and_ratios_by_hand():
     x, y = spectrum_bands(series, bins=8)
     assert sum(y) <= 1.0 + 1e-12 and len(x) == len(y)
     assert x[int(np.argmax(y))] == pytest.approx(8 / 64, rel=0.3)  # the band holding the tone at 1/8 cycle
+
+
+# ---------------------------------------------------------------------------
+# Issue #29: the model-free ridge check and the paired ratio
+# ---------------------------------------------------------------------------
+from icml26.papers.dmanet.analysis import paired_ratio, ridge_aliasing_check, ridge_fit  # noqa: E402
+
+
+def test_ridge_fit_matches_scikit_learn():
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(0)
+    x, y = rng.normal(size=(50, 6)), rng.normal(size=(50, 2))
+    w, b = ridge_fit(x, y, 3.0)
+    ref = Ridge(alpha=3.0).fit(x, y)
+    np.testing.assert_allclose(w, ref.coef_.T, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b, ref.intercept_, rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="finite"):
+        ridge_fit(np.full((3, 2), np.nan), np.zeros((3, 1)), 1.0)
+
+
+def _segments(series: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    n = len(series)
+    return series[: n // 2], series[n // 2: 3 * n // 4], series[3 * n // 4:]
+
+
+def test_ridge_check_sees_no_difference_on_a_band_limited_series():
+    """Sinusoids with whole cycles per window and below the coarsest Nyquist bin pass the per-window
+    low-pass untouched, so the filtered and naive features are equal and so are the errors."""
+    L, t = 32, np.arange(1600)
+    series = np.stack([np.sin(2 * np.pi * 1 * t / L) + 0.5 * np.cos(2 * np.pi * 1 * t / L + 0.3),
+                       np.sin(2 * np.pi * 1 * t / L + 1.0)], axis=1)
+    series = series + 0.1 * np.random.default_rng(1).normal(size=series.shape) @ np.zeros((2, 2))
+    r = ridge_aliasing_check(*_segments(series), seq_len=L, horizon=4, levels=2)
+    assert r.strides == (2, 4)
+    np.testing.assert_allclose(r.filtered_mse, r.naive_mse, rtol=1e-6, atol=1e-12)
+
+
+def test_ridge_check_finds_aliasing_where_a_fast_band_folds_onto_the_signal():
+    """A predictable slow sinusoid plus strong white noise above the stride-4 Nyquist: slicing folds the
+    noise onto the slow band, the filter removes it, so only the filtered forecaster stays accurate."""
+    rng = np.random.default_rng(2)
+    L, n = 32, 3000
+    t = np.arange(n)
+    slow = np.sin(2 * np.pi * t / 64.0)
+    spec = np.fft.rfft(rng.normal(size=n))
+    spec[: int(0.3 * len(spec))] = 0  # keep frequencies above 0.15 cycles/sample (> 1/8, the new Nyquist)
+    fast = np.fft.irfft(spec, n=n)
+    fast *= 2.0 / fast.std()
+    series = (slow + fast)[:, None]
+    r = ridge_aliasing_check(*_segments(series), seq_len=L, horizon=4, levels=2)
+    # forecasting the slow part exactly and the fast band by 0 scores var(fast) = 4: with the filter the
+    # ridge does at least that well at stride 4; the folded noise makes the naive input worse than that
+    assert r.filtered_mse[1] < 4.0 < r.naive_mse[1]
+    assert r.ratios[1] < 0.8
+    with pytest.raises(ValueError, match="divisible"):
+        ridge_aliasing_check(*_segments(series), seq_len=30, horizon=4, levels=2)
+
+
+def test_paired_ratio_by_hand():
+    p = paired_ratio([1.0, 2.0, 4.0], [2.0, 2.0, 2.0])
+    # log ratios -ln2, 0, ln2: geometric mean 1, sd ln2, half width t_{0.975,2} ln2 / sqrt(3)
+    half = 4.302652729911275 * math.log(2) / math.sqrt(3)
+    assert p.ratio == pytest.approx(1.0)
+    assert p.ci == pytest.approx((math.exp(-half), math.exp(half)))
+    assert (p.wins, p.n) == (1, 3)
+    one = paired_ratio([0.9], [1.0])
+    assert one.ratio == pytest.approx(0.9) and one.ci is None
+    with pytest.raises(ValueError, match="positive"):
+        paired_ratio([0.0, 1.0], [1.0, 1.0])
+    with pytest.raises(ValueError, match="equal-length"):
+        paired_ratio([1.0], [1.0, 2.0])
