@@ -224,7 +224,8 @@ def _small_revit(**kw):
     return ReViT2d(1, 2, 2, 1, patch=4, dim=32, heads=4, depths=(2, 2), decoder_depth=1, window=4, **kw)
 
 
-@pytest.mark.parametrize("variant", [{}, {"patch_pooling": "pma"}, {"periodic": False}, {"vector_fraction": 0.0}])
+@pytest.mark.parametrize("variant", [{}, {"patch_pooling": "pma"}, {"periodic": False}, {"vector_fraction": 0.0},
+                                     {"local_kernel": "mlp"}])
 def test_revit_is_exactly_equivariant_float64(variant):
     model = _small_revit(**variant).double()
     x = _field(ns=1, nv=2, n=32)
@@ -505,3 +506,44 @@ def test_named_init_stream_reproduces_the_legacy_entropy():
         for arm in range(3):
             legacy = int(np.random.SeedSequence([7, 1 + replicate, arm]).generate_state(1)[0])
             assert _init_seed(ctx, replicate, arm) == legacy
+
+
+# --------------------------------------------------------------------------- bilinear local kernel (issue #30)
+def test_tent_kernel_matches_a_hand_calculation():
+    from icml26.papers.revit.grid import pixel_offsets
+    from icml26.papers.revit.layers import TentKernel
+
+    grid = pixel_offsets(2, 2)  # (±1/4, ±1/4), spacing 1/2, order (x, y) with x fastest
+    psi = TentKernel(grid, 0.5)
+    assert torch.equal(psi(grid), torch.eye(4, dtype=torch.float64))  # one-hot at its own points
+    # the patch centre is equidistant from all four: bilinear weights (1 - 1/2)² = 1/4 each
+    assert torch.allclose(psi(torch.zeros(1, 2, dtype=torch.float64)), torch.full((1, 4), 0.25, dtype=torch.float64))
+    # (0.25, 0): halfway between (0.25, ±0.25) → 1/2, 1/2 on the x = +1/4 column, 0 elsewhere
+    w = psi(torch.tensor([[0.25, 0.0]], dtype=torch.float64))[0]
+    assert torch.allclose(w, torch.tensor([0.0, 0.5, 0.0, 0.5], dtype=torch.float64))
+    # a point 45°-rotated from a corner (0, 0.25·√2) still lands on the grid's support (weights sum ≤ 1)
+    w = psi(torch.tensor([[0.0, 0.25 * math.sqrt(2.0)]], dtype=torch.float64))[0]
+    assert 0.0 < float(w.sum()) <= 1.0 and float(w[0]) == 0.0 and float(w[1]) == 0.0
+
+
+def test_bilinear_embedding_with_identity_frames_is_the_linear_patch_embedding():
+    # Two code paths: with identity frames the rebased-kernel embedding must be exactly nn.Linear on the
+    # flattened patch (the plain ViT's embedding), channel-major: vec(f ⊗ ψ) = vec(f) since ψ(o_k) = e_k.
+    from icml26.papers.revit.layers import RebasedPatchDecoder, RebasedPatchEmbed
+
+    torch.manual_seed(4)
+    embed = RebasedPatchEmbed(1, 1, 2, 4, 8, kernel="bilinear").double()
+    x = _field(b=2, ns=1, nv=1, n=8)
+    frames = torch.eye(2, dtype=torch.float64).expand(2, 4, 2, 2)
+    pixels = patchify(x, 4)  # (B, T, 16, 3)
+    want = embed.proj(pixels.transpose(-1, -2).flatten(-2))
+    assert torch.allclose(embed(x, frames), want, atol=1e-12)
+    decoder = RebasedPatchDecoder(0, 1, 2, 4, 8, kernel="bilinear").double()
+    tokens = torch.randn(2, 4, 8, dtype=torch.float64)
+    a = decoder.head(tokens).reshape(2, 4, 2, 16)  # (B, T, C, pixel): read out pixel by pixel
+    assert torch.allclose(decoder(tokens, frames, (8, 8)), unpatchify(a.transpose(-1, -2), 4, (8, 8)), atol=1e-12)
+
+
+def test_unknown_local_kernel_is_refused():
+    with pytest.raises(ValueError, match="local_kernel"):
+        _small_revit(local_kernel="cubic")

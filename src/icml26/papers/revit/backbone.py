@@ -55,10 +55,13 @@ class SwinUNet(nn.Module):
         window: window side in tokens.
         mlp_ratio: hidden width of the block MLPs relative to ``dim``.
         periodic: whether shifted windows may pair tokens across the domain boundary.
+        kernel: ψ of merge and expand over the children's rebased offsets: ``"mlp"`` (learned) or
+            ``"bilinear"`` (fixed tent weights; with identity frames Swin's concatenating merge).
     """
 
     def __init__(self, layout: ChannelLayout, depths: tuple[int, ...] = (2, 2), decoder_depth: int = 1,
-                 window: int = 4, mlp_ratio: float = 2.0, periodic: bool = True, bias_hidden: int = 32) -> None:
+                 window: int = 4, mlp_ratio: float = 2.0, periodic: bool = True, bias_hidden: int = 32,
+                 kernel: str = "mlp") -> None:
         super().__init__()
         if not depths or any(n < 1 for n in depths) or decoder_depth < 0:
             raise ValueError(f"depths={depths} needs at least one level of ≥ 1 block, decoder_depth ≥ 0")
@@ -69,8 +72,8 @@ class SwinUNet(nn.Module):
         self.encoder = nn.ModuleList(
             nn.ModuleList(SwinBlock(layout, mlp_ratio, bias_hidden) for _ in range(n)) for n in depths
         )
-        self.merges = nn.ModuleList(FrameMerge(layout) for _ in range(self.levels - 1))
-        self.expands = nn.ModuleList(FrameExpand(layout) for _ in range(self.levels - 1))
+        self.merges = nn.ModuleList(FrameMerge(layout, kernel=kernel) for _ in range(self.levels - 1))
+        self.expands = nn.ModuleList(FrameExpand(layout, kernel=kernel) for _ in range(self.levels - 1))
         self.decoder = nn.ModuleList(
             nn.ModuleList(SwinBlock(layout, mlp_ratio, bias_hidden) for _ in range(decoder_depth))
             for _ in range(self.levels - 1)

@@ -90,7 +90,13 @@ class Config:
     weight_decay: float = 1e-4
     """AdamW weight decay."""
     seeds: int = 3
-    """Model seeds per arm (issue: 3); the data are the same for every seed."""
+    """Model seeds per arm within one run (the data are the same for every seed). The quick
+    setting uses 1: one master seed (``--seed``) is one replicate with its own data, and issue
+    #11's 3 seeds are ``icml26 run revit --quick --seeds 0-2``."""
+    local_kernel: str = "bilinear"
+    """ReViT's ψ over rebased offsets in patch embedding, decoder, merge and expand [ours]:
+    ``bilinear`` (fixed interpolation weights; identity frames give exactly a linear patch
+    embedding) or ``mlp`` (a learned MLP, mean-pooled: issue #11's first version)."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -122,13 +128,16 @@ class Config:
         if self.nu < 0 or self.dt <= 0 or self.lr <= 0 or not 0 <= self.angle_spread <= np.pi:
             raise ValueError(f"need nu ≥ 0, dt > 0, lr > 0 and 0 ≤ angle_spread ≤ π (got nu={self.nu}, "
                              f"dt={self.dt}, lr={self.lr}, angle_spread={self.angle_spread})")
+        if self.local_kernel not in ("bilinear", "mlp"):
+            raise ValueError(f"local_kernel={self.local_kernel!r} must be 'bilinear' or 'mlp'")
         if self.weight_decay < 0:
             raise ValueError(f"weight_decay={self.weight_decay} must be non-negative")
 
     @classmethod
     def quick(cls) -> "Config":
-        """The CPU reproduction: N=32, ~0.21 M-parameter models, 400 steps, 3 seeds (a few minutes)."""
-        return cls(grid=32, train_trajectories=160, test_trajectories=32, dim=64, depths=(2, 2), steps=400)
+        """The CPU reproduction: N=32, ~0.21 M-parameter models, 400 steps, one replicate per master
+        seed (``--seeds 0-2`` for issue #11's three; about a minute and a half each on one core)."""
+        return cls(grid=32, train_trajectories=160, test_trajectories=32, dim=64, depths=(2, 2), steps=400, seeds=1)
 
     @classmethod
     def tiny(cls) -> "Config":
@@ -142,7 +151,7 @@ def _model(arm: str, config: Config) -> torch.nn.Module:
                   decoder_depth=config.decoder_depth, window=config.window, residual=True)
     # Inputs: vorticity (scalar) + velocity (vector); output: next velocity.
     if arm == "ReViT":
-        return ReViT2d(1, 1, 0, 1, **common)
+        return ReViT2d(1, 1, 0, 1, local_kernel=config.local_kernel, **common)
     return PlainViT(1, 1, 0, 1, grid_size=config.grid, **common)
 
 
@@ -262,6 +271,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         CHECKS["rotation_spread"].measure(spread, note="exact C4 equivariance in float32"),
         CHECKS["rotated_mse_ratio"].measure(ratio_vit),
         CHECKS["gain_vs_identity"].measure(gain_identity),
+        CHECKS["rot0_vs_vit_aug"].measure(ratio_aug_rot0, note=f"ReViT local kernel: {config.local_kernel}"),
     ]
 
     # --- curves --------------------------------------------------------------------------
@@ -291,7 +301,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         f"{steps_per_s['ViT']:.1f}, ViT+aug {steps_per_s['ViT+aug']:.1f} "
         f"(ReViT/ViT = {speed_ratio:.2f}).",
     ]
-    if ratio_aug_rot0 > 1:
-        notes.append("As the pilot found, ReViT learns more slowly in distribution than ViT+augmentation at "
-                     "this CPU budget; its advantage here is exact equivariance and rotated generalisation.")
+    if ratio_aug_rot0 > 1.3:
+        notes.append("ReViT learns more slowly in distribution than ViT+augmentation at this CPU budget "
+                     "(issue #30's target is at most 1.3x); its advantage here is exact equivariance and "
+                     "rotated generalisation.")
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)

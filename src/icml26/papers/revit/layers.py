@@ -31,6 +31,7 @@ With all frames equal to the identity these layers are an ordinary Swin-style Vi
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import torch
@@ -42,10 +43,12 @@ from icml26.papers.revit.grid import MergeGroups, WindowPartition, patchify, pix
 __all__ = [
     "FrameExpand",
     "FrameMerge",
+    "LOCAL_KERNELS",
     "OffsetKernel",
     "RebasedPatchDecoder",
     "RebasedPatchEmbed",
     "SwinBlock",
+    "TentKernel",
     "WindowAttention",
 ]
 
@@ -60,6 +63,52 @@ class OffsetKernel(nn.Module):
     def forward(self, offsets: Tensor) -> Tensor:
         """offsets ``(..., d)`` → weights ``(..., size)``."""
         return self.net(offsets)
+
+
+class TentKernel(nn.Module):
+    """``ψ_m(o) = Π_a max(0, 1 − |o_a − g_{m,a}| / h)``: bilinear interpolation weights of a point
+    ``o`` onto fixed grid points ``g_m`` of spacing ``h`` (no parameters).
+
+    At the grid points themselves ``ψ(g_k) = e_k`` (one-hot), so with identity frames a layer
+    pooling ``f_k ⊗ ψ(o_k)`` is exactly a linear patch embedding (the plain ViT's) and a decoder
+    ``A ψ(o_k)`` exactly a linear per-pixel read-out; with a rotated frame it resamples the patch
+    bilinearly onto the rotated grid. Any fixed function of the rebased offset keeps ReViT exactly
+    equivariant; this one is well conditioned from the first step (a randomly initialised MLP ψ
+    evaluated at the ``K^d`` offsets is a nearly low-rank matrix the model must first sharpen).
+    """
+
+    def __init__(self, points: Tensor, spacing: float) -> None:
+        super().__init__()
+        if points.ndim != 2:
+            raise ValueError(f"points must be (M, d), got {tuple(points.shape)}")
+        if not spacing > 0:
+            raise ValueError(f"spacing={spacing} must be positive")
+        self.register_buffer("points", points.double().clone(), persistent=False)
+        self.spacing = float(spacing)
+
+    @property
+    def size(self) -> int:
+        return self.points.shape[0]
+
+    def forward(self, offsets: Tensor) -> Tensor:
+        """offsets ``(..., d)`` → weights ``(..., M)``."""
+        diff = offsets.unsqueeze(-2) - self.points.to(offsets.dtype)  # (..., M, d)
+        # ψ_m(o) = Π_a relu(1 − |o_a − g_{m,a}| / h)
+        return torch.relu(1.0 - diff.abs() / self.spacing).prod(-1)
+
+
+def _merge_points(dims: int) -> Tensor:
+    """The ``2^d`` child-centre offsets ``{±½}^d`` of a merge, in fine-token units."""
+    return torch.tensor(list(itertools.product((-0.5, 0.5), repeat=dims)), dtype=torch.float64)
+
+
+LOCAL_KERNELS = ("bilinear", "mlp")
+
+
+def _check_kernel(kernel: str) -> str:
+    if kernel not in LOCAL_KERNELS:
+        raise ValueError(f"local_kernel={kernel!r} must be one of {', '.join(LOCAL_KERNELS)}")
+    return kernel
 
 
 class WindowAttention(nn.Module):
@@ -140,11 +189,16 @@ class FrameMerge(nn.Module):
     offset from the parent centre. With identity frames this is Swin's patch merging.
     """
 
-    def __init__(self, layout: ChannelLayout, kernel_size: int | None = None, hidden: int = 32) -> None:
+    def __init__(self, layout: ChannelLayout, kernel_size: int | None = None, hidden: int = 32,
+                 kernel: str = "mlp") -> None:
         super().__init__()
         self.layout = layout
-        m = kernel_size or 2**layout.dims
-        self.kernel = OffsetKernel(layout.dims, m, hidden)
+        if _check_kernel(kernel) == "bilinear":
+            self.kernel = TentKernel(_merge_points(layout.dims), 1.0)
+            m = self.kernel.size
+        else:
+            m = kernel_size or 2**layout.dims
+            self.kernel = OffsetKernel(layout.dims, m, hidden)
         self.norm = nn.LayerNorm(layout.dim * m)
         self.reduce = nn.Linear(layout.dim * m, layout.dim)
 
@@ -169,11 +223,16 @@ class FrameExpand(nn.Module):
     ``h_c = B_cᵀ B_p · A(t_p) ψ(B_pᵀ δ_c)``. With identity frames this is a linear patch expansion.
     """
 
-    def __init__(self, layout: ChannelLayout, kernel_size: int | None = None, hidden: int = 32) -> None:
+    def __init__(self, layout: ChannelLayout, kernel_size: int | None = None, hidden: int = 32,
+                 kernel: str = "mlp") -> None:
         super().__init__()
         self.layout = layout
-        self.m = kernel_size or 2**layout.dims
-        self.kernel = OffsetKernel(layout.dims, self.m, hidden)
+        if _check_kernel(kernel) == "bilinear":
+            self.kernel = TentKernel(_merge_points(layout.dims), 1.0)
+            self.m = self.kernel.size
+        else:
+            self.m = kernel_size or 2**layout.dims
+            self.kernel = OffsetKernel(layout.dims, self.m, hidden)
         self.norm = nn.LayerNorm(layout.dim)
         self.lift = nn.Linear(layout.dim, layout.dim * self.m)
 
@@ -213,25 +272,34 @@ class RebasedPatchEmbed(nn.Module):
         dims: 2 or 3.
         patch: patch side ``K``.
         dim: token width.
-        pooling: ``"kernel"`` (pixel features ⊗ ψ(offset), averaged) or ``"pma"``
+        pooling: ``"kernel"`` (pixel features ⊗ ψ(offset), pooled over pixels) or ``"pma"``
             (Set-Transformer pooling by multi-head attention).
-        kernel_size: outputs of ψ (default ``K^d``, enough to express any linear patch embedding).
+        kernel_size: outputs of an MLP ψ (default ``K^d``, enough to express any linear patch embedding).
         heads: heads of the PMA pooling.
+        kernel: ψ of the ``"kernel"`` pooling: ``"bilinear"`` (:class:`TentKernel` on the patch's
+            own ``K^d`` pixel grid, summed over pixels: with identity frames exactly the plain ViT's
+            linear patch embedding) or ``"mlp"`` (a learned :class:`OffsetKernel`, averaged over
+            pixels; the first version).
     """
 
     def __init__(self, n_scalar: int, n_vector: int, dims: int, patch: int, dim: int,
                  pooling: str = "kernel", kernel_size: int | None = None, hidden: int = 32,
-                 heads: int = 4) -> None:
+                 heads: int = 4, kernel: str = "mlp") -> None:
         super().__init__()
         if pooling not in ("kernel", "pma"):
             raise ValueError(f"patch_pooling={pooling!r} must be 'kernel' or 'pma'")
         self.n_scalar, self.n_vector, self.dims, self.patch = n_scalar, n_vector, dims, patch
         self.pooling = pooling
+        self.kernel_kind = _check_kernel(kernel)
         c = n_scalar + dims * n_vector
         self.register_buffer("offsets", pixel_offsets(patch, dims).float(), persistent=False)
         if pooling == "kernel":
-            m = kernel_size or patch**dims
-            self.kernel = OffsetKernel(dims, m, hidden)
+            if self.kernel_kind == "bilinear":
+                self.kernel = TentKernel(pixel_offsets(patch, dims), 1.0 / patch)
+                m = self.kernel.size
+            else:
+                m = kernel_size or patch**dims
+                self.kernel = OffsetKernel(dims, m, hidden)
             self.proj = nn.Linear(c * m, dim)
         else:
             self.point = nn.Sequential(nn.Linear(c + dims, dim), nn.GELU(), nn.Linear(dim, dim))
@@ -248,7 +316,10 @@ class RebasedPatchEmbed(nn.Module):
         offsets = to_local(self.offsets.to(x.dtype), frames.unsqueeze(2))  # (B, T, P, d)
         if self.pooling == "kernel":
             psi = self.kernel(offsets)  # (B, T, P, M)
-            pooled = torch.einsum("btpc,btpm->btcm", feats, psi) / feats.shape[2]
+            # t_i = W · vec(Σ_k f_k ⊗ ψ(o_k))  (bilinear: a sum, as a linear embedding; mlp: a mean)
+            pooled = torch.einsum("btpc,btpm->btcm", feats, psi)
+            if self.kernel_kind == "mlp":
+                pooled = pooled / feats.shape[2]
             return self.proj(pooled.flatten(-2))
         b, t, p, _ = feats.shape
         h = self.point(torch.cat([feats, offsets], dim=-1)).reshape(b * t, p, -1)
@@ -262,17 +333,22 @@ class RebasedPatchDecoder(nn.Module):
     """Equivariant decoder (ReViT step 6): local predictions lifted back through ``B_i``.
 
     ``z_{i,k} = A(t_i) ψ(B_iᵀ(x_k − c_i))``; scalars are emitted as they are and vectors as
-    ``B_i z_k``.
+    ``B_i z_k``. ``kernel``: ψ as in :class:`RebasedPatchEmbed` (``"bilinear"`` or ``"mlp"``).
     """
 
     def __init__(self, n_scalar: int, n_vector: int, dims: int, patch: int, dim: int,
-                 kernel_size: int | None = None, hidden: int = 32) -> None:
+                 kernel_size: int | None = None, hidden: int = 32, kernel: str = "mlp") -> None:
         super().__init__()
         self.n_scalar, self.n_vector, self.dims, self.patch = n_scalar, n_vector, dims, patch
         self.channels = n_scalar + dims * n_vector
-        self.m = kernel_size or patch**dims
         self.register_buffer("offsets", pixel_offsets(patch, dims).float(), persistent=False)
-        self.kernel = OffsetKernel(dims, self.m, hidden)
+        if _check_kernel(kernel) == "bilinear":
+            # identity frames: exactly the plain ViT's per-pixel linear read-out
+            self.kernel = TentKernel(pixel_offsets(patch, dims), 1.0 / patch)
+            self.m = self.kernel.size
+        else:
+            self.m = kernel_size or patch**dims
+            self.kernel = OffsetKernel(dims, self.m, hidden)
         self.head = nn.Sequential(nn.LayerNorm(dim), nn.Linear(dim, dim), nn.GELU(),
                                   nn.Linear(dim, self.channels * self.m))
 

@@ -27,7 +27,7 @@ from torch import Tensor, nn
 from icml26.common.argcheck import check_int, check_real
 from icml26.papers.revit.backbone import SwinUNet, check_token_grid
 from icml26.papers.revit.frames import ChannelLayout, basis_pyramid
-from icml26.papers.revit.layers import RebasedPatchDecoder, RebasedPatchEmbed
+from icml26.papers.revit.layers import LOCAL_KERNELS, RebasedPatchDecoder, RebasedPatchEmbed
 
 __all__ = ["ReViT", "ReViT2d", "ReViT3d", "check_architecture", "check_field_io", "residual_add"]
 
@@ -98,6 +98,11 @@ class ReViT(nn.Module):
         patch_pooling: ``"kernel"`` (fast, default) or ``"pma"`` (Set-Transformer pooling).
         periodic: the domain is a torus (shifted windows wrap without a mask).
         residual: add the first inputs to the outputs (one-step PDE prediction).
+        local_kernel: ψ, the function of rebased offsets in the patch embedding, the decoder and
+            merge/expand [ours]: ``"bilinear"`` (default; fixed bilinear-interpolation weights onto the
+            patch's own pixel grid, so identity frames give exactly a linear patch embedding and
+            read-out, and a rotated frame resamples the patch) or ``"mlp"`` (a learned MLP of the
+            offset, mean-pooled: the first version, 2.5x ViT+aug's in-distribution error at 400 steps).
 
     Spatial sides must be divisible by ``patch * min(window, side) * 2^(levels-1)``.
     """
@@ -107,7 +112,7 @@ class ReViT(nn.Module):
                  depths: tuple[int, ...] = (2, 2), decoder_depth: int = 1, window: int = 4,
                  mlp_ratio: float = 2.0, vector_fraction: float = 0.5, basis_channel: int = 0,
                  basis_eps: float = 1e-6, patch_pooling: str = "kernel", periodic: bool = True,
-                 residual: bool = False) -> None:
+                 residual: bool = False, local_kernel: str = "bilinear") -> None:
         super().__init__()
         check_field_io(n_scalar_in, n_vector_in, n_scalar_out, n_vector_out, residual)
         if dims not in (2, 3):
@@ -121,15 +126,20 @@ class ReViT(nn.Module):
         check_real(basis_eps, "basis_eps", low=0.0, low_open=True)
         if patch_pooling not in ("kernel", "pma"):
             raise ValueError(f"patch_pooling={patch_pooling!r} must be 'kernel' or 'pma'")
+        if local_kernel not in LOCAL_KERNELS:
+            raise ValueError(f"local_kernel={local_kernel!r} must be one of {', '.join(LOCAL_KERNELS)}")
         self.n_scalar_in, self.n_vector_in = n_scalar_in, n_vector_in
         self.n_scalar_out, self.n_vector_out = n_scalar_out, n_vector_out
         self.dims, self.patch, self.window = dims, patch, window
         self.basis_channel, self.basis_eps, self.residual = basis_channel, basis_eps, residual
         head_dim = dim // heads
         layout = ChannelLayout(dim, heads, int(head_dim * vector_fraction) // dims, dims)
-        self.embed = RebasedPatchEmbed(n_scalar_in, n_vector_in, dims, patch, dim, patch_pooling, heads=heads)
-        self.backbone = SwinUNet(layout, tuple(depths), decoder_depth, window, mlp_ratio, periodic)
-        self.decode = RebasedPatchDecoder(n_scalar_out, n_vector_out, dims, patch, dim)
+        self.local_kernel = local_kernel
+        self.embed = RebasedPatchEmbed(n_scalar_in, n_vector_in, dims, patch, dim, patch_pooling, heads=heads,
+                                       kernel=local_kernel)
+        self.backbone = SwinUNet(layout, tuple(depths), decoder_depth, window, mlp_ratio, periodic,
+                                 kernel=local_kernel)
+        self.decode = RebasedPatchDecoder(n_scalar_out, n_vector_out, dims, patch, dim, kernel=local_kernel)
 
     def _check_input(self, x: Tensor) -> tuple[int, ...]:
         if not isinstance(x, Tensor):
