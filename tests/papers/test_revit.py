@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import math
 
 import numpy as np
@@ -402,15 +403,19 @@ def test_rotated_mse_of_an_equivariant_oracle_is_rotation_independent_and_exact(
 
 
 # --------------------------------------------------------------------------- degenerate frames (issue #30)
-def test_all_zero_velocity_gets_zero_frames_and_the_model_stays_equivariant():
+def test_all_zero_velocity_gets_zero_frames_and_the_model_stays_equivariant(caplog):
     # No direction exists when u ≡ 0: the frame's columns are zero (R·0 = 0), not a fixed axis.
     x = _field(b=1, ns=1, nv=1, n=8, seed=9)
     x[:, 1:] = 0.0
     assert torch.equal(canonical_basis(x[:, 1:], 4), torch.zeros(1, 4, 2, 2, dtype=torch.float64))
     torch.manual_seed(2)
     model = ReViT2d(1, 1, 1, 1, patch=4, dim=16, heads=2, depths=(1,), window=2).double()
-    err, scale = _equivariance_error(model, x, 1, 1, 1, 1)
+    with caplog.at_level(logging.WARNING, logger="icml26.papers.revit.model"):
+        err, scale = _equivariance_error(model, x, 1, 1, 1, 1)
     assert scale > 1e-2 and err <= 1e-12 * max(scale, 1.0)
+    # not silent: one warning per model naming the cause (4 of 4 patches), not one per call
+    warnings = [r for r in caplog.records if "no frame direction" in r.getMessage()]
+    assert len(warnings) == 1 and "4 of 4 patches" in warnings[0].getMessage()
 
 
 def test_3d_zero_velocity_frames_are_zero_and_equivariant():

@@ -161,6 +161,19 @@ class ReViT(nn.Module):
             raise ValueError("x contains NaN or inf; ReViT needs a finite field (its frames are built from it)")
         return spatial
 
+    def _warn_degenerate(self, frames: Tensor) -> None:
+        """Log once per model when a patch has no frame direction (zero frame: still exactly
+        equivariant, but its vector inputs and rebased offsets are invisible to the model)."""
+        if getattr(self, "_warned_degenerate", False):
+            return
+        zero = frames.flatten(-2).abs().amax(-1) == 0  # (B, T)
+        if bool(zero.any()):
+            self._warned_degenerate = True
+            log.warning("ReViT: %d of %d patches have no frame direction (the basis vector field is zero there "
+                        "and on average); they get zero frames, which keeps the model exactly equivariant but "
+                        "hides their vector inputs. Give the field a nonzero mean or choose another "
+                        "basis_channel.", int(zero.sum()), zero.numel())
+
     def basis_field(self, x: Tensor) -> Tensor:
         """The input vector field ``(B, d, *spatial)`` the frames are built from."""
         start = self.n_scalar_in + self.dims * self.basis_channel
@@ -175,6 +188,7 @@ class ReViT(nn.Module):
         """x ``(B, n_scalar_in + d·n_vector_in, *spatial)`` → ``(B, n_scalar_out + d·n_vector_out, *spatial)``."""
         spatial = self._check_input(x)
         frames = basis_pyramid(self.basis_field(x), self.patch, self.backbone.levels, self.basis_eps)
+        self._warn_degenerate(frames[0])
         tokens = self.embed(x, frames[0])
         tokens = self.backbone(tokens, tuple(s // self.patch for s in spatial), frames)
         y = self.decode(tokens, frames[0], spatial)
