@@ -26,6 +26,7 @@ from icml26.papers.revit import (
     velocity_from_vorticity,
     vorticity_from_velocity,
 )
+from icml26.papers.revit.layers import TentKernel
 
 _SMALL = dict(patch=2, dim=16, heads=2, depths=(1, 1), window=2)
 
@@ -56,6 +57,15 @@ def _nan(x: torch.Tensor) -> torch.Tensor:
     x = x.clone()
     x.view(-1)[0] = float("nan")
     return x
+
+
+def _zero_velocity_equivariance() -> float:
+    x = _field().double()
+    x[:, 1:] = 0.0
+    model = ReViT2d(1, 1, 1, 1, **_SMALL).double().eval()
+    with torch.no_grad():
+        y = model(x)
+        return max(float((model(rotate_field(x, k, 1, 1)) - rotate_field(y, k, 1, 1)).abs().max()) for k in (1, 2, 3))
 
 
 MODULES = [
@@ -109,6 +119,12 @@ HOSTILE = [
     Probe("ReViT2d on an all-zero velocity stays equivariant", _zero_velocity_model_error,
           returns=lambda err: err <= 1e-12, doc="degenerate frames are zero, so equivariance is kept"),
     Probe("ReViT2d forward with NaN", lambda: ReViT2d(1, 1, 1, 1, **_SMALL)(_nan(_field())), match="NaN"),
+    Probe("ReViT2d local_kernel='cubic'", lambda: ReViT2d(1, 1, 1, 1, local_kernel="cubic", **_SMALL),
+          match="local_kernel"),
+    Probe("TentKernel spacing=0", lambda: TentKernel(torch.zeros(4, 2), 0.0), match="spacing"),
+    Probe("ReViT2d on an all-zero velocity: zero frames, equivariant, one warning",
+          lambda: _zero_velocity_equivariance(), returns=lambda err: err <= 1e-12,
+          doc="no direction exists, so the frames are zero (R·0 = 0): exactly equivariant; a warning is logged"),
     Probe("ReViT2d forward with the wrong channel count",
           lambda: ReViT2d(1, 1, 1, 1, **_SMALL)(torch.ones(1, 4, 8, 8)), match="expected a field"),
     Probe("ReViT2d forward on a grid that does not tile",
