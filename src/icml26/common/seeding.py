@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
+from typing import Iterator
 
 import numpy as np
 import torch
 
-__all__ = ["default_threads", "resolve_device", "seed_everything", "set_threads"]
+__all__ = ["default_threads", "resolve_device", "seed_everything", "set_threads", "torch_threads"]
 
 
 def seed_everything(seed: int) -> np.random.Generator:
@@ -49,6 +51,24 @@ def set_threads(n: int | None = None) -> int:
         raise ValueError(f"threads={n} must be at least 1")
     torch.set_num_threads(n)
     return n
+
+
+@contextlib.contextmanager
+def torch_threads(n: int | None) -> Iterator[int]:
+    """Run a block with ``n`` torch intra-op threads, restoring the previous number afterwards.
+
+    ``n = None`` or ``0`` keeps the current setting (e.g. the runner's). Yields the number in use.
+    For small models one thread is often fastest, and a fixed count keeps float32 sums in one order.
+    """
+    if n is not None and (isinstance(n, bool) or not isinstance(n, int) or n < 0):
+        raise ValueError(f"threads={n!r} must be a non-negative integer (0 or None: keep the current setting)")
+    previous = torch.get_num_threads()
+    if n:
+        torch.set_num_threads(n)
+    try:
+        yield torch.get_num_threads()
+    finally:
+        torch.set_num_threads(previous)
 
 
 def resolve_device(device: str | torch.device | None) -> torch.device:
