@@ -282,3 +282,32 @@ def test_analysis_by_hand():
     assert np.array_equal(p[0], [[0.2, 0.8], [0.3, 0.7], [0.9, 0.1]])
     model = MarkovModel(transition, initial)
     assert np.array_equal(p[0], conditionals(model, [1, 0, 0])[:-1])  # two code paths, one answer
+
+
+# --------------------------------------------------------------------------- issue #29: the budget curve
+def test_budget_curve_config_and_run():
+    import dataclasses
+
+    import torch
+
+    from icml26.contract import RunContext
+    from icml26.papers.robust_ntp.experiment import STREAMS, Config, run
+
+    with pytest.raises(ValueError, match="same length"):
+        Config(curve_sequences=(30,), curve_steps=())
+    with pytest.raises(ValueError, match="curve_sequences"):
+        Config(curve_sequences=(2,), curve_steps=(1,))
+    assert (Config.quick().distill_sequences, Config.quick().distill_steps) == (12_000, 3000)
+    cfg = dataclasses.replace(Config.tiny(), horizons=(16,), curve_sequences=(30, 60), curve_steps=(2, 3),
+                              curve_seeds=2)
+    ctx = RunContext(seed=0, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False,
+                     streams=STREAMS)
+    out = run(cfg, ctx)
+    curve = out.metrics["budget_curve"]
+    assert len([k for k in curve if k.startswith("robust_over_raw_student_")]) == 4  # 2 budgets x 2 replicates
+    raw = out.metrics["distilled_raw"]["regret_per_round_T24"]
+    for key, value in curve.items():
+        if key.startswith("robust_over_raw_student_"):
+            tag = key[len("robust_over_raw_student_"):]
+            assert value == pytest.approx(curve[f"robust_student_regret_{tag}"] / raw)
+    assert out.curves["budget_curve"]["labels"] == ["30 x 2", "60 x 3"]

@@ -37,4 +37,19 @@ def plot(data: dict) -> dict:
     ax2.set_title(rc["title"], fontsize=9)
     ax2.grid(True, alpha=0.3)
     ax2.legend(fontsize="small")
-    return {"robust_ntp.png": fig}
+    out = {"robust_ntp.png": fig}
+    bc = data["curves"].get("budget_curve")
+    if bc:
+        fig2, axes2 = subplots(1, 1, panel=(5.5, 4.0))
+        ax3 = axes2[0, 0]
+        for name, ys in bc["series"].items():
+            ax3.plot(values(bc["x"]), values(ys), marker="o", ls="", label=name)
+        ax3.axhline(0.5, color="k", ls="--", lw=1, label="bar (< 0.5)")
+        ax3.set_xticks(values(bc["x"]), bc["labels"], fontsize=7)
+        ax3.set_xlabel(bc["xlabel"])
+        ax3.set_ylabel(bc["ylabel"])
+        ax3.set_title(bc["title"], fontsize=9)
+        ax3.grid(True, alpha=0.3)
+        ax3.legend(fontsize="small")
+        out["budget_curve.png"] = fig2
+    return out
