@@ -121,9 +121,9 @@ def _apply_tail(tail: TailCorrection | None, recorder: TrajectoryRecorder, param
     return tail.apply(params_now, v, time, damping)
 
 
-def _batch_size(recorder: TrajectoryRecorder) -> int:
-    sizes = [r.batch_ids.numel() for r in recorder.steps if r.kind == "sgd"]
-    return max(1, round(sum(sizes) / len(sizes))) if sizes else 1
+def _batch_size(recorder: TrajectoryRecorder, step: int) -> int:
+    """B of the deleted step's batch (the unit of a public HVP's cost; O(1), not a scan of the run)."""
+    return max(1, int(recorder.batch_ids(step).numel()))
 
 
 def _propagate(
@@ -210,7 +210,7 @@ def truncated_correction(
         windows.append(k_star)
     cost = calls * float(hvp.grad_equivalents)
     if tail is not None:
-        cost += tail_calls * tail.call_cost(_batch_size(recorder))
+        cost += tail_calls * tail.call_cost(_batch_size(recorder, steps[0]))
     return Correction(vector=total, batch_steps=steps, windows=tuple(windows), hvp_calls=calls,
                       grad_equivalents=cost, tail_calls=tail_calls)
 
@@ -253,7 +253,7 @@ def correction_path(
         v, extra = _apply_tail(tail, recorder, params_now, v, batch_step, now_step, k_star, skip, damping)
         cost = n * float(hvp.grad_equivalents)
         if tail is not None:
-            cost += extra * tail.call_cost(_batch_size(recorder))
+            cost += extra * tail.call_cost(_batch_size(recorder, batch_step))
         out[window] = Correction(vector=v, batch_steps=(batch_step,), windows=(k_star,), hvp_calls=n,
                                  grad_equivalents=cost, tail_calls=extra)
     return out

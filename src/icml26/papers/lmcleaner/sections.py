@@ -130,14 +130,28 @@ def _mia(problem: SupervisedProblem, theta: Tensor, x_in: Tensor, y_in: Tensor, 
     return loss_threshold_mia_auc(member.cpu().numpy(), nonmember.cpu().numpy())
 
 
-def _best_time(fn: Callable[[], Any], repeats: int) -> tuple[Any, float]:
-    """``fn()``'s result and its fastest wall time over ``repeats`` calls (the least disturbed by other load)."""
-    times, out = [], None
-    for _ in range(repeats):
-        start = time.perf_counter()
-        out = fn()
-        times.append(time.perf_counter() - start)
-    return out, float(np.min(times))
+def _timing_rounds(arms: dict[str, Callable[[], Any]], measure_units: Callable[[], UnitCosts],
+                   rounds: int) -> tuple[dict[str, float], UnitCosts]:
+    """Interleaved timing: after one warm-up call of each arm, ``rounds`` rounds of (the unit costs, then
+    every arm once). Returns the median over rounds of each arm's seconds and of each unit cost, so that
+    the per-request model's prediction and the measurement it is compared with saw the same load."""
+    for fn in arms.values():
+        fn()
+    walls: dict[str, list[float]] = {name: [] for name in arms}
+    units: list[UnitCosts] = []
+    for _ in range(rounds):
+        units.append(measure_units())
+        for name, fn in arms.items():
+            start = time.perf_counter()
+            fn()
+            walls[name].append(time.perf_counter() - start)
+
+    def median(values: list[float]) -> float:
+        return float(np.median(values))
+
+    return ({name: median(times) for name, times in walls.items()},
+            UnitCosts(**{f: median([getattr(u, f) for u in units]) for f in ("sgd_step", "hvp", "rebuild_step",
+                                                                          "tail_hvp")}))
 
 
 @contextlib.contextmanager
@@ -165,7 +179,7 @@ class ArmResult:
     calibrated: float | None = None
     """Cost in gradient-equivalents from the measured unit costs (``UnitCosts``; timing, so it varies)."""
     wall: float | None = None
-    """Seconds (fastest of repeats) for the arms that are timed."""
+    """Seconds (median of the interleaved timing rounds) for the arms that are timed."""
     predicted_wall: float | None = None
     """Seconds the per-request cost model predicts (timed arms)."""
     residual: float = math.nan
@@ -255,15 +269,23 @@ def lag_sweep(kind: str, data: MixtureData, config, ctx: RunContext) -> SweepRes
     for lag in ctx.progress(config.lags, desc=f"lags {kind}"):
         tau = t_z + lag
         theta_now = snapshots[tau]
-        # unit costs, measured right before this lag's timings (so that both see the same machine load),
-        # on a recorded batch after t_z: the calibration of every cost at this lag
-        units = measure_unit_costs(problem, recorder, theta_now, t_z + 1, ExactHVP(problem), tail=tail,
-                                   repeats=config.timing_unit_repeats, rebuild_span=lag)
-        ideal, t_replay = _best_time(
-            lambda: replay_counterfactual(problem, recorder, theta_now, canaries, tau), repeats)
-        retrain, t_retrain = _best_time(
-            lambda: retrain_from_scratch(problem, recorder, theta_now, canaries, tau), repeats)
+        ideal = replay_counterfactual(problem, recorder, theta_now, canaries, tau)
+        retrain = retrain_from_scratch(problem, recorder, theta_now, canaries, tau)
         theta_ideal = ideal.params
+        # timings in interleaved rounds: each round measures the unit costs (on recorded batches after t_z)
+        # and then times every arm once, back to back, so that a round's prediction and its measurement
+        # see the same machine load; medians over the rounds
+        walls, units = _timing_rounds({
+            "lmcleaner": lambda: lmcleaner_unlearn(problem, recorder, theta_now, canaries, tau, window=k_head,
+                                                   hvp=ExactHVP(problem)),
+            "lmcleaner_tail": lambda: lmcleaner_unlearn(problem, recorder, theta_now, canaries, tau, window=k_head,
+                                                        hvp=ExactHVP(problem), tail=tail),
+            "replay": lambda: replay_counterfactual(problem, recorder, theta_now, canaries, tau),
+            "retrain": lambda: retrain_from_scratch(problem, recorder, theta_now, canaries, tau),
+        }, lambda: measure_unit_costs(problem, recorder, theta_now, t_z + 1, ExactHVP(problem), tail=tail,
+                                      repeats=config.timing_unit_repeats, rebuild_span=lag,
+                                      hvp_block=max(1, k_head)), repeats)
+        t_method, t_tail, t_replay, t_retrain = (walls[a] for a in ("lmcleaner", "lmcleaner_tail", "replay", "retrain"))
         row = LagResult(lag=lag, tau=tau, denominator=float((theta_now - theta_ideal).norm()),
                         retrain_gap=float((retrain.params - theta_ideal).norm()), curves={}, costs={}, arms={})
 
@@ -291,13 +313,6 @@ def lag_sweep(kind: str, data: MixtureData, config, ctx: RunContext) -> SweepRes
         # the linearisation floor: exact propagation over the whole lag (K* = L − 1)
         full = correction_path(recorder, theta_now, t_z, tau, windows=[lag], hvp=ExactHVP(problem))[lag]
         row.floor = relative_residual(theta_now - full.vector, theta_ideal, theta_now)
-        # wall time of the method itself, side by side with replay and retraining
-        _, t_method = _best_time(
-            lambda: lmcleaner_unlearn(problem, recorder, theta_now, canaries, tau, window=k_head,
-                                      hvp=ExactHVP(problem)), repeats)
-        _, t_tail = _best_time(
-            lambda: lmcleaner_unlearn(problem, recorder, theta_now, canaries, tau, window=k_head,
-                                      hvp=ExactHVP(problem), tail=tail), repeats)
         # equal compute at the nominal cost (deterministic, so the ascent arms repeat exactly): K HVPs × 2
         budget = row.arms["lmcleaner"].grad_eq
         ga_steps = max(1, round(budget))                     # one forget batch = one gradient
