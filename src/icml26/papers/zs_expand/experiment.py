@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from icml26.common.config import validate_numbers
+from icml26.common.seeding import torch_threads
 from icml26.contract import Outcome, RunContext
 from icml26.papers.zs_expand.analysis import gzsl_scores, intervention_variance, per_class_accuracy, ratio, \
     restricted_predictions
@@ -224,14 +225,9 @@ def _expanders(config: Config, ctx: RunContext, true_groups: np.ndarray) -> dict
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    previous = torch.get_num_threads()
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    ctx.provenance["torch_threads_used"] = torch.get_num_threads()
-    try:
+    with torch_threads(config.threads) as used:
+        ctx.provenance["torch_threads_used"] = used
         return _run(config, ctx)
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _run(config: Config, ctx: RunContext) -> Outcome:
