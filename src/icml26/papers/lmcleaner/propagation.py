@@ -109,8 +109,10 @@ def remaining_time(recorder: TrajectoryRecorder, batch_step: int, now_step: int,
                    skip: frozenset[int] = frozenset()) -> float:
     """T = Σ η_s over the propagators the window left out: s = t_z + K* + 1 … τ − 1, except deleted
     (``skip``) and identity steps (edits, removed batches)."""
-    return float(sum(recorder.lr(s) for s in range(batch_step + k_star + 1, now_step)
-                     if s not in skip and not recorder.is_identity(s)))
+    start = batch_step + k_star + 1
+    # one pass over the step records (no per-step method calls: this runs over the whole lag)
+    return float(sum(record.lr for s, record in enumerate(recorder.steps[start:now_step], start=start)
+                     if s not in skip and record.kind != "edit" and not record.removed))
 
 
 def _apply_tail(tail: TailCorrection | None, recorder: TrajectoryRecorder, params_now: Tensor, v: Tensor,
