@@ -443,3 +443,81 @@ def test_property_lsq_recovers_exact_moments_up_to_scale(seed, alpha):
     iv = [None if v is None else dataclasses.replace(v, strength=alpha * v.strength) for v in iv]
     est = fit_lsq(_regimes(scaled, iv), iv)
     assert scale_aligned_error(est, scaled, part="all") < 1e-7
+
+
+# --------------------------------------------------------------------------- issue #28
+from icml26.papers.ou_steady.analysis import nullity_summary, oracle_choice  # noqa: E402
+
+
+def test_refined_recursive_minimises_the_joint_objective_under_its_scale_convention():
+    """The refinement solves the joint weighted least squares of every regime on the support with
+    the scale fixed along the recursive estimate z₀ (⟨z₀, z⟩ = ‖z₀‖²), reported in the recursive
+    convention (Σ_root d = |root|): from exact moments it recovers the truth; on sample moments its
+    scale-free objective f(z)/⟨z₀, z⟩² is at most the recursive pass's (z₀ is feasible), and it is a
+    stationary point (G z is parallel to z₀, the constraint's normal)."""
+    from icml26.papers.ou_steady.equations import moment_system
+
+    process, support, components, iv = _system(2)
+    refined = fit_recursive(_regimes(process, iv), iv, support, refine=True)
+    assert refined.method == "recursive_refined"
+    assert _common_scale(refined, process)[1] < 1e-8
+    sampled = _regimes(process, iv, 5_000, np.random.default_rng(1))
+    system = moment_system(sampled, iv, support)
+    gram = (system.matrix.T @ (system.weight[:, None] * system.matrix.toarray()))
+
+    def packed(est):
+        return system.layout.pack(est.drift, est.const, est.diffusion, est.strengths)
+
+    plain, fine = fit_recursive(sampled, iv, support), fit_recursive(sampled, iv, support, refine=True)
+    for est in (plain, fine):
+        assert est.diffusion[components[0]].sum() == pytest.approx(len(components[0]))
+    z0, z = packed(plain), packed(fine)
+    f_plain = float(z0 @ gram @ z0) / float(z0 @ z0) ** 2
+    f_fine = float(z @ gram @ z) / float(z0 @ z) ** 2
+    assert f_fine <= f_plain * (1 - 1e-3)
+    grad = gram @ z
+    lam = grad @ z0 / (z0 @ z0)
+    assert np.abs(grad - lam * z0).max() < 1e-8 * max(1.0, np.abs(grad).max())
+    with pytest.raises(TypeError, match="refine"):
+        fit_recursive(_regimes(process, iv), iv, support, refine="yes")
+
+
+def test_observational_data_with_the_support_identify_the_process():
+    process, support, _, _ = _system(6)
+    obs = [process.regime()]
+    assert identifiability_nullity(obs, [None], support) == 1
+    assert identifiability_nullity(obs, [None]) > 1
+    est = fit_lsq(obs, [None], support=support)
+    assert _common_scale(est, process)[1] < 1e-8
+    with pytest.raises(ValueError, match="support"):
+        fit_lsq(obs, [None])
+
+
+def test_knockouts_in_the_root_only_are_not_identified_without_the_support():
+    process, support, components, _ = _system(7)
+    ko = [Intervention(comp[0], "knockout") for comp in components]
+    every = [None, *ko]
+    root = [None, ko[0]]
+    assert identifiability_nullity(_regimes(process, every), every) == 1
+    assert identifiability_nullity(_regimes(process, root), root) >= 2
+    # with the support the root-only design is identified (the observational moments already are)
+    assert identifiability_nullity(_regimes(process, root), root, support) == 1
+    # and the estimator lands off the truth on the downstream rows when it is not identified
+    est = fit_lsq(_regimes(process, root), root)
+    downstream = [i for comp in components[1:] for i in comp]
+    assert scale_aligned_error(est, process, nodes=downstream) > 1e-3
+
+
+def test_nullity_summary_oracle_choice_and_slope_window_by_hand():
+    assert nullity_summary([1, 3, 2, 1]) == {"min": 1.0, "median": 1.5, "max": 3.0}
+    with pytest.raises(ValueError):
+        nullity_summary([])
+    assert oracle_choice([0.3, 0.1, 0.2, 0.1]) == 1
+    assert oracle_choice([np.nan, 0.5, np.nan]) == 1
+    assert oracle_choice([np.nan, np.nan]) == 0
+    # errors saturate at N = 100 (0.12), then fall as N^-1/2 from N = 1000: the slope over N >= 1000 is -1/2,
+    # and the saturated point flattens the slope over every N
+    errors = np.array([[1e-12], [0.12], [0.1], [0.1 / np.sqrt(10)], [0.01]])
+    row = arm_metrics(errors, [100, 1_000, 10_000, 100_000], np.array([0.1]), np.array([0.2]), slope_from=1_000)
+    assert row["slope"] == pytest.approx(-0.5, abs=1e-12)
+    assert arm_metrics(errors, [100, 1_000, 10_000, 100_000], np.array([0.1]), np.array([0.2]))["slope"] > -0.5

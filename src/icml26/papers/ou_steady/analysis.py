@@ -9,7 +9,8 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["arm_metrics", "error_ratio", "loglog_slope", "median_errors", "relative_error", "sample_size_tag"]
+__all__ = ["arm_metrics", "error_ratio", "loglog_slope", "median_errors", "nullity_summary", "oracle_choice",
+           "relative_error", "sample_size_tag"]
 
 
 def median_errors(errors: np.ndarray) -> np.ndarray:
@@ -51,8 +52,35 @@ def sample_size_tag(n: int) -> str:
     return f"N{n:.0e}".replace("+0", "")
 
 
+def nullity_summary(nullities: Sequence[int]) -> dict[str, float]:
+    """``{"min", "median", "max"}`` of the oracle's nullities over systems (1 = identified up to scale)."""
+    values = np.asarray(list(nullities), dtype=np.float64)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError("nullities must be a non-empty sequence of integers")
+    return {"min": float(values.min()), "median": float(np.median(values)), "max": float(values.max())}
+
+
+def oracle_choice(errors: Sequence[float]) -> int:
+    """Index of the smallest finite error (a grid value picked *with the truth*); ties go to the first.
+
+    All-NaN errors pick index 0."""
+    values = np.asarray(list(errors), dtype=np.float64)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError("errors must be a non-empty sequence")
+    finite = np.isfinite(values)
+    if not finite.any():
+        return 0
+    return int(np.argmin(np.where(finite, values, np.inf)))
+
+
+def _nanmedian(values) -> float:
+    """Median ignoring NaN; NaN (without numpy's warning) when every value is NaN."""
+    values = np.asarray(values, dtype=np.float64)
+    return float(np.nanmedian(values)) if np.isfinite(values).any() else float("nan")
+
+
 def arm_metrics(errors: np.ndarray, sizes: Sequence[int], heldout_mean: np.ndarray,
-                heldout_cov: np.ndarray) -> dict[str, float]:
+                heldout_cov: np.ndarray, *, slope_from: int = 0) -> dict[str, float]:
     """One arm's metrics row.
 
     Args:
@@ -62,15 +90,17 @@ def arm_metrics(errors: np.ndarray, sizes: Sequence[int], heldout_mean: np.ndarr
         heldout_mean, heldout_cov: ``(n_systems,)`` relative errors of the held-out
             intervention's predicted mean and covariance (NaN where the estimate was unstable).
 
-    Returns ``err_exact``, ``err_N…`` (medians), ``slope`` (:func:`loglog_slope` of the medians),
+    Returns ``err_exact``, ``err_N…`` (medians), ``slope`` (:func:`loglog_slope` of the medians at
+    the sizes N ≥ ``slope_from``),
     ``heldout_mean_err`` / ``heldout_cov_err`` (medians ignoring NaN) and ``heldout_unstable``
     (how many systems gave an unstable prediction).
     """
     med = median_errors(errors)
     row = {"err_exact": float(med[0])}
     row.update({f"err_{sample_size_tag(n)}": float(m) for n, m in zip(sizes, med[1:])})
-    row["slope"] = loglog_slope(sizes, [float(m) for m in med[1:]])
-    row["heldout_mean_err"] = float(np.nanmedian(heldout_mean))
-    row["heldout_cov_err"] = float(np.nanmedian(heldout_cov))
+    fit = [(n, float(m)) for n, m in zip(sizes, med[1:]) if n >= slope_from]
+    row["slope"] = loglog_slope([n for n, _ in fit], [m for _, m in fit]) if len(fit) >= 2 else float("nan")
+    row["heldout_mean_err"] = _nanmedian(heldout_mean)
+    row["heldout_cov_err"] = _nanmedian(heldout_cov)
     row["heldout_unstable"] = float(np.isnan(np.asarray(heldout_cov, dtype=np.float64)).sum())
     return row

@@ -2,19 +2,38 @@
 
 For each of ``n_systems`` random systems (n = 8, components of sizes 3, 3, 2 on a chain
 condensation), draw one soft-drift intervention per component plus a held-out one, and
-fit from exact moments and from N ∈ ``sample_sizes`` samples per regime:
+fit from exact moments and from N ∈ ``sample_sizes`` samples per regime. The arms come in
+two information classes (issue #28: method and baseline get the same information):
 
-* ``recursive`` — the paper's recursive algorithm (support known);
-* ``lsq`` — the paper's least-squares estimator over all regimes (no graph knowledge);
-* ``lsq_known_support`` — the same with the support given (ours, to separate the
-  estimator from the graph knowledge the recursive one uses);
-* ``observational_lyapunov`` — the baseline: observational data only, D = I assumed,
-  support known (without the support its system is underdetermined at λ = 0);
-* ``root_only_lsq`` — ablation: interventions in the root component only.
+given the support of B (the drift graph)
+  * ``recursive`` — the paper's recursive algorithm;
+  * ``recursive_refined`` — the same, then the joint least squares of every regime's
+    equations on the support (ours, issue #28);
+  * ``lsq_known_support`` — the paper's least-squares estimator with the support;
+  * ``observational_lyapunov`` — the baseline: observational data only, D = I assumed;
+  * ``observational_unknown_d`` — observational data only, D unknown (with the support the
+    observational moments alone already identify the process: the oracle's nullity is 1);
 
-Reports the median scale-aligned drift error per N, its log-log slope, and the error of
-predicting the held-out intervention's mean and covariance (its strength fitted on a
-``calibration_fraction`` of that regime's samples).
+without the support
+  * ``lsq`` — the paper's least-squares estimator over all regimes;
+  * ``observational_lyapunov_free`` — the baseline without the support: GCLM-style ℓ1
+    (its λ = 0 system is underdetermined), λ picked per system *with the truth* from
+    ``baseline_l1_grid`` (an oracle choice that favours the baseline);
+
+and the ablations, least squares without the support:
+  * ``root_only_lsq`` — soft-drift interventions in the root component only;
+  * ``knockout_lsq`` / ``knockout_root_only_lsq`` — a knockout in every component vs in
+    the root only (where missing interventions make the process unidentifiable).
+
+Also the identifiability oracle's nullity at exact moments on the first ``nullity_systems``
+systems for every design (knockouts per component / root only, soft drift per component /
+root only, observational only; each with and without the support).
+
+Reports the median scale-aligned drift error per N, its log-log slope (over N ≥
+``slope_from``), and the error of predicting the held-out intervention's mean and
+covariance (its strength fitted on a ``calibration_fraction`` of that regime's samples).
+One master seed is one replicate of ``n_systems`` systems (medians over systems); the
+sweep over master seeds (``--seeds``) gives the intervals.
 """
 
 from __future__ import annotations
@@ -34,21 +53,41 @@ from icml26.papers.ou_steady import (
     fit_observational_lyapunov,
     fit_recursive,
     fit_strength,
+    identifiability_nullity,
     predict,
     random_scc_system,
     scale_aligned_error,
 )
-from icml26.papers.ou_steady.analysis import arm_metrics, error_ratio, relative_error, sample_size_tag
+from icml26.papers.ou_steady.analysis import (
+    arm_metrics,
+    error_ratio,
+    nullity_summary,
+    oracle_choice,
+    relative_error,
+    sample_size_tag,
+)
 from icml26.papers.ou_steady.claims import CHECKS
 from icml26.papers.ou_steady.figures import plot
 
-__all__ = ["ARMS", "CHECKS", "STREAMS", "ArmFits", "Config", "RecoverySweep", "plot", "run"]
+__all__ = ["ARMS", "CHECKS", "DESIGNS", "DETERMINISTIC_ACROSS_CPUS", "STREAMS", "ArmFits", "Config", "RecoverySweep", "plot", "run"]
 
-ARMS = ("recursive", "lsq", "lsq_known_support", "observational_lyapunov", "root_only_lsq")
+ARMS = ("recursive", "recursive_refined", "lsq_known_support", "observational_lyapunov", "observational_unknown_d",
+        "lsq", "observational_lyapunov_free", "root_only_lsq", "knockout_lsq", "knockout_root_only_lsq")
+
+#: The designs of the identifiability table: (interventions, support known?).
+DESIGNS = ("knockout_per_component", "knockout_root_only", "soft_drift_per_component", "soft_drift_root_only",
+           "observational")
+
+#: Float64 NumPy/SciPy only: the same seed gives the same numbers on any CPU (tests/test_reproductions.py
+#: compares a rerun with the committed seeds to 1e-9).
+DETERMINISTIC_ACROSS_CPUS = True
 
 #: Named random streams (name -> the integer offset the earlier bare-offset API used, so numbers stay).
 STREAMS = {"system": 0}
-"""``system``: system ``i`` draws its process, interventions and samples from ``rng("system", i)``."""
+"""``system``: system ``i`` draws its process, soft interventions and held-out intervention from
+``rng("system", i)``; ``knockout``: its knockout targets (the first stable node from a random draw per component);
+``samples``: the samples of data setting
+``s`` of system ``i`` from ``rng("samples", 64·i + s)`` (every setting and regime its own draw)."""
 
 
 @dataclasses.dataclass
@@ -56,7 +95,7 @@ class Config:
     """Synthetic recovery experiment (the brief's CPU plan, §4.1)."""
 
     n_systems: int = dataclasses.field(default=100, metadata={"min": 1})
-    """Random systems per setting."""
+    """Random systems per master seed (medians are over them)."""
     scc_sizes: tuple[int, ...] = (3, 3, 2)
     """Sizes of the strongly connected components (n = their sum)."""
     condensation: Literal["chain", "v"] = "chain"
@@ -69,14 +108,24 @@ class Config:
     """Lower end of the soft-intervention strengths κ ~ U(low, high)."""
     strength_high: float = 2.0
     """Upper end of κ."""
-    sample_sizes: tuple[int, ...] = (1_000, 10_000, 100_000, 1_000_000)
-    """Samples per regime (exact moments are always fitted too)."""
+    sample_sizes: tuple[int, ...] = (100, 1_000, 10_000, 100_000, 1_000_000)
+    """Samples per regime (exact moments are always fitted too); 10²–10³ is the range of a
+    perturbation screen's cells per regime."""
+    slope_from: int = 1_000
+    """The log-log slope is fitted over the sizes N ≥ this (below, errors saturate near 1)."""
+    screen_sizes: tuple[int, int] = (100, 1_000)
+    """The realistic cells-per-regime range of perturbation screens, marked on the error curve."""
     l1: float = dataclasses.field(default=0.0, metadata={"min": 0.0})
-    """ℓ1 weight for the least-squares estimators and the baseline (same for all)."""
+    """ℓ1 weight for the least-squares estimators and the support-aware baseline (same for all)."""
+    baseline_l1_grid: tuple[float, ...] = (1e-5, 1e-4, 1e-3, 1e-2)
+    """λ grid of the support-free baseline (the λ with the smallest error *against the truth* is
+    used, per system and data setting: an oracle choice, in the baseline's favour)."""
     calibration_fraction: float = 0.1
     """Share of the held-out regime's samples used to fit its unknown strength."""
     bar_samples: int = 100_000
     """The N at which the issue's bars are checked (must be one of ``sample_sizes``)."""
+    nullity_systems: int = dataclasses.field(default=20, metadata={"min": 1})
+    """Systems (the first ones) on which the oracle's nullity is computed for every design."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -85,9 +134,11 @@ class Config:
         if len(self.scc_sizes) < 2 or min(self.scc_sizes) < 1:
             raise ValueError(f"scc_sizes={self.scc_sizes} needs at least two components (root and downstream) "
                              "of at least one node each")
-        if len(self.sample_sizes) < 2 or min(self.sample_sizes) < 20:
-            raise ValueError(f"sample_sizes={self.sample_sizes} needs at least two sizes (for the slope), "
-                             "each at least 20")
+        if min(self.sample_sizes) < 20 or list(self.sample_sizes) != sorted(set(self.sample_sizes)):
+            raise ValueError(f"sample_sizes={self.sample_sizes} must be increasing, each at least 20")
+        if sum(n >= self.slope_from for n in self.sample_sizes) < 2:
+            raise ValueError(f"sample_sizes={self.sample_sizes} needs at least two sizes >= slope_from="
+                             f"{self.slope_from} (for the slope)")
         if not 0 < self.strength_low < self.strength_high:
             raise ValueError(f"strength_low={self.strength_low}, strength_high={self.strength_high}: "
                              "need 0 < strength_low < strength_high")
@@ -95,6 +146,11 @@ class Config:
             raise ValueError(f"bar_samples={self.bar_samples} must be one of sample_sizes={self.sample_sizes}")
         if not 0 < self.calibration_fraction < 1:
             raise ValueError(f"calibration_fraction={self.calibration_fraction} must be in (0, 1)")
+        if not self.baseline_l1_grid or min(self.baseline_l1_grid) <= 0:
+            raise ValueError(f"baseline_l1_grid={self.baseline_l1_grid} must be non-empty and positive "
+                             "(without the support the baseline needs an l1 penalty)")
+        if len(self.screen_sizes) != 2 or not 0 < self.screen_sizes[0] < self.screen_sizes[1]:
+            raise ValueError(f"screen_sizes={self.screen_sizes} must be (low, high) with 0 < low < high")
 
     @classmethod
     def quick(cls) -> "Config":
@@ -102,7 +158,8 @@ class Config:
 
     @classmethod
     def tiny(cls) -> "Config":
-        return cls(n_systems=2, sample_sizes=(1_000, 10_000), bar_samples=10_000)
+        return cls(n_systems=2, sample_sizes=(1_000, 10_000), bar_samples=10_000, nullity_systems=2,
+                   baseline_l1_grid=(1e-3,))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -110,10 +167,15 @@ class ArmFits:
     """Every arm's estimate on one system and one data setting (fields in ``ARMS`` order)."""
 
     recursive: OUEstimate
-    lsq: OUEstimate
+    recursive_refined: OUEstimate
     lsq_known_support: OUEstimate
     observational_lyapunov: OUEstimate
+    observational_unknown_d: OUEstimate
+    lsq: OUEstimate
+    observational_lyapunov_free: OUEstimate
     root_only_lsq: OUEstimate
+    knockout_lsq: OUEstimate
+    knockout_root_only_lsq: OUEstimate
 
     def items(self):
         return [(arm, getattr(self, arm)) for arm in ARMS]
@@ -124,37 +186,81 @@ class RecoverySweep:
     """The raw errors of the sweep over systems and data settings.
 
     ``settings`` is ``["exact", *sample_sizes]``; arrays are indexed ``[arm, setting, system]``
-    (``errors``), ``[setting, system]`` (the ablation's per-block errors) or ``[arm, system]``
-    (held-out predictions at ``bar_samples``, NaN where the estimate was unstable).
+    (``errors``, ``downstream``: the error on the downstream components' rows) or ``[arm,
+    system]`` (held-out predictions at ``bar_samples``, NaN where the estimate was unstable);
+    ``nullity[design][support]`` lists the oracle's nullity per system; ``baseline_l1`` the
+    λ the oracle picked for the support-free baseline at ``bar_samples``.
     """
 
     settings: list
     errors: np.ndarray
-    downstream_root_only: np.ndarray
-    downstream_all: np.ndarray
-    root_root_only: np.ndarray
+    downstream: np.ndarray
     heldout_mean: np.ndarray
     heldout_cov: np.ndarray
+    nullity: dict[str, dict[str, list[int]]]
+    baseline_l1: list[float]
 
 
-def _fit_all(regimes, interventions, support, components, l1) -> ArmFits:
+def _knockouts(process, components, rng) -> tuple[list[Intervention], list]:
+    """One knockout per component (a random node; root first) and ``[process, *knocked-out processes]``.
+
+    A principal submatrix of a Hurwitz drift need not be Hurwitz (the non-reversible coupling),
+    so knocking a node out can leave no stationary law; then the component's other nodes are
+    tried in order (the first draw is kept whenever it is stable)."""
+    knockouts, processes = [], [process]
+    for comp in components:
+        first = int(rng.choice(comp))
+        for target in [first, *(int(t) for t in comp if t != first)]:
+            try:
+                knocked = process.intervene(Intervention(target, "knockout"))
+            except ValueError:  # not Hurwitz: try the next node of this component
+                continue
+            knockouts.append(Intervention(target, "knockout"))
+            processes.append(knocked)
+            break
+        else:
+            raise ValueError(f"no single-node knockout of component {comp} leaves a stable process")
+    return knockouts, processes
+
+
+def _designs(interventions, knockouts):
+    """The interventions of each oracle design (root first in both lists)."""
+    return {
+        "knockout_per_component": [None, *knockouts],
+        "knockout_root_only": [None, knockouts[0]],
+        "soft_drift_per_component": list(interventions),
+        "soft_drift_root_only": list(interventions[:2]),
+        "observational": [None],
+    }
+
+
+def _fit_all(regimes, interventions, ko_regimes, knockouts, support, components, config, process) -> tuple[ArmFits, float]:
     root = components[0]
     root_only = [k for k, iv in enumerate(interventions) if iv is None or iv.target in root]
-    return ArmFits(
+    # the support-free baseline: ℓ1 is required, its λ picked against the truth (in its favour)
+    free = [fit_observational_lyapunov(regimes[0], l1=lam, max_iter=3_000, tol=1e-7) for lam in config.baseline_l1_grid]
+    pick = oracle_choice([scale_aligned_error(f, process) for f in free])
+    fits = ArmFits(
         recursive=fit_recursive(regimes, interventions, support),
-        lsq=fit_lsq(regimes, interventions, l1=l1),
-        lsq_known_support=fit_lsq(regimes, interventions, l1=l1, support=support),
-        # the baseline gets the true support: with it, observational moments identify B when
-        # D is known, so its only error is the D = I assumption (the strongest version of it)
-        observational_lyapunov=fit_observational_lyapunov(regimes[0], l1=l1, support=support),
-        root_only_lsq=fit_lsq([regimes[k] for k in root_only], [interventions[k] for k in root_only], l1=l1),
+        recursive_refined=fit_recursive(regimes, interventions, support, refine=True),
+        lsq_known_support=fit_lsq(regimes, interventions, l1=config.l1, support=support),
+        # with the support, observational moments identify B when D is known, so the baseline's
+        # only error is the D = I assumption
+        observational_lyapunov=fit_observational_lyapunov(regimes[0], l1=config.l1, support=support),
+        observational_unknown_d=fit_lsq(regimes[:1], [None], l1=config.l1, support=support),
+        lsq=fit_lsq(regimes, interventions, l1=config.l1),
+        observational_lyapunov_free=free[pick],
+        root_only_lsq=fit_lsq([regimes[k] for k in root_only], [interventions[k] for k in root_only], l1=config.l1),
+        knockout_lsq=fit_lsq(ko_regimes, [None, *knockouts], l1=config.l1),
+        knockout_root_only_lsq=fit_lsq(ko_regimes[:2], [None, knockouts[0]], l1=config.l1),
     )
+    return fits, float(config.baseline_l1_grid[pick])
 
 
 def _heldout_errors(estimate, heldout: Intervention, calib: Regime, exact: Regime) -> tuple[float, float]:
     probe = dataclasses.replace(heldout, strength=1.0)
-    strength = fit_strength(estimate, probe, calib)
     try:
+        strength = fit_strength(estimate, probe, calib)
         mean, cov = predict(estimate, dataclasses.replace(heldout, strength=strength))
     except ValueError:  # the estimate (or its intervened version) is not stable
         return float("nan"), float("nan")
@@ -163,11 +269,12 @@ def _heldout_errors(estimate, heldout: Intervention, calib: Regime, exact: Regim
 
 def _sweep(config: Config, ctx: RunContext) -> RecoverySweep:
     settings = ["exact", *config.sample_sizes]
-    shape = (len(settings), config.n_systems)
-    errors = np.full((len(ARMS), *shape), np.nan)
-    downstream, downstream_full, root_err = np.full(shape, np.nan), np.full(shape, np.nan), np.full(shape, np.nan)
+    shape = (len(ARMS), len(settings), config.n_systems)
+    errors, downstream = np.full(shape, np.nan), np.full(shape, np.nan)
     heldout_mean = np.full((len(ARMS), config.n_systems), np.nan)
     heldout_cov = np.full((len(ARMS), config.n_systems), np.nan)
+    nullity: dict[str, dict[str, list[int]]] = {d: {"full": [], "known": []} for d in DESIGNS}
+    baseline_l1: list[float] = []
     for system in ctx.progress(range(config.n_systems), desc="ou_steady systems"):
         rng = ctx.rng("system", system)
         process, support, components = random_scc_system(
@@ -180,90 +287,145 @@ def _sweep(config: Config, ctx: RunContext) -> RecoverySweep:
         ]
         held = Intervention(int(rng.integers(process.n)), "soft_drift",
                             float(rng.uniform(config.strength_low, config.strength_high)))
+        knockouts, ko_processes = _knockouts(process, components, ctx.rng("knockout", system))
         processes = [process.intervene(iv) for iv in interventions]
         downstream_nodes = [i for comp in components[1:] for i in comp]
+        if system < config.nullity_systems:
+            exact = {id(p): p.regime() for p in (*processes, *ko_processes)}
+            by_iv = {None: process.regime()}
+            by_iv.update({iv: exact[id(p)] for iv, p in zip(interventions[1:], processes[1:])})
+            by_iv.update({iv: exact[id(p)] for iv, p in zip(knockouts, ko_processes[1:])})
+            for design, ivs in _designs(interventions, knockouts).items():
+                regs = [by_iv[iv] for iv in ivs]
+                nullity[design]["full"].append(identifiability_nullity(regs, ivs))
+                nullity[design]["known"].append(identifiability_nullity(regs, ivs, support))
         for s, setting in enumerate(settings):
             if setting == "exact":
                 regimes = [p.regime() for p in processes]
+                ko_regimes = [p.regime() for p in ko_processes]
             else:
-                regimes = [p.regime(setting, rng) for p in processes]
-            fits = _fit_all(regimes, interventions, support, components, config.l1)
+                draw = ctx.rng("samples", 64 * system + s)
+                regimes = [p.regime(setting, draw) for p in processes]
+                ko_regimes = [p.regime(setting, draw) for p in ko_processes]
+            fits, lam = _fit_all(regimes, interventions, ko_regimes, knockouts, support, components, config, process)
             for a, (_, estimate) in enumerate(fits.items()):
                 errors[a, s, system] = scale_aligned_error(estimate, process)
-            downstream[s, system] = scale_aligned_error(fits.root_only_lsq, process, nodes=downstream_nodes)
-            downstream_full[s, system] = scale_aligned_error(fits.lsq, process, nodes=downstream_nodes)
-            root_err[s, system] = scale_aligned_error(fits.root_only_lsq, process, nodes=components[0])
+                downstream[a, s, system] = scale_aligned_error(estimate, process, nodes=downstream_nodes)
             if setting == config.bar_samples:
+                baseline_l1.append(lam)
                 held_process = process.intervene(held)
                 n_cal = max(20, int(config.calibration_fraction * setting))
-                calib = held_process.regime(n_cal, rng)
-                exact = held_process.regime()
+                calib = held_process.regime(n_cal, ctx.rng("samples", 64 * system + 63))
+                exact_held = held_process.regime()
                 for a, (_, estimate) in enumerate(fits.items()):
-                    heldout_mean[a, system], heldout_cov[a, system] = _heldout_errors(estimate, held, calib, exact)
-    return RecoverySweep(settings, errors, downstream, downstream_full, root_err, heldout_mean, heldout_cov)
+                    heldout_mean[a, system], heldout_cov[a, system] = _heldout_errors(estimate, held, calib, exact_held)
+    return RecoverySweep(settings, errors, downstream, heldout_mean, heldout_cov, nullity, baseline_l1)
+
+
+_NULLITY_CHECKS = {  # check id -> (design, support, statistic)
+    "nullity_knockout_per_component": ("knockout_per_component", "full", "max"),
+    "nullity_knockout_root_only": ("knockout_root_only", "full", "min"),
+    "nullity_soft_drift_per_component": ("soft_drift_per_component", "full", "max"),
+    "nullity_observational": ("observational", "full", "min"),
+    "nullity_observational_known_support": ("observational", "known", "max"),
+}
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
     sweep = _sweep(config, ctx)
     sizes = list(config.sample_sizes)
     bar = sweep.settings.index(config.bar_samples)
-    metrics = {arm: arm_metrics(sweep.errors[a], sizes, sweep.heldout_mean[a], sweep.heldout_cov[a])
-               for a, arm in enumerate(ARMS)}
     tag = sample_size_tag(config.bar_samples)
-    med_downstream = float(np.median(sweep.downstream_root_only[bar]))
-    med_downstream_all = float(np.median(sweep.downstream_all[bar]))
-    metrics["root_only_lsq"].update({
-        "downstream_err_exact": float(np.median(sweep.downstream_root_only[0])),
-        f"downstream_err_{tag}": med_downstream,
-        f"root_err_{tag}": float(np.median(sweep.root_root_only[bar])),
-    })
-    metrics["lsq"][f"downstream_err_{tag}"] = med_downstream_all
+    metrics = {arm: arm_metrics(sweep.errors[a], sizes, sweep.heldout_mean[a], sweep.heldout_cov[a],
+                                slope_from=config.slope_from)
+               for a, arm in enumerate(ARMS)}
+    for a, arm in enumerate(ARMS):
+        metrics[arm]["downstream_err_exact"] = float(np.median(sweep.downstream[a, 0]))
+        metrics[arm][f"downstream_err_{tag}"] = float(np.median(sweep.downstream[a, bar]))
+    metrics["observational_lyapunov_free"]["l1_median"] = float(np.median(sweep.baseline_l1))
+    identifiability: dict[str, float] = {}
+    for design in DESIGNS:
+        for support in ("full", "known"):
+            summary = nullity_summary(sweep.nullity[design][support])
+            for stat in ("min", "max"):
+                identifiability[f"{design}_{support}_{stat}"] = summary[stat]
+    metrics["identifiability_oracle"] = identifiability
 
     at_bar = {arm: metrics[arm][f"err_{tag}"] for arm in ARMS}
-    base = at_bar["observational_lyapunov"]
+    ko = ARMS.index("knockout_lsq"), ARMS.index("knockout_root_only_lsq")
+    ko_ratio = error_ratio(metrics["knockout_root_only_lsq"][f"downstream_err_{tag}"],
+                           metrics["knockout_lsq"][f"downstream_err_{tag}"])
     checks = [
         CHECKS["recursive_exact"].measure(metrics["recursive"]["err_exact"]),
         CHECKS["lsq_exact"].measure(metrics["lsq"]["err_exact"]),
         CHECKS["recursive_at_bar_n"].measure(at_bar["recursive"], note=f"N = {config.bar_samples}"),
+        CHECKS["recursive_refined_at_bar_n"].measure(at_bar["recursive_refined"], note=f"N = {config.bar_samples}"),
         CHECKS["lsq_at_bar_n"].measure(at_bar["lsq"], note=f"N = {config.bar_samples}"),
-        CHECKS["baseline_over_recursive"].measure(error_ratio(base, at_bar["recursive"])),
-        CHECKS["baseline_over_lsq"].measure(error_ratio(base, at_bar["lsq"])),
-        CHECKS["root_only_downstream_exact"].measure(metrics["root_only_lsq"]["downstream_err_exact"]),
-        CHECKS["root_only_downstream_ratio"].measure(error_ratio(med_downstream, med_downstream_all)),
+        CHECKS["baseline_over_recursive"].measure(error_ratio(at_bar["observational_lyapunov"], at_bar["recursive"])),
+        CHECKS["baseline_over_recursive_refined"].measure(
+            error_ratio(at_bar["observational_lyapunov"], at_bar["recursive_refined"])),
+        CHECKS["baseline_over_lsq_known_support"].measure(
+            error_ratio(at_bar["observational_lyapunov"], at_bar["lsq_known_support"])),
+        CHECKS["baseline_free_over_lsq"].measure(error_ratio(at_bar["observational_lyapunov_free"], at_bar["lsq"]),
+                                                 note="baseline λ picked against the truth per system"),
+    ]
+    for cid, (design, support, stat) in _NULLITY_CHECKS.items():
+        checks.append(CHECKS[cid].measure(identifiability[f"{design}_{support}_{stat}"],
+                                          note=f"{stat} over {len(sweep.nullity[design][support])} systems"))
+    checks += [
+        CHECKS["root_only_knockout_downstream_exact"].measure(float(np.median(sweep.downstream[ko[1], 0]))),
+        CHECKS["root_only_knockout_downstream_ratio"].measure(ko_ratio, note=f"N = {config.bar_samples}"),
         CHECKS["recursive_slope_magnitude"].measure(metrics["recursive"]["slope"]),
         CHECKS["recursive_slope"].measure(metrics["recursive"]["slope"]),
         CHECKS["lsq_slope_magnitude"].measure(metrics["lsq"]["slope"]),
         CHECKS["lsq_slope"].measure(metrics["lsq"]["slope"]),
         CHECKS["heldout_cov_ratio"].measure(error_ratio(metrics["observational_lyapunov"]["heldout_cov_err"],
-                                                        metrics["lsq"]["heldout_cov_err"])),
+                                                        metrics["lsq_known_support"]["heldout_cov_err"])),
     ]
     curves = {
         "drift_error_vs_N": {
             "x": sizes,
             "series": {arm: [metrics[arm][f"err_{sample_size_tag(n)}"] for n in sizes] for arm in ARMS},
             "exact": {arm: metrics[arm]["err_exact"] for arm in ARMS},
+            "screen_sizes": list(config.screen_sizes),
             "xlabel": "samples per regime N",
             "ylabel": "median scale-aligned drift error",
-            "title": f"OU recovery, n={sum(config.scc_sizes)}, {config.n_systems} systems",
+            "title": f"OU recovery, n={sum(config.scc_sizes)}, {config.n_systems} systems per seed",
             "logx": True,
             "logy": True,
         },
     }
+    notes = _notes(config, metrics, sizes, tag)
+    dropped = [f"{arm}.{name}" for arm, row in metrics.items() for name, v in row.items() if not np.isfinite(v)]
+    if dropped:  # e.g. every held-out prediction of an unidentified arm unstable
+        notes.append("Not finite, left out of the metrics: " + ", ".join(dropped) + ".")
+    metrics = {arm: {k: v for k, v in row.items() if np.isfinite(v)} for arm, row in metrics.items()}
+    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
+
+
+def _notes(config: Config, metrics: dict, sizes: list[int], tag: str) -> list[str]:
     notes = []
+    small = [n for n in sizes if config.screen_sizes[0] <= n <= config.screen_sizes[1]]
+    if small:
+        notes.append("At perturbation-screen sizes (" + ", ".join(f"N={n}" for n in small) + "): " + "; ".join(
+            f"{arm} " + "/".join(f"{metrics[arm][f'err_{sample_size_tag(n)}']:.2f}" for n in small)
+            for arm in ("recursive_refined", "lsq_known_support", "lsq", "observational_lyapunov",
+                        "observational_unknown_d")) + " (median drift errors).")
+    oracle = metrics["identifiability_oracle"]
+    notes.append(
+        "Oracle nullity (min-max over systems; 1 = identified up to scale), full support / known support: "
+        + "; ".join(f"{d} {oracle[f'{d}_full_min']:.0f}-{oracle[f'{d}_full_max']:.0f} / "
+                    f"{oracle[f'{d}_known_min']:.0f}-{oracle[f'{d}_known_max']:.0f}" for d in DESIGNS) + ".")
+    notes.append(
+        f"Observational data only, at N={config.bar_samples}: D unknown with the support "
+        f"{metrics['observational_unknown_d'][f'err_{tag}']:.3f}, D = I with the support "
+        f"{metrics['observational_lyapunov'][f'err_{tag}']:.3f} (exact moments "
+        f"{metrics['observational_lyapunov']['err_exact']:.3f}: the D = I bias), D = I without the support "
+        f"{metrics['observational_lyapunov_free'][f'err_{tag}']:.3f} (median oracle λ "
+        f"{metrics['observational_lyapunov_free']['l1_median']:.0e}).")
     n_top = sizes[-1]
     if n_top > config.bar_samples:
         top = {arm: metrics[arm][f"err_{sample_size_tag(n_top)}"] for arm in ARMS}
-        notes.append(
-            f"At N={n_top}: recursive {top['recursive']:.3f}, lsq {top['lsq']:.3f}, "
-            f"lsq_known_support {top['lsq_known_support']:.3f}, baseline "
-            f"{top['observational_lyapunov']:.3f} (median drift errors)."
-        )
-    for arm in ("recursive", "lsq"):
-        if not at_bar[arm] < CHECKS[f"{arm}_at_bar_n"].target:
-            notes.append(
-                f"{arm}: median drift error {at_bar[arm]:.3f} at N={config.bar_samples} misses the issue's "
-                f"{CHECKS[f'{arm}_at_bar_n'].target:g} bar; exact moments give {metrics[arm]['err_exact']:.1e}, so "
-                "the gap is statistical, not a bias: the moment equations are weakly conditioned along per-node "
-                "time-scale directions (README)."
-            )
-    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
+        notes.append(f"At N={n_top}: " + ", ".join(f"{arm} {top[arm]:.3f}" for arm in ARMS[:7])
+                     + " (median drift errors).")
+    return notes

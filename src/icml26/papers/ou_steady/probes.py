@@ -27,6 +27,8 @@ from icml26.papers.ou_steady import (
     scale_aligned_error,
 )
 
+from icml26.papers.ou_steady.analysis import nullity_summary, oracle_choice  # noqa: E402
+
 MODULES: list = []
 
 
@@ -112,6 +114,17 @@ HOSTILE = [
     Probe("fit_lsq: max_iter 0", lambda: fit_lsq(_setup()[3], _setup()[2], max_iter=0), match="max_iter"),
     Probe("fit_lsq: NaN tol", lambda: fit_lsq(_setup()[3], _setup()[2], tol=_NAN), match="tol"),
     Probe("fit_lsq: observational only", lambda: fit_lsq(_setup()[3][:1], [None]), match="interventional"),
+    Probe("fit_lsq: observational only with the support",
+          lambda: fit_lsq(_setup()[3][:1], [None], support=_setup()[1]),
+          returns=lambda est: isinstance(est, OUEstimate) and np.isfinite(est.drift).all(),
+          doc="with a support the observational-only fit is allowed; it identifies the process only where "
+              "identifiability_nullity says 1 (on the 3-3-2 systems of the reproduction, not on this dense 2-2 one)"),
+    Probe("fit_recursive: refine not a bool",
+          lambda: fit_recursive(_setup()[3], _setup()[2], _setup()[1], refine=1), raises=TypeError, match="refine"),
+    Probe("nullity_summary: empty", lambda: nullity_summary([]), match="non-empty"),
+    Probe("oracle_choice: empty", lambda: oracle_choice([]), match="non-empty"),
+    Probe("oracle_choice: every error NaN", lambda: oracle_choice([_NAN, _NAN]), returns=lambda i: i == 0,
+          doc="no finite error: the first grid value"),
     Probe("fit_recursive: support None", lambda: fit_recursive(_setup()[3], _setup()[2], None), match="support"),
     Probe("fit_recursive: NaN rank_rtol",
           lambda: fit_recursive(_setup()[3], _setup()[2], _setup()[1], rank_rtol=_NAN), match="rank_rtol"),
