@@ -21,10 +21,10 @@ import time
 from typing import Any
 
 import numpy as np
-import torch
 
 from icml26.common.config import validate_numbers
 from icml26.common.data import load_digits_split
+from icml26.common.seeding import torch_threads
 from icml26.contract import Outcome, RunContext
 from icml26.papers.vimrag.analysis import iterations_to_reach, median_ratio, points_gap, spread_points, tail_mean
 from icml26.papers.vimrag.claims import CHECKS
@@ -119,14 +119,9 @@ class Config:
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    previous = torch.get_num_threads()
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    ctx.provenance["torch_threads_used"] = torch.get_num_threads()
-    try:
+    with torch_threads(config.threads) as used:
+        ctx.provenance["torch_threads_used"] = used
         return _run(config, ctx)
-    finally:
-        torch.set_num_threads(previous)
 
 
 def _run(config: Config, ctx: RunContext) -> Outcome:
