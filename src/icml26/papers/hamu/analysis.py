@@ -6,6 +6,7 @@ Each is tested against a hand computation in ``tests/papers/test_hamu.py``.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Sequence
 
 import numpy as np
@@ -15,11 +16,14 @@ __all__ = [
     "guarantee_share",
     "matched_point",
     "matched_window",
+    "paired_interval",
     "pareto_area",
     "pareto_front",
     "retain_margin_points",
+    "share_at_most",
     "smallest_decrease",
     "smallest_increase",
+    "window_front_mean",
 ]
 
 
@@ -55,6 +59,8 @@ def matched_point(forget_acc: Sequence[float], retain_acc: Sequence[float], *, r
 
     Matched: inside :func:`matched_window`. When no checkpoint is, the ones nearest the window
     (by distance in forget accuracy) are used. Ties in retain accuracy go to the first checkpoint.
+    Pass the accuracy to *select* on (the reproduction passes validation accuracy, and reports the
+    chosen checkpoint's test accuracy).
     """
     forget_acc, retain_acc = list(map(float, forget_acc)), list(map(float, retain_acc))
     if not forget_acc or len(forget_acc) != len(retain_acc):
@@ -68,15 +74,25 @@ def matched_point(forget_acc: Sequence[float], retain_acc: Sequence[float], *, r
     return MatchedPoint(index=best, hit=nearest == 0.0, low=low, high=high)
 
 
-def pareto_front(forget_acc: Sequence[float], retain_acc: Sequence[float], grid: Sequence[float]) -> np.ndarray:
+def pareto_front(forget_acc: Sequence[float], retain_acc: Sequence[float], grid: Sequence[float],
+                 report: Sequence[float] | None = None) -> np.ndarray:
     """Best retain accuracy among checkpoints with forget accuracy ≤ x, for every x of ``grid``
-    (NaN where no checkpoint forgets that much)."""
+    (NaN where no checkpoint forgets that much).
+
+    With ``report``, the checkpoint is chosen by ``retain_acc`` (e.g. validation accuracy; ties to the
+    first) and its ``report`` value (e.g. test accuracy) is returned instead.
+    """
     forget = np.asarray(forget_acc, dtype=np.float64)
     retain = np.asarray(retain_acc, dtype=np.float64)
-    if forget.shape != retain.shape or forget.ndim != 1:
-        raise ValueError(f"forget_acc {forget.shape} and retain_acc {retain.shape} must be 1-D of one length")
-    return np.array([retain[forget <= x + 1e-9].max() if (forget <= x + 1e-9).any() else np.nan
-                     for x in np.asarray(grid, dtype=np.float64)])
+    shown = retain if report is None else np.asarray(report, dtype=np.float64)
+    if forget.shape != retain.shape or forget.ndim != 1 or shown.shape != forget.shape:
+        raise ValueError(f"forget_acc {forget.shape}, retain_acc {retain.shape} and report {shown.shape} must be "
+                         "1-D of one length")
+    out = []
+    for x in np.asarray(grid, dtype=np.float64):
+        inside = np.flatnonzero(forget <= x + 1e-9)
+        out.append(shown[inside[np.argmax(retain[inside])]] if inside.size else np.nan)
+    return np.array(out)
 
 
 def pareto_area(grid: Sequence[float], front: Sequence[float]) -> float:
@@ -95,6 +111,26 @@ def pareto_area(grid: Sequence[float], front: Sequence[float]) -> float:
     return float(np.sum(np.diff(x) * (y[1:] + y[:-1]) / 2.0))
 
 
+def window_front_mean(grid: Sequence[float], front: Sequence[float], low: float, high: float) -> float:
+    """Mean height of a front over forget accuracy x ∈ [low, high]: the trapezoid area over the grid
+    points inside, divided by their span (NaN stretches count as 0: an arm that cannot forget that
+    much has no retain accuracy there). Needs at least two grid points inside."""
+    x = np.asarray(grid, dtype=np.float64)
+    y = np.nan_to_num(np.asarray(front, dtype=np.float64), nan=0.0)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"grid {x.shape} and front {y.shape} must be 1-D of one length")
+    inside = (x >= low - 1e-9) & (x <= high + 1e-9)
+    if inside.sum() < 2:
+        raise ValueError(f"[{low}, {high}] holds fewer than two grid points")
+    return pareto_area(x[inside], y[inside]) / float(x[inside][-1] - x[inside][0])
+
+
+def share_at_most(values: Sequence[float], level: float) -> float:
+    """Share of ``values`` that are ≤ ``level`` (NaN counts as above); NaN when there is none."""
+    values = np.asarray(values, dtype=np.float64)
+    return float(np.mean(values <= level)) if values.size else float("nan")
+
+
 def guarantee_share(ratios: np.ndarray, level: float = 0.9) -> float:
     """Share of steps whose realised forget-loss increase reaches ``level``·B (ratios = realised / B);
     NaN when there is no step."""
@@ -105,6 +141,29 @@ def guarantee_share(ratios: np.ndarray, level: float = 0.9) -> float:
 def retain_margin_points(method_retain: Sequence[float], baseline_retain: Sequence[float]) -> float:
     """100 × (mean method retain accuracy − mean baseline retain accuracy), in points."""
     return float(100 * (np.mean(method_retain) - np.mean(baseline_retain)))
+
+
+def paired_interval(method: Sequence[float], baseline: Sequence[float], *, scale: float = 100.0,
+                    confidence: float = 0.95) -> tuple[float, float, float]:
+    """``(mean, low, high)`` of ``scale`` × (method − baseline), paired per replicate: Student's t
+    interval ``mean ± t_{(1+confidence)/2, n−1}·sd/√n`` (``sd`` with ddof 1). Pairs holding NaN are
+    dropped; one pair gives the single value as both ends; none gives NaNs."""
+    a, b = np.asarray(method, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
+    if a.shape != b.shape or a.ndim != 1:
+        raise ValueError(f"method {a.shape} and baseline {b.shape} must be 1-D of one length (paired replicates)")
+    if not 0.0 < confidence < 1.0:
+        raise ValueError(f"confidence={confidence} must be in (0, 1)")
+    diff = scale * (a - b)
+    diff = diff[np.isfinite(diff)]
+    if diff.size == 0:
+        return math.nan, math.nan, math.nan
+    mean = float(diff.mean())
+    if diff.size == 1:
+        return mean, mean, mean
+    from scipy import stats
+
+    half = float(stats.t.ppf(0.5 + confidence / 2, diff.size - 1) * diff.std(ddof=1) / math.sqrt(diff.size))
+    return mean, mean - half, mean + half
 
 
 def smallest_increase(values: Sequence[float]) -> float:

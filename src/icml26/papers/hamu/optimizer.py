@@ -307,12 +307,26 @@ class HamuOptimizer:
             f = raw_f[t] if scale_f == 1.0 else raw_f[t] * scale_f
             return (-f, -r) if swap else (r, f)
 
-        # ‖g_⊥,l‖ with g_⊥ = g_r − (κ/‖g_f‖²)·g_f, from the vectors (no cancellation): a second pass
-        projection = (kappa_blocks / forget_sq.clamp_min(_EPS**2))[block]
-        perp = torch.zeros(n, dtype=torch.float64, device=stats.device)
+        # g_⊥,l = g_r − (κ/‖g_f‖²)·g_f, then a second Gram–Schmidt pass against what rounding left
+        # along g_f (as hamu_update does), and its norm from the vector itself. Each pass recomputes
+        # g_⊥ tensor by tensor (no stored copy); the per-block sums are all-reduced over shards.
+        safe_forget_sq = forget_sq.clamp_min(_EPS**2)
+        first = (kappa_blocks / safe_forget_sq)[block]
+        leftover = torch.zeros(n, dtype=torch.float64, device=stats.device)
         for t in range(n):
             g_r, g_f = effective(t)
-            residual = g_r - projection[t].to(g_r.dtype) * g_f
+            leftover[t] = _dot64(g_r - first[t].to(g_r.dtype) * g_f, g_f)
+        if group is not None:
+            all_reduce_(leftover, group=group)
+        second = (per_block(leftover) / safe_forget_sq)[block]
+
+        def g_perp(t: int) -> Tensor:
+            g_r, g_f = effective(t)
+            return (g_r - first[t].to(g_r.dtype) * g_f) - second[t].to(g_r.dtype) * g_f
+
+        perp = torch.zeros(n, dtype=torch.float64, device=stats.device)
+        for t in range(n):
+            residual = g_perp(t)
             perp[t] = _dot64(residual, residual)
         if group is not None:
             all_reduce_(perp, group=group)
@@ -324,13 +338,16 @@ class HamuOptimizer:
         if n_infeasible and self.infeasible != "min_norm":
             applied = False
             self.stopped = self.stopped or self.infeasible == "stop"
-        # δ_l = a_l·g_f,l + b_l·g_r,l, formed tensor by tensor (on this rank's shard)
-        coef_f, coef_r = solved.coef_forget[block], solved.coef_retain[block]
+        # δ_l = a_l·g_f,l + b_l·g_r,l − c_l·g_⊥,l, formed tensor by tensor (on this rank's shard)
+        coef_a, coef_b, coef_c = solved.ascent[block], solved.retain_coef[block], solved.perp_coef[block]
+        rectified = (coef_c != 0).tolist()  # one host sync, not one per tensor
         deltas_local: list[Tensor] = []
         dots = torch.zeros(n, 4, dtype=torch.float64, device=stats.device)  # g_r·δ (effective), raw_f·δ, raw_r·δ, δ·δ
         for t in range(n):
             g_r, g_f = effective(t)
-            d = coef_f[t].to(g_r.dtype) * g_f + coef_r[t].to(g_r.dtype) * g_r
+            d = coef_a[t].to(g_r.dtype) * g_f + coef_b[t].to(g_r.dtype) * g_r
+            if rectified[t]:
+                d = d - coef_c[t].to(g_r.dtype) * g_perp(t)
             dots[t, 0], dots[t, 1] = _dot64(g_r, d), _dot64(raw_f[t], d)
             dots[t, 2], dots[t, 3] = _dot64(raw_r[t], d), _dot64(d, d)
             deltas_local.append(d)

@@ -70,6 +70,9 @@ def _nan_batch(method: str):
     return unlearn(_model(), [(bad, y)], [(x, y)], steps=2, lr=0.1, method=method, progress=False)
 
 
+from .analysis import pareto_front, share_at_most, window_front_mean  # noqa: E402
+from .problem import load_split  # noqa: E402
+
 HOSTILE = [
     # the closed-form step
     Probe("hamu_update: NaN gradient", lambda: hamu_update(_NAN_G, _H, bound=0.1, radius=1.0), match="g_retain"),
@@ -177,4 +180,17 @@ HOSTILE = [
           lambda: scrub(_G, _H, g_retain_kl=torch.ones(3), g_forget_kl=torch.ones(3)), match="g_retain_kl"),
     Probe("pcgrad: shapes differ", lambda: pcgrad(_G, torch.ones(3)), match="shape"),
     Probe("gru: NaN gradient", lambda: gru(_NAN_G, _H), match="g_retain"),
+    # the reproduction's verdict functions and data (issue #28)
+    Probe("window_front_mean: range holds one grid point",
+          lambda: window_front_mean([0.0, 0.5, 1.0], [1.0, 1.0, 1.0], 0.4, 0.6), match="two grid points"),
+    Probe("window_front_mean: grid and front of different lengths",
+          lambda: window_front_mean([0.0, 1.0], [1.0], 0.0, 1.0), match="one length"),
+    Probe("pareto_front: report of another length",
+          lambda: pareto_front([0.1, 0.2], [0.9, 0.8], [0.5], report=[0.9]), match="one length"),
+    Probe("share_at_most: NaN counts as above", lambda: share_at_most([_NAN, 0.0], 1.0), returns=lambda v: v == 0.5,
+          doc="a NaN value is not at most the level"),
+    Probe("load_split: unknown data set", lambda: load_split("cifar", 10, 10, 10, np.random.default_rng(0)),
+          match="dataset"),
+    Probe("load_split: more samples than a class holds",
+          lambda: load_split("digits", 1700, 50, 50, np.random.default_rng(0)), match="class"),
 ]

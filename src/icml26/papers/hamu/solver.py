@@ -274,9 +274,13 @@ def hamu_update_segments(
 ) -> SegmentSolution:
     """HAMU-Q on many blocks at once: the same answer as :func:`hamu_update` per block.
 
-    Every branch of the closed form is a combination δ = a·g_f + b·g_r, so the per-block
-    scalars (norms, κ, ‖g_⊥‖) are segment sums and δ costs a few vector operations whatever
-    the number of blocks (the layer-wise solver of :class:`~.optimizer.HamuOptimizer`).
+    Every branch of the closed form is a combination of g_f, g_r and g_⊥ = g_r − p·g_f, so the
+    per-block scalars (norms, κ, the projection p and ‖g_⊥‖) are segment sums and δ costs a few
+    vector operations whatever the number of blocks (the layer-wise solver of
+    :class:`~.optimizer.HamuOptimizer` does the same tensor by tensor). As in :func:`hamu_update`,
+    g_⊥ gets a second Gram–Schmidt pass and δ is formed from the g_⊥ vector itself (not as
+    a·g_f + b·g_r, whose two large terms cancel for nearly colinear gradients), so ‖δ‖ ≤ R and
+    g_f·δ ≥ B hold to rounding of the result in every block.
 
     Args:
         g_retain, g_forget: ``(n,)`` flat gradients (effective ones for HAMU-U).
@@ -299,22 +303,30 @@ def hamu_update_segments(
     # κ = g_r·g_f per block
     kappa = _segment_sum(gr * gf, segments, n_segments)
     safe_forget_sq = forget_sq.clamp_min(_EPS**2)
-    # g_⊥ = g_r − (κ/‖g_f‖²)·g_f, its norm computed from the vector (no cancellation)
-    projection = (kappa / safe_forget_sq).to(gr.dtype)[segments]
-    perp_norm = _segment_sum((gr - projection * gf) ** 2, segments, n_segments).sqrt()
+    # first pass g_⊥ = g_r − (κ/‖g_f‖²)·g_f, then a second pass against its leftover along g_f
+    first = (kappa / safe_forget_sq).to(gr.dtype)[segments]
+    residual = gr - first * gf
+    second = (_segment_sum(residual * gf, segments, n_segments) / safe_forget_sq).to(gr.dtype)[segments]
+    g_perp = residual - second * gf
+    perp_norm = _segment_sum(g_perp * g_perp, segments, n_segments).sqrt()
     coef = block_coefficients(retain_sq, forget_sq, kappa, perp_norm, bounds=bounds, radii=radii)
-    coef_forget, coef_retain, branch, stop = coef.coef_forget, coef.coef_retain, coef.branch, coef.stop
-    retain_norm, forget_norm = coef.retain_norm, coef.forget_norm
-    delta = coef_forget.to(gr.dtype)[segments] * gf + coef_retain.to(gr.dtype)[segments] * gr
-    return SegmentSolution(delta, branch, stop, kappa, retain_norm, forget_norm)
+    delta = (coef.ascent.to(gr.dtype)[segments] * gf + coef.retain_coef.to(gr.dtype)[segments] * gr
+             - coef.perp_coef.to(gr.dtype)[segments] * g_perp)
+    return SegmentSolution(delta, coef.branch, coef.stop, kappa, coef.retain_norm, coef.forget_norm)
 
 
 @dataclasses.dataclass
 class BlockCoefficients:
-    """Per block, the closed form's δ_l = coef_forget_l·g_f,l + coef_retain_l·g_r,l and its branch."""
+    """Per block, the closed form's δ_l = ascent_l·g_f,l + retain_coef_l·g_r,l − perp_coef_l·g_⊥,l.
 
-    coef_forget: Tensor
-    coef_retain: Tensor
+    g_⊥,l is the part of g_r,l orthogonal to g_f,l (two Gram–Schmidt passes) whose norm was
+    passed in; at most one of ``retain_coef`` (direct branch) and ``perp_coef`` (rectified) is
+    non-zero in a block.
+    """
+
+    ascent: Tensor
+    retain_coef: Tensor
+    perp_coef: Tensor
     branch: Tensor
     """0 direct, 1 rectified, 2 infeasible."""
     stop: Tensor
@@ -326,9 +338,10 @@ def block_coefficients(retain_sq: Tensor, forget_sq: Tensor, kappa: Tensor, perp
                        bounds: Tensor, radii: Tensor) -> BlockCoefficients:
     """HAMU-Q's closed form from per-block scalars only: ‖g_r,l‖², ‖g_f,l‖², κ_l, ‖g_⊥,l‖ (float64).
 
-    Every branch is a combination of g_f,l and g_r,l, so these four scalars per block decide δ;
-    the gradients themselves are needed only to form δ. This is what lets the optimizer work
-    tensor by tensor (no flattened copy) and on FSDP2 shards (the scalars are sums over shards).
+    Every branch is a combination of g_f,l, g_r,l and g_⊥,l, so these four scalars per block
+    decide δ; the gradients themselves are needed only to form δ. This is what lets the optimizer
+    work tensor by tensor (no flattened copy) and on FSDP2 shards (the scalars are sums over
+    shards). ``perp_norm`` must be the norm of the g_⊥ vector the caller forms δ with.
     """
     retain_norm, forget_norm = retain_sq.sqrt(), forget_sq.sqrt()
     safe_forget_sq = forget_sq.clamp_min(_EPS**2)
@@ -346,19 +359,13 @@ def block_coefficients(retain_sq: Tensor, forget_sq: Tensor, kappa: Tensor, perp
     kappa_stop = torch.where(radii > 0, retain_norm * inside.sqrt(), torch.full_like(radii, -math.inf))
     stop = rectified & (flat | colinear | (kappa >= kappa_stop))
 
-    ascent = torch.where(forget_norm > _EPS, bounds / safe_forget_sq, torch.zeros_like(bounds))
-    # √(R² − B²/‖g_f‖²), the length along −ĝ_⊥
+    # B/‖g_f‖²: the shortest step meeting the bound (rectified, colinear, flat and infeasible)
+    ascent = torch.where((forget_norm > _EPS) & ~direct, bounds / safe_forget_sq, torch.zeros_like(bounds))
+    # rectified: δ = (B/‖g_f‖²)·g_f − √(R² − B²/‖g_f‖²)·g_⊥/‖g_⊥‖
     orthogonal_scale = (radii**2 - bounds**2 / safe_forget_sq).clamp_min(0.0).sqrt()
     perp_coef = torch.where(rectified & ~flat & ~colinear, orthogonal_scale / perp_norm.clamp_min(_EPS),
                             torch.zeros_like(bounds))
-    # rectified: δ = (B/‖g_f‖² + c·κ/‖g_f‖²)·g_f − c·g_r with c = √(R² − B²/‖g_f‖²)/‖g_⊥‖
-    coef_forget = ascent + perp_coef * kappa / safe_forget_sq
-    coef_retain = -perp_coef
     # direct: δ = −(R/‖g_r‖)·g_r
-    coef_forget = torch.where(direct, torch.zeros_like(bounds), coef_forget)
-    coef_retain = torch.where(direct, -radii / retain_norm.clamp_min(_EPS), coef_retain)
-    # infeasible: the minimum-norm step (B/‖g_f‖²)·g_f (zero when g_f = 0)
-    coef_forget = torch.where(infeasible, ascent, coef_forget)
-    coef_retain = torch.where(infeasible, torch.zeros_like(bounds), coef_retain)
+    retain_coef = torch.where(direct, -radii / retain_norm.clamp_min(_EPS), torch.zeros_like(bounds))
     branch = torch.where(direct, 0, torch.where(infeasible, 2, 1))
-    return BlockCoefficients(coef_forget, coef_retain, branch, stop, retain_norm, forget_norm)
+    return BlockCoefficients(ascent, retain_coef, perp_coef, branch, stop, retain_norm, forget_norm)
