@@ -50,7 +50,6 @@ from .analysis import (
     matched_point,
     paired_interval,
     pareto_front,
-    retain_margin_points,
     share_at_most,
     smallest_decrease,
     smallest_increase,
@@ -59,6 +58,7 @@ from .analysis import (
 from .claims import CHECKS
 from .figures import plot
 from .problem import DATASETS, Problem, evaluate, load_split, matched_test_indices, train_mlp
+from .sections import MatchedRecord, RhoResult, StepTrace, arm_options, guarantee_probe, stop_rule
 from .splits import forget_split
 from .unlearn import unlearn
 
@@ -192,77 +192,6 @@ class Config:
                    n_train=400, n_val=200, n_test=400)
 
 
-def _arm_options(arm: str, config: Config) -> dict[str, Any]:
-    if arm == "hamu_q_layerwise":
-        return {"method": "hamu_q", "layerwise": True, "bound": config.bound_ratio}
-    if arm == "hamu_q_global":
-        return {"method": "hamu_q", "layerwise": False, "bound": config.bound_ratio}
-    if arm == "neggrad_plus":
-        return {"method": arm, "baseline_kwargs": {"beta": config.neggrad_beta}}
-    return {"method": arm}
-
-
-# ----------------------------------------------------------------------------- section results
-@dataclasses.dataclass(frozen=True)
-class MatchedRecord:
-    """One arm's checkpoint at matched forget accuracy, on one replicate."""
-
-    retain_acc: float
-    """Retain accuracy on the test split (the checkpoint was chosen on the validation split)."""
-    forget_acc: float
-    mia_gap: float
-    """|AUC(forget vs test losses) − the retrained reference's AUC|."""
-    hit: bool
-    """Whether the checkpoint lies inside the matched window."""
-    front_mean: float
-    """Mean height of the arm's (validation-selected, test-reported) front over the forget accuracy
-    range [reference − window, original]."""
-
-
-@dataclasses.dataclass(frozen=True)
-class StepTrace:
-    """HAMU-Q layer-wise per-step κ, cos(g_r, g_f) and stop flags of one run."""
-
-    hardness: list[float]
-    cosine: list[float]
-    stop: list[float]
-
-
-@dataclasses.dataclass(frozen=True)
-class StopRecord:
-    """HAMU-Q layer-wise run with ``stop_on_criterion=True`` at one learning rate."""
-
-    lr: float
-    step: int
-    """Steps taken before the flag stopped it (``steps`` when it never fired)."""
-    retain_acc: float
-    forget_acc: float
-    cost_points: float
-    """100 × (retain-test accuracy of the best in-window checkpoint − the stopped model's)."""
-    forgot: bool
-    """Whether the stopped model's forget accuracy is at most the matched window's upper end."""
-
-
-@dataclasses.dataclass
-class RhoResult:
-    """Everything measured at one hardness ρ, over replicates (lists are per replicate, or per
-    replicate and lr)."""
-
-    rho: float
-    matched: dict[str, list[MatchedRecord]]
-    pareto: dict[str, list[np.ndarray]]
-    cos0: list[float] = dataclasses.field(default_factory=list)
-    kappa0: list[float] = dataclasses.field(default_factory=list)
-    first_stop: list[int] = dataclasses.field(default_factory=list)
-    traj: dict[float, list[StepTrace]] = dataclasses.field(default_factory=dict)
-    stops: list[StopRecord] = dataclasses.field(default_factory=list)
-    guarantee: list[np.ndarray] = dataclasses.field(default_factory=list)
-    reference_acc: list[float] = dataclasses.field(default_factory=list)
-    reference_forget: list[float] = dataclasses.field(default_factory=list)
-    original_forget: list[float] = dataclasses.field(default_factory=list)
-    original_acc: list[float] = dataclasses.field(default_factory=list)
-
-
 GRID = np.round(np.linspace(0.0, 1.0, 51), 4)
 
 
@@ -320,7 +249,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                     history = unlearn(model, [problem.retain], [problem.forget], steps=config.steps, lr=lr,
                                       max_grad_norm=config.max_grad_norm,
                                       eval_fn=lambda m: evaluate(m, problem), eval_every=config.eval_every,
-                                      progress=False, **_arm_options(arm, config))
+                                      progress=False, **arm_options(arm, config))
                     seconds[arm] += time.perf_counter() - start
                     steps_done[arm] += history.steps_run
                     points += [e for e in history.evaluations if e["step"] > 0]
@@ -348,9 +277,9 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                 if arm == "hamu_q_layerwise":
                     hamu_points = points
             if rho > 0:  # the decision rule is read at rho > 0 (at rho = 0 the flag never fired in our runs)
-                out.stops.extend(_stop_rule(original, problem, config, out.matched["hamu_q_layerwise"][-1], hamu_points))
+                out.stops.extend(stop_rule(original, problem, config, out.matched["hamu_q_layerwise"][-1], hamu_points))
             if not config.baselines_at or rho in config.baselines_at:
-                out.guarantee.append(_guarantee_probe(original, problem, config))
+                out.guarantee.append(guarantee_probe(original, problem, config))
     bar.close()
     ms_per_step = {a: round(1e3 * seconds[a] / max(steps_done[a], 1), 3) for a in arms}
     ctx.provenance["ms_per_step"] = ms_per_step
@@ -376,37 +305,6 @@ def _arms_at(arms: list[str], rho: float, config: Config) -> list[str]:
 
 def _lrs(arm: str, config: Config) -> tuple[float, ...]:
     return config.hamu_lrs if arm in HAMU_ARMS else config.baseline_lrs
-
-
-def _stop_rule(original: nn.Module, problem: Problem, config: Config, matched: MatchedRecord,
-               points: list[dict[str, Any]]) -> list[StopRecord]:
-    """HAMU-Q layer-wise with ``stop_on_criterion=True`` at every lr, against the best in-window checkpoint."""
-    high = min(problem.reference_forget_acc + config.match_window, problem.original_forget_acc - config.match_window)
-    records = []
-    for lr in config.hamu_lrs:
-        model = copy.deepcopy(original).train()
-        history = unlearn(model, [problem.retain], [problem.forget], steps=config.steps, lr=lr,
-                          max_grad_norm=config.max_grad_norm, stop_on_criterion=True, eval_fn=None,
-                          progress=False, **_arm_options("hamu_q_layerwise", config))
-        model.eval()
-        with torch.no_grad():
-            final = evaluate(model, problem)
-        records.append(StopRecord(lr=lr, step=history.steps_run - int(history.stopped), retain_acc=final["retain_acc"],
-                                  forget_acc=final["forget_acc"],
-                                  cost_points=100 * (matched.retain_acc - final["retain_acc"]),
-                                  forgot=final["forget_acc"] <= high + 1e-9))
-    return records
-
-
-def _guarantee_probe(original: nn.Module, problem: Problem, config: Config) -> np.ndarray:
-    """Realised forget-loss increase / B per step of HAMU-Q layer-wise, in float64."""
-    model = copy.deepcopy(original).double().train()
-    retain = (problem.retain[0].double(), problem.retain[1])
-    forget = (problem.forget[0].double(), problem.forget[1])
-    history = unlearn(model, [retain], [forget], steps=config.steps, lr=config.guarantee_lr, method="hamu_q",
-                      bound=config.bound_ratio, max_grad_norm=config.max_grad_norm, measure=True, progress=False)
-    return np.array([info.realised_forget_change / info.bound for info in history.hamu_logs
-                     if info.applied and info.bound > 0])
 
 
 def _tag(rho: float) -> str:
