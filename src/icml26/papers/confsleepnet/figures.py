@@ -51,7 +51,9 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
     axes[0][0].legend(fontsize="x-small")
     figures["metrics_vs_corruption.png"] = fig
 
-    if "example_night" in curves:
+    example = curves.get("example_night")
+    # a multi-seed aggregate averages the night's stages into fractions: no single night to draw then
+    if example and all(float(v).is_integer() for v in example["series"]["truth"] if v is not None):
         ex = curves["example_night"]["series"]
         x = values(curves["example_night"]["x"])
         fig, axes = subplots(2, 1, panel=(11.0, 2.5), sharex=True, gridspec_kw={"height_ratios": [1.2, 1]})
