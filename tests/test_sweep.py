@@ -167,3 +167,28 @@ def test_ray_backend_gives_the_process_backend_results(one_worker, tmp_path):
             ray.shutdown()
     for s in (0, 1):
         assert on_ray.per_seed[s].data["metrics"] == done.per_seed[s].data["metrics"]
+
+
+def test_curves_with_categorical_x_are_drawn_with_bands():
+    """A curve over categories (e.g. corruption modes), aggregated over seeds, renders by the fallback
+    plotter with the categories as tick labels (it crashed converting the strings to floats)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from icml26.plotting import draw_curve
+
+    per_seed = [{"auroc": {"x": ["shift", "pop", "swap"], "series": {"CA": [0.7 + s / 100, 0.6, 0.5]}}}
+                for s in range(3)]
+    out, dropped = aggregate_curves(per_seed)
+    assert not dropped
+    curve = out["auroc"]
+    fig, ax = plt.subplots()
+    draw_curve(ax, curve)
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["shift", "pop", "swap"]
+    line = ax.get_lines()[0]
+    assert list(line.get_xdata()) == [0.0, 1.0, 2.0]
+    assert line.get_ydata()[0] == pytest.approx(0.71)
+    assert len(ax.collections) == 1  # the band
+    plt.close(fig)

@@ -52,8 +52,19 @@ def values(seq: Sequence[Any] | None) -> np.ndarray:
 
 def line(ax, x: Sequence[Any], y: Sequence[Any], *, label: str | None = None,
          lower: Sequence[Any] | None = None, upper: Sequence[Any] | None = None, **kwargs: Any):
-    """Plot ``y`` against ``x`` with an optional shaded band between ``lower`` and ``upper``."""
-    x_, y_ = values(x), values(y)
+    """Plot ``y`` against ``x`` with an optional shaded band between ``lower`` and ``upper``.
+
+    Categorical ``x`` (any string among its values, e.g. corruption modes) is drawn at positions
+    0, 1, … with the categories as tick labels.
+    """
+    if any(isinstance(v, str) for v in x):
+        labels = [str(v) for v in x]
+        x_ = np.arange(len(labels), dtype=float)
+        ax.set_xticks(x_)
+        ax.set_xticklabels(labels, rotation=30 if max(map(len, labels), default=0) > 6 else 0)
+    else:
+        x_ = values(x)
+    y_ = values(y)
     if len(x_) <= 12:
         kwargs.setdefault("marker", "o")
         kwargs.setdefault("markersize", 3)
