@@ -29,6 +29,7 @@ import numpy as np
 import torch
 
 from icml26.common.config import validate_numbers
+from icml26.common.seeding import torch_threads
 from icml26.contract import Outcome, RunContext
 from icml26.papers.dmanet.analysis import (
     cascade_leakage,
@@ -186,14 +187,9 @@ def _load(name: str, config: Config, ctx: RunContext) -> tuple[np.ndarray, int]:
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    previous_threads = torch.get_num_threads()
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    ctx.provenance["torch_threads_used"] = torch.get_num_threads()
-    try:
+    with torch_threads(config.threads) as used:
+        ctx.provenance["torch_threads_used"] = used
         return _run(config, ctx)
-    finally:
-        torch.set_num_threads(previous_threads)
 
 
 def _run(config: Config, ctx: RunContext) -> Outcome:
