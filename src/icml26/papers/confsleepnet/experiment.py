@@ -27,6 +27,7 @@ import numpy as np
 import torch
 
 from icml26.common.config import validate_numbers
+from icml26.common.seeding import torch_threads
 from icml26.contract import Outcome, RunContext
 from icml26.papers.confsleepnet.analysis import claim_values, mean_over_seeds, score_epochs
 from icml26.papers.confsleepnet.baselines import LateFusionNet
@@ -150,13 +151,8 @@ def _build_models(config: Config, seed: int) -> tuple[ConfSleepNet, LateFusionNe
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    previous_threads = torch.get_num_threads()
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    try:
+    with torch_threads(config.threads):
         return _run(config, ctx)
-    finally:
-        torch.set_num_threads(previous_threads)
 
 
 def _run(config: Config, ctx: RunContext) -> Outcome:

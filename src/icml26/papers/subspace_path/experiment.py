@@ -30,6 +30,7 @@ import numpy as np
 import torch
 
 from icml26.common.config import validate_numbers
+from icml26.common.seeding import torch_threads
 from icml26.contract import Outcome, RunContext
 from icml26.papers.subspace_path.analysis import fraction_of_dense, gap_points, split_accuracy
 from icml26.papers.subspace_path.claims import CHECKS
@@ -371,19 +372,12 @@ def _speed(cfg: Config, ctx: RunContext) -> tuple[dict, list, list[str]]:
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    previous = torch.get_num_threads()
-    torch.set_num_threads(min(previous, config.small_model_threads))
-    try:
+    with torch_threads(min(torch.get_num_threads(), config.small_model_threads)):
         metrics, checks, curves, notes = _synthetic(config, ctx)
-    finally:
-        torch.set_num_threads(previous)
     # one thread for the timings: on a shared machine, other processes then slow both models alike
     # instead of turning the measurement into one of thread synchronisation
-    torch.set_num_threads(1)
-    try:
+    with torch_threads(1):
         speed_metrics, speed_checks, speed_notes = _speed(config, ctx)
-    finally:
-        torch.set_num_threads(previous)
     metrics.update(speed_metrics)
     checks += speed_checks
     notes += speed_notes
