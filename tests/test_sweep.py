@@ -131,6 +131,27 @@ def test_a_crashing_seed_is_recorded_and_the_others_kept(tmp_path, monkeypatch):
     assert not (tmp_path / PAPER / "seeds" / "1").exists()
 
 
+def test_one_worker_runs_blas_at_one_thread_like_the_spawned_workers(tmp_path, monkeypatch):
+    """With ``workers=1`` the seeds run in this process; NumPy's BLAS must then use one thread, as the
+    spawned workers do, or a seed's float sums depend on the worker count (seen on zs_expand's ridge
+    solves when the parent had OMP_NUM_THREADS=2)."""
+    import icml26.sweep as sw
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    real = sw._job
+    seen = []
+
+    def recording(*args):
+        seen.append(max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"))
+        return real(*args)
+
+    monkeypatch.setattr(sw, "_job", recording)
+    with threadpool_limits(limits=2, user_api="blas"):
+        sweep(PAPER, "0-1", setting="tiny", out=tmp_path, workers=1, progress=False)
+        assert max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas") <= 2  # restored
+    assert seen == [1, 1]
+
+
 def test_an_interrupted_sweep_keeps_the_finished_seeds(tmp_path, monkeypatch):
     import icml26.sweep as sw
 

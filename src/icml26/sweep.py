@@ -170,14 +170,19 @@ def sweep(
 
 def _run_processes(args, workers: int, finished, bar) -> None:
     if workers == 1:
-        for a in args:
-            try:
-                value, error = _job(*a), None
-            except Exception as exc:  # recorded; the sweep goes on
-                log.debug("%s", traceback.format_exc())
-                value, error = None, exc
-            finished(a[2], value, error)
-            bar.update(1)
+        # In this process: torch runs at one thread (``_job``), and so must NumPy's BLAS, as in the
+        # spawned workers (OMP_NUM_THREADS=1), or a seed's float sums depend on the worker count.
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1):
+            for a in args:
+                try:
+                    value, error = _job(*a), None
+                except Exception as exc:  # recorded; the sweep goes on
+                    log.debug("%s", traceback.format_exc())
+                    value, error = None, exc
+                finished(a[2], value, error)
+                bar.update(1)
         return
     context = multiprocessing.get_context("spawn")
     env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
