@@ -35,6 +35,7 @@ from icml26.papers.llr.layerwise import (
     LayerwiseLR,
     LLRHistory,
     MapKind,
+    _GroupRateHooks,
     _owners,
     _substrings,
     find_layers,
@@ -159,7 +160,7 @@ def shuffled_layerwise_lr(
                        target_transform=ShuffledMultipliers(seed, groups))
 
 
-class StaticLayerwiseLR:
+class StaticLayerwiseLR(_GroupRateHooks):
     """Fixed per-layer learning-rate multipliers on top of any optimizer and scheduler (no spectral fit).
 
     The same mechanics as :class:`LayerwiseLR` (optimizer step hooks scale each layer's param
@@ -207,9 +208,7 @@ class StaticLayerwiseLR:
         self.history = LLRHistory()
         """Empty: nothing is fitted (kept for :class:`LayerwiseLR`'s interface)."""
         self._t = 0
-        self._saved_lrs: list[float] | None = None
-        self._hooks = [optimizer.register_step_pre_hook(self._scale),
-                       optimizer.register_step_post_hook(self._restore)]
+        self._attach(optimizer)
 
     def _fraction(self) -> float:
         return 1.0 if self.ramp_steps == 0 else min(1.0, self._t / self.ramp_steps)
@@ -238,25 +237,6 @@ class StaticLayerwiseLR:
     @property
     def step_count(self) -> int:
         return self._t
-
-    def _scale(self, optimizer, args, kwargs) -> None:
-        if self._saved_lrs is not None:
-            self._restore(optimizer, args, kwargs)
-        self._saved_lrs = [g["lr"] for g in optimizer.param_groups]
-        for group, multiplier in zip(optimizer.param_groups, self.group_multipliers()):
-            group["lr"] = group["lr"] * multiplier
-
-    def _restore(self, optimizer, args, kwargs) -> None:
-        if self._saved_lrs is not None:
-            for group, lr in zip(optimizer.param_groups, self._saved_lrs):
-                group["lr"] = lr
-            self._saved_lrs = None
-
-    def remove(self) -> None:
-        """Detach from the optimizer: later steps use the base rates."""
-        for hook in self._hooks:
-            hook.remove()
-        self._hooks = []
 
 
 def uniform_layerwise_lr(model: torch.nn.Module, optimizer: torch.optim.Optimizer, *,

@@ -286,7 +286,47 @@ class LLRHistory:
         return dataclasses.asdict(self)
 
 
-class LayerwiseLR:
+class _GroupRateHooks:
+    """Scale each param group's ``lr`` by :meth:`group_multipliers` inside ``optimizer.step()``.
+
+    Optimizer step hooks multiply the rates just before the update and restore the base schedule's
+    values right after it, so ``param_group["lr"]`` outside the step is always the scheduler's.
+    Shared by :class:`LayerwiseLR` and the fixed-multiplier controls.
+    """
+
+    _saved_lrs: list[float] | None
+    _hooks: list
+
+    def group_multipliers(self) -> list[float]:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def _attach(self, optimizer: torch.optim.Optimizer) -> None:
+        self._saved_lrs = None
+        self._hooks = [optimizer.register_step_pre_hook(self._scale),
+                       optimizer.register_step_post_hook(self._restore)]
+
+    def _scale(self, optimizer, args, kwargs) -> None:
+        if self._saved_lrs is not None:  # a previous step raised before restoring
+            self._restore(optimizer, args, kwargs)
+        self._saved_lrs = [g["lr"] for g in optimizer.param_groups]
+        for group, multiplier in zip(optimizer.param_groups, self.group_multipliers()):
+            # eta_l = m_l * eta(t), eta(t) from the base schedule
+            group["lr"] = group["lr"] * multiplier
+
+    def _restore(self, optimizer, args, kwargs) -> None:
+        if self._saved_lrs is not None:
+            for group, lr in zip(optimizer.param_groups, self._saved_lrs):
+                group["lr"] = lr
+            self._saved_lrs = None
+
+    def remove(self) -> None:
+        """Detach from the optimizer: later steps use the base rates."""
+        for hook in self._hooks:
+            hook.remove()
+        self._hooks = []
+
+
+class LayerwiseLR(_GroupRateHooks):
     """Heavy-tail guided layerwise learning-rate multipliers on top of any optimizer and scheduler.
 
     Call :meth:`step` once per training step, after ``optimizer.step()`` (like a
@@ -391,9 +431,7 @@ class LayerwiseLR:
         self._target = dict(self._start)
         self._ramp_from = 0
         self._current = dict(self._start)
-        self._saved_lrs: list[float] | None = None
-        self._hooks = [optimizer.register_step_pre_hook(self._scale),
-                       optimizer.register_step_post_hook(self._restore)]
+        self._attach(optimizer)
         if self._is_update_step(0):
             self._update()
         self._current = self._multipliers_at(0)
@@ -491,26 +529,6 @@ class LayerwiseLR:
     def effective_lrs(self) -> list[float]:
         """The learning rate each param group will use in the next ``optimizer.step()``."""
         return [g["lr"] * m for g, m in zip(self.optimizer.param_groups, self.group_multipliers())]
-
-    def _scale(self, optimizer, args, kwargs) -> None:
-        if self._saved_lrs is not None:  # a previous step raised before restoring
-            self._restore(optimizer, args, kwargs)
-        self._saved_lrs = [g["lr"] for g in optimizer.param_groups]
-        for group, multiplier in zip(optimizer.param_groups, self.group_multipliers()):
-            # eta_l = m_l * eta(t), eta(t) from the base schedule
-            group["lr"] = group["lr"] * multiplier
-
-    def _restore(self, optimizer, args, kwargs) -> None:
-        if self._saved_lrs is not None:
-            for group, lr in zip(optimizer.param_groups, self._saved_lrs):
-                group["lr"] = lr
-            self._saved_lrs = None
-
-    def remove(self) -> None:
-        """Detach from the optimizer: later steps use the base rates."""
-        for hook in self._hooks:
-            hook.remove()
-        self._hooks = []
 
     def state_dict(self) -> dict:
         """Everything needed to resume (the model and optimizer are saved separately)."""
