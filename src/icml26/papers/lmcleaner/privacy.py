@@ -37,6 +37,7 @@ import torch
 from torch import Tensor
 
 from .hvp import ExactHVP
+from .lanczos import lanczos
 from ._checks import finite_vector, integer, number
 from .problem import SupervisedProblem
 
@@ -161,34 +162,9 @@ def _lanczos_ritz(matvec: Callable[[Tensor], Tensor], dim: int, m: int, *, seed:
     generator = torch.Generator().manual_seed(seed)
     q = torch.randn(dim, generator=generator, dtype=dtype).to(device)
     q = q / q.norm()
-    basis = [q]
-    alphas, betas = [], []
-    for j in range(m):
-        w = matvec(basis[j])
-        if not isinstance(w, Tensor) or w.shape != (dim,):
-            raise ValueError(f"matvec must return a ({dim},) tensor, got {tuple(getattr(w, 'shape', ()))}")
-        if not bool(torch.isfinite(w).all()):
-            raise ValueError(f"matvec returned NaN or inf at Lanczos iteration {j}; is the operator (or θ) finite?")
-        w = w.to(dtype)
-        alpha = torch.dot(w, basis[j])
-        alphas.append(alpha)
-        # full re-orthogonalisation against every Lanczos vector (twice, for stability)
-        stacked = torch.stack(basis, dim=1)
-        for _ in range(2):
-            w = w - stacked @ (stacked.T @ w)
-        beta = w.norm()
-        if j == m - 1 or beta <= 1e-10 * max(1.0, float(abs(alpha))):
-            break
-        betas.append(beta)
-        basis.append(w / beta)
-    n = len(alphas)
-    tri = torch.diag(torch.stack(alphas))
-    if n > 1:
-        off = torch.stack(betas[: n - 1])
-        tri = tri + torch.diag(off, 1) + torch.diag(off, -1)
-    values, vectors = torch.linalg.eigh(tri)
+    values, vectors, basis = lanczos(matvec, q, m, tol=1e-10)
     order = torch.argsort(values, descending=True)
-    return values[order], torch.stack(basis[:n], dim=1) @ vectors[:, order]
+    return values[order], basis @ vectors[:, order]
 
 
 def hessian_basis(problem: SupervisedProblem, params: Tensor, public_ids: Tensor, k: int, *,

@@ -34,6 +34,7 @@ from torch import Tensor
 
 from ._checks import finite_vector, integer, number, sample_ids
 from .hvp import ExactHVP
+from .lanczos import lanczos
 from .problem import SupervisedProblem
 
 __all__ = ["TailCorrection", "krylov_expm_multiply"]
@@ -63,35 +64,11 @@ def krylov_expm_multiply(matvec: Callable[[Tensor], Tensor], vector: Tensor, tim
     norm = v.norm()
     if float(norm) == 0.0 or time == 0.0:
         return v.clone() * math.exp(-time * shift), 0
-    basis = [v / norm]
-    alphas, betas = [], []
-    calls = 0
-    for j in range(m):
-        w = matvec(basis[j])
-        calls += 1
-        if not isinstance(w, Tensor) or w.shape != v.shape:
-            raise ValueError(f"matvec must return a {tuple(v.shape)} tensor, got {tuple(getattr(w, 'shape', ()))}")
-        if not bool(torch.isfinite(w).all()):
-            raise ValueError(f"matvec returned NaN or inf at Krylov step {j}")
-        alphas.append(torch.dot(w, basis[j]))
-        stacked = torch.stack(basis, dim=1)
-        for _ in range(2):  # full re-orthogonalisation, twice
-            w = w - stacked @ (stacked.T @ w)
-        beta = w.norm()
-        if j == m - 1 or float(beta) <= 1e-12 * max(1.0, float(abs(alphas[-1]))):
-            break
-        betas.append(beta)
-        basis.append(w / beta)
-    n = len(alphas)
-    tri = torch.diag(torch.stack(alphas))
-    if n > 1:
-        off = torch.stack(betas[: n - 1])
-        tri = tri + torch.diag(off, 1) + torch.diag(off, -1)
-    values, vectors = torch.linalg.eigh(tri)
+    values, vectors, basis = lanczos(matvec, v / norm, m, tol=1e-12, label="Krylov step")
     # exp(−T T_m) e₁ = Y exp(−T Λ) Yᵀ e₁
     coef = vectors @ (torch.exp(-time * values.clamp_min(0.0)) * vectors[0])
-    result = norm * (torch.stack(basis[:n], dim=1) @ coef)
-    return result * math.exp(-time * shift), calls
+    result = norm * (basis @ coef)
+    return result * math.exp(-time * shift), basis.shape[1]
 
 
 @dataclasses.dataclass
