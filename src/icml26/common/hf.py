@@ -2,6 +2,7 @@
 
 * :func:`num_layers` and :func:`decoder_blocks` find a decoder's block stack whatever the
   architecture calls it (``transformer.h``, ``model.layers``, ``gpt_neox.layers`` …);
+* :func:`cache_kwarg` names the keyword ``forward`` takes its key-value cache under;
 * :func:`quiet_transformers` silences transformers' load/save progress bars and warnings
   for the duration of a ``with`` block.
 
@@ -11,11 +12,19 @@ Needs the ``lm`` extra only where a function says so; the functions here import 
 from __future__ import annotations
 
 import contextlib
+import inspect
 from typing import Iterator
 
 from torch import nn
 
-__all__ = ["decoder_blocks", "num_layers", "quiet_transformers"]
+__all__ = ["cache_kwarg", "decoder_blocks", "num_layers", "quiet_transformers"]
+
+
+def cache_kwarg(model: nn.Module) -> str:
+    """The name ``model.forward`` takes its key-value cache under: ``"cache"`` (transformers >= 5.2x)
+    or ``"past_key_values"`` (earlier, and deprecated after)."""
+    params = inspect.signature(model.forward).parameters
+    return "cache" if "cache" in params else "past_key_values"
 
 
 def num_layers(model: nn.Module) -> int:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import inspect
 import math
 from typing import Any, Callable, Iterator, Mapping
 
@@ -29,6 +28,7 @@ from torch import nn
 
 from icml26.common.argcheck import check_int, check_real
 from icml26.common.extras import require
+from icml26.common.hf import cache_kwarg
 from icml26.papers.fox.attention import (
     FoxIntervention,
     _check_num_layers,
@@ -205,11 +205,6 @@ def _prompt(inputs: Mapping[str, Any]) -> tuple[torch.Tensor, torch.Tensor, dict
     return ids, mask, extras
 
 
-def _cache_kwarg(model: nn.Module) -> str:
-    params = inspect.signature(model.forward).parameters
-    return "cache" if "cache" in params else "past_key_values"
-
-
 def _rope_holders(model: nn.Module) -> list[nn.Module]:
     """Submodules that keep multimodal RoPE state between calls (Qwen2-VL's ``rope_deltas``)."""
     return [m for m in (model, getattr(model, "model", None)) if m is not None and hasattr(m, "rope_deltas")]
@@ -251,7 +246,7 @@ class DualStreamLogitsProcessor:
         self._cache: Any = None
         self._seen = 0
         self._rope: dict[int, Any] = {}
-        self._cache_kw = _cache_kwarg(model)
+        self._cache_kw = cache_kwarg(model)
 
     @contextlib.contextmanager
     def _own_rope_state(self) -> Iterator[None]:
