@@ -602,6 +602,59 @@ def test_perturbation_sweep_equals_one_call_per_size(small_model):
         perturbation_sweep(small_model, ids, 2, "small")
 
 
+@pytest.mark.parametrize("layer", [0, 2, -1])
+def test_cached_perturbation_sweep_equals_the_full_passes(small_model, layer):
+    """Two code paths, one answer: the last token against the prefix's key-value cache gives the same
+    Delta H (and the same state and target norms) as rerunning the whole prefix for every patch."""
+    from icml26.papers.curvature import perturbation_sweep
+
+    ids = torch.randint(0, SMALL.vocab_size, (5, 13), generator=_gen(43))
+    eps = (0.01, 0.05, 0.2)
+    full = perturbation_sweep(small_model, ids, layer, eps, generator=_gen(8))
+    cached = perturbation_sweep(small_model, ids, layer, eps, generator=_gen(8), use_cache=True)
+    assert full.aligned.abs().max() > 1e-4  # the patches change the entropy: the comparison has power
+    for name in ("aligned", "misaligned", "state_norm", "target_distance"):
+        torch.testing.assert_close(getattr(cached, name), getattr(full, name), rtol=1e-4, atol=2e-5, msg=name)
+    # the cache is cropped back after every pass: a second cached sweep gives the same numbers
+    again = perturbation_sweep(small_model, ids, layer, eps, generator=_gen(8), use_cache=True)
+    torch.testing.assert_close(again.aligned, cached.aligned, rtol=0, atol=1e-6)
+    with pytest.raises(TypeError, match="use_cache"):
+        perturbation_sweep(small_model, ids, layer, eps, use_cache=1)
+
+
+def test_split_windows_partitions_the_stream_and_keeps_drawn_windows_out_of_the_rest():
+    from icml26.papers.curvature.sections import split_windows
+
+    stream = torch.arange(103)  # 10 windows of 10 tokens, 3 tokens left over
+    windows, rest = split_windows(stream, 10, 4, np.random.default_rng(0))
+    assert windows.shape == (4, 10) and rest.shape == (60,)
+    assert sorted(windows.reshape(-1).tolist() + rest.tolist()) == list(range(100))
+    assert set(windows.reshape(-1).tolist()).isdisjoint(rest.tolist())
+    assert all(int(w[0]) % 10 == 0 for w in windows)  # whole windows, in stream order
+    again, _ = split_windows(stream, 10, 4, np.random.default_rng(0))
+    assert torch.equal(again, windows)
+    with pytest.raises(ValueError, match="half"):
+        split_windows(stream, 10, 6, np.random.default_rng(0))
+
+
+def test_pretrained_arm_on_smollm2_measures_rho_and_the_cached_perturbation_study(smollm2):
+    from icml26.contract import RunContext
+    from icml26.common.corpus import stdlib_corpus
+    from icml26.papers.curvature.experiment import STREAMS, Config
+    from icml26.papers.curvature.sections import pretrained_arm
+
+    config = Config(pretrained_tokens=300, pretrained_context=32, pretrained_batch=4, bootstrap=20,
+                    pretrained_perturb_positions=6, pretrained_perturb_length=8, pretrained_perturb_batch=4)
+    ctx = RunContext(seed=0, device=torch.device("cpu"), setting="quick", threads=1, streams=STREAMS)
+    metrics, study = pretrained_arm(config, stdlib_corpus(), ctx)
+    assert metrics["n_windows"] == 11 and metrics["n_tokens"] >= 300  # ceil(300 / (32 - 3 - 1)) windows
+    assert 1 <= metrics["best_layer"] <= 30 and metrics["best_ci_low"] <= metrics["best_spearman"] <= metrics["best_ci_high"]
+    # SmolLM2 beats a bigram fitted on the text outside its windows (32-token windows: a short context)
+    assert metrics["valid_loss"] < metrics["bigram_valid_loss"] - 0.2
+    assert study is not None and study.delta["aligned"].shape == (4, 6) and np.isfinite(study.delta["aligned"]).all()
+    assert 1 <= study.layer <= 29 and study.tests["aligned"].n == 6
+
+
 def test_initial_slope_recovers_the_linear_term():
     from icml26.papers.curvature.analysis import initial_slope
 

@@ -32,6 +32,11 @@ CHECKS = declare(
               source="issue", ref="issue #7"),
     CheckSpec("misaligned_slope_ratio", "abs mean initial slope, misaligned / aligned", "<", 1.0 / 3.0,
               source="issue", ref="issue #7 (ratio); issue #30 (slopes)"),
+    CheckSpec("pretrained_aligned_slope", "SmolLM2: aligned mean initial slope dDelta H/d epsilon at its layer of "
+              "maximal rho", "<", 0.0, source="issue", ref="issue #7 (sign); issue #30 (pretrained model, "
+              "state-scaled slope)", settings=_PRETRAINED),
+    CheckSpec("pretrained_misaligned_slope_ratio", "SmolLM2: abs mean initial slope, misaligned / aligned", "<",
+              1.0 / 3.0, source="issue", ref="issue #7 (ratio); issue #30 (pretrained model)", settings=_PRETRAINED),
     CheckSpec("regularizer_curvature_cut", "regulariser: mid-layer curvature cut (fraction)", ">=", 0.10,
               source="issue", ref="issue #7"),
     CheckSpec("regularizer_loss_increase", "regulariser: validation loss increase (fraction)", "<=", 0.02,

@@ -48,9 +48,7 @@ from icml26.contract import Outcome, RunContext
 from icml26.papers.curvature.analysis import (
     best_inner_layer,
     correlation_summary,
-    effect_ratio,
     fraction_removed,
-    initial_slope,
     interpolated_bigram,
     relative_change,
     straightening_summary,
@@ -62,20 +60,21 @@ from icml26.papers.curvature.layerwise import (
     layerwise_curvature_entropy,
     unigram_log_frequency,
 )
-from icml26.papers.curvature.perturb import perturbation_sweep
+from icml26.papers.curvature.sections import _series, perturbation_study, pretrained_arm
 from icml26.papers.curvature.regularizer import CurvatureLoss
-from icml26.papers.curvature.stats import PairedTest, cluster_bootstrap_spearman, paired_test
 
 __all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
 
 STREAMS = {
     "prefixes": 1,       # which held-out prefixes are perturbed
     "perturbation": 2,   # the misaligned control's random directions
-    "pretrained": 3,     # which held-out windows the pretrained model reads
+    "pretrained": 3,     # which windows the pretrained model reads
     "bootstrap": 4,      # the window bootstrap of the pretrained correlations
 }
 """Named random streams, each mapped to the integer offset the pre-contract code used. (The
-model's initialisation and data order use ``seed`` itself, through the shared tiny-LM code.)"""
+model's initialisation and data order use ``seed`` itself, through the shared tiny-LM code.) Streams
+added later are named only: ``pretrained_prefixes`` (the pretrained arm's perturbed prefixes) and
+``pretrained_perturbation`` (its misaligned directions)."""
 
 
 @dataclasses.dataclass
@@ -116,12 +115,19 @@ class Config:
     """Tokens per perturbed prefix (ours; the last one is perturbed and measured)."""
     epsilons: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1)
     """Perturbation sizes as fractions of the state's norm, ``|delta| = epsilon |x_t|`` (issue #30)."""
-    pretrained_tokens: int = 20_000
-    """Analysed tokens of the pretrained arm (SmolLM2; issue #30: at least 20k); 0 skips the arm."""
+    pretrained_tokens: int = 48_000
+    """Analysed tokens of the pretrained arm (SmolLM2; issue #30: at least 20k, and a 95% interval no wider
+    than +/- 0.015, which 20k tokens missed at +/- 0.021); 0 skips the arm."""
     pretrained_context: int = 128
     """Tokens per window of the pretrained arm."""
     pretrained_batch: int = 8
     """Windows per forward pass of the pretrained model."""
+    pretrained_perturb_positions: int = 2000
+    """Prefixes of the pretrained arm's perturbation study (issue #30: at least 2,000); 0 skips it."""
+    pretrained_perturb_length: int = 24
+    """Tokens per perturbed prefix of the pretrained arm (ours)."""
+    pretrained_perturb_batch: int = 100
+    """Prefixes per batch of the pretrained perturbation study."""
     bootstrap: int = 1000
     """Window-bootstrap resamples of the pretrained correlations' 95% interval."""
     perturb_layer: int = dataclasses.field(default=-1, metadata={"sentinels": (-1,)})
@@ -159,6 +165,12 @@ class Config:
             raise ValueError(f"epsilons={self.epsilons} must be distinct positive sizes (epsilon=0 perturbs nothing)")
         if self.pretrained_tokens < 0:
             raise ValueError(f"pretrained_tokens={self.pretrained_tokens} must be >= 0 (0 skips the pretrained arm)")
+        if self.pretrained_perturb_positions < 0 or self.pretrained_perturb_positions == 1:
+            raise ValueError(f"pretrained_perturb_positions={self.pretrained_perturb_positions} must be 0 (skip) or "
+                             "at least 2 (a paired test)")
+        if self.pretrained_perturb_length < 3 or self.pretrained_perturb_batch < 1:
+            raise ValueError(f"pretrained_perturb_length={self.pretrained_perturb_length} must be >= 3 and "
+                             f"pretrained_perturb_batch={self.pretrained_perturb_batch} >= 1")
         if self.pretrained_context < self.window + 3 or self.pretrained_batch < 1 or self.bootstrap < 2:
             raise ValueError(f"pretrained_context={self.pretrained_context} must exceed window + 2, pretrained_batch="
                              f"{self.pretrained_batch} be >= 1 and bootstrap={self.bootstrap} >= 2")
@@ -199,56 +211,6 @@ def _analyse(model, windows: torch.Tensor, log_freq: torch.Tensor, window: int,
     model.eval()
     return layerwise_curvature_entropy(model, windows, window, token_log_frequency=log_freq,
                                        batch_size=32, show_progress=ctx.show_progress)
-
-
-def _series(values) -> list[float | None]:
-    return [float(v) if np.isfinite(v) else None for v in values]
-
-
-def _pretrained_arm(config: Config, corpus, ctx: RunContext) -> dict[str, Any]:
-    """SmolLM2-135M-Instruct on random held-out windows: rho(kappa, H) by layer with a window-bootstrap
-    interval, curvature by layer, and its loss beside a bigram's on the same tokens."""
-    from icml26.common.pretrained import load_pretrained_lm
-
-    lm = load_pretrained_lm(ctx.device, torch.float32)
-    ctx.provenance["pretrained"] = lm.provenance
-    model, tokenizer = lm.model, lm.tokenizer
-    model.eval()
-    train_ids, valid_ids = encode_corpus(tokenizer, corpus)
-    vocab = int(model.config.vocab_size)
-    T = config.pretrained_context
-    per_window = T - config.window - 1  # tokens with a defined kappa(t; W) per window
-    available = valid_ids.numel() // T
-    wanted = -(-config.pretrained_tokens // per_window)
-    if wanted > available:
-        raise ValueError(f"pretrained_tokens={config.pretrained_tokens} needs {wanted} windows of {T}; the held-out "
-                         f"text has {available}")
-    chosen = np.sort(ctx.rng("pretrained").choice(available, size=wanted, replace=False))
-    windows = valid_ids[: available * T].reshape(available, T)[torch.from_numpy(chosen)]
-    analysis = layerwise_curvature_entropy(model, windows, config.window,
-                                           token_log_frequency=unigram_log_frequency(train_ids, vocab),
-                                           batch_size=config.pretrained_batch, show_progress=ctx.show_progress)
-    low, high = cluster_bootstrap_spearman(analysis.curvature, analysis.entropy, analysis.row,
-                                           n_boot=config.bootstrap, rng=ctx.rng("bootstrap"))
-    best = int(np.nanargmax(analysis.spearman))
-    bigram = interpolated_bigram(train_ids, windows, vocab)  # the same within-window pairs as the model's loss
-    layers = list(range(analysis.num_layers + 1))
-    return {
-        **dataclasses.asdict(correlation_summary(analysis.spearman, analysis.pearson, analysis.partial_spearman)),
-        **dataclasses.asdict(straightening_summary(analysis.mean_curvature)),
-        "best_ci_low": float(low[best]), "best_ci_high": float(high[best]),
-        "best_ci_halfwidth": float((high[best] - low[best]) / 2),
-        "max_ci_halfwidth": float(np.nanmax((high - low) / 2)),
-        "n_tokens": float(analysis.n_tokens[best]), "n_windows": float(len(windows)),
-        "valid_loss": float(analysis.mean_loss), "bigram_valid_loss": bigram.loss, "bigram_weight": bigram.weight,
-        "curves": {
-            "x": layers,
-            "series": {"Spearman rho(kappa, H)": _series(analysis.spearman), "95% CI low": _series(low),
-                       "95% CI high": _series(high), "partial rho | position, frequency": _series(analysis.partial_spearman),
-                       "mean curvature (rad)": _series(analysis.mean_curvature)},
-            "xlabel": "layer (hidden_states index)", "ylabel": "rho / curvature (rad)",
-            "title": "SmolLM2-135M-Instruct: curvature-entropy correlation and curvature by layer"},
-    }
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
@@ -295,18 +257,9 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     rng = ctx.rng("prefixes")
     starts = rng.integers(0, valid_ids.numel() - config.perturb_length, size=config.perturb_positions)
     prefixes = torch.stack([valid_ids[s : s + config.perturb_length] for s in starts.tolist()])
-    generator = ctx.torch_generator("perturbation")
-    sweeps = [perturbation_sweep(model, prefixes[i : i + 128], layer, config.epsilons, generator=generator)
-              for i in ctx.progress(range(0, len(prefixes), 128), desc="perturbations")]
-    eps = list(config.epsilons)
-    delta_eps = {k: torch.cat([getattr(sw, k) for sw in sweeps], dim=1).double().numpy()  # (n_eps, prefixes)
-                 for k in ("aligned", "misaligned")}
-    slopes = {k: initial_slope(eps, v) for k, v in delta_eps.items()}
-    tests: dict[str, PairedTest] = {k: paired_test(v) for k, v in slopes.items()}
-    versus_control = paired_test(slopes["aligned"] - slopes["misaligned"])  # same prefixes, same layer
-    state_norm = torch.cat([sw.state_norm for sw in sweeps]).double().numpy()
-    target_distance = torch.cat([sw.target_distance for sw in sweeps]).double().numpy()
-    overshoot = float(np.mean(max(eps) * state_norm > target_distance))
+    study = perturbation_study(model, prefixes, layer, config.epsilons, ctx,
+                               generator=ctx.torch_generator("perturbation"))
+    eps, tests, slopes = study.epsilons, study.tests, study.slopes
 
     # --- tiny model vs an interpolated bigram on the same tokens --------------------------------
     bigram = interpolated_bigram(train_ids, valid_ids, config.vocab_size)
@@ -334,7 +287,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     loss_increase = relative_change(reg["valid_loss"], unreg["valid_loss"])
 
     # --- 4. the pretrained arm: SmolLM2 on held-out windows of the same text ----------------------
-    pretrained = _pretrained_arm(config, corpus, ctx) if config.pretrained_tokens > 0 else None
+    pretrained, pre_study = pretrained_arm(config, corpus, ctx) if config.pretrained_tokens > 0 else (None, None)
 
     # --- metrics, checks, curves ------------------------------------------------------------------
     def summary(a: CurvatureEntropyAnalysis) -> dict[str, float]:
@@ -344,17 +297,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     trained = {**summary(final), "valid_loss": unreg["valid_loss"], "bigram_valid_loss": bigram.loss,
                "bigram_weight": bigram.weight, "margin_over_bigram": bigram.loss - unreg["valid_loss"]}
     at_init = {**summary(init), "valid_loss": init_loss}
-    perturb_metrics = {}
-    for kind in ("aligned", "misaligned"):
-        t = tests[kind]
-        perturb_metrics[kind] = {"mean_initial_slope": t.mean, "sem_initial_slope": t.sem, "p_less": t.p_less,
-                                 "p_two_sided": t.p, "frac_negative": t.frac_negative, "n_prefixes": t.n,
-                                 **{f"mean_delta_entropy_eps{e:g}": float(np.nanmean(delta_eps[kind][i]))
-                                    for i, e in enumerate(eps)}}
-    perturb_metrics["aligned minus misaligned"] = {"mean_initial_slope": versus_control.mean,
-                                                   "sem_initial_slope": versus_control.sem,
-                                                   "p_less": versus_control.p_less, "p_two_sided": versus_control.p}
-    ratio = effect_ratio(tests["misaligned"].mean, tests["aligned"].mean)
+    perturb_metrics = study.metrics()
     informative = trained["margin_over_bigram"] >= CHECKS["tiny_beats_bigram"].target
 
     checks = [
@@ -370,7 +313,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     ]
     if pretrained is None:
         checks += [CHECKS[c].not_measured("pretrained_tokens=0") for c in
-                   ("pretrained_correlation", "pretrained_ci_halfwidth", "pretrained_curvature_drop")
+                   ("pretrained_correlation", "pretrained_ci_halfwidth", "pretrained_curvature_drop",
+                    "pretrained_aligned_slope", "pretrained_misaligned_slope_ratio")
                    if ctx.setting in CHECKS[c].settings]
     else:
         checks += [
@@ -384,10 +328,20 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                 pretrained["curvature_drop"], note=f"layer 0 {pretrained['curvature_layer0']:.3f} rad, flattest layer "
                 f"{int(pretrained['min_curvature_layer'])} {pretrained['curvature_min']:.3f} rad"),
         ]
+        if pre_study is None:
+            checks += [CHECKS[c].not_measured("pretrained_perturb_positions=0") for c in
+                       ("pretrained_aligned_slope", "pretrained_misaligned_slope_ratio")]
+        else:
+            checks += [
+                CHECKS["pretrained_aligned_slope"].measure(
+                    pre_study.tests["aligned"].mean, note=f"{int(pre_study.tests['aligned'].n)} prefixes at layer "
+                    f"{pre_study.layer}, one-sided p = {pre_study.tests['aligned'].p_less:.2g}"),
+                CHECKS["pretrained_misaligned_slope_ratio"].measure(pre_study.misaligned_ratio),
+            ]
     checks += [
         CHECKS["aligned_slope"].measure(tests["aligned"].mean, note=f"{int(tests['aligned'].n)} prefixes at layer {layer}"),
         CHECKS["aligned_slope_p_value"].measure(tests["aligned"].p_less),
-        CHECKS["misaligned_slope_ratio"].measure(ratio),
+        CHECKS["misaligned_slope_ratio"].measure(study.misaligned_ratio),
         CHECKS["regularizer_curvature_cut"].measure(curvature_cut),
         CHECKS["regularizer_loss_increase"].measure(loss_increase),
     ]
@@ -418,7 +372,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             "xlabel": f"initial slope dDelta H/d epsilon at layer {layer} (nats per unit epsilon)", "ylabel": "prefixes",
             "title": "Aligned vs misaligned perturbations, |delta| = epsilon |x_t|"},
         "delta_entropy_vs_epsilon": {
-            "x": eps, "series": {k: [float(np.nanmean(v[i])) for i in range(len(eps))] for k, v in delta_eps.items()},
+            "x": eps, "series": {k: [float(np.nanmean(v[i])) for i in range(len(eps))] for k, v in study.delta.items()},
             "xlabel": "epsilon (|delta| / |x_t|)", "ylabel": f"mean Delta H (nats), {len(prefixes)} prefixes",
             "title": f"Perturbation size at layer {layer}"},
         "regularizer_curvature": {
@@ -434,17 +388,25 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     notes = [
         f"Perturbations at hidden_states[{layer}] ({'chosen' if config.perturb_layer >= 0 else 'inner layer of maximal rho'}); "
         f"{len(prefixes)} held-out prefixes of {config.perturb_length} tokens; |delta| = epsilon |x_t| for epsilon in "
-        f"{eps}; the aligned step overshoots the extrapolation at the largest epsilon for {overshoot:.1%} of prefixes.",
-        f"Initial slope dDelta H/d epsilon (linear term of a through-origin quadratic fit per prefix): aligned "
-        f"{tests['aligned'].mean:+.3f} +/- {tests['aligned'].sem:.3f}, misaligned {tests['misaligned'].mean:+.3f} +/- "
-        f"{tests['misaligned'].sem:.3f} nats per unit epsilon; aligned minus misaligned on the same prefixes "
-        f"{versus_control.mean:+.3f} (paired t = {versus_control.t:.1f}, two-sided p = {versus_control.p:.2g}).",
+        f"{eps}; the aligned step overshoots the extrapolation at the largest epsilon for {study.overshoot:.1%} of prefixes.",
+        "Tiny model, " + study.summary() + " (the slope is the linear term of a through-origin quadratic fit "
+        "per prefix).",
         f"Tiny model: validation loss {unreg['valid_loss']:.3f} nats vs an interpolated bigram's {bigram.loss:.3f} "
         f"(lambda {bigram.weight:.2f} chosen on a held-out tail of the training ids): margin "
         f"{trained['margin_over_bigram']:+.3f} nats" + ("." if informative else
         "; it does not beat the bigram clearly, so its correlations are uninformative (issue #30)."),
         f"Correlations over {int(final.n_tokens[0])} held-out tokens; the paper reports r ~ 0.15 at GPT-2 XL scale.",
     ]
+    if pre_study is not None:
+        notes.append(f"SmolLM2-135M-Instruct, {pre_study.summary()}; {config.pretrained_perturb_length}-token prefixes "
+                     "(the last token rerun against the prefix's key-value cache for every patch).")
+        curves["pretrained_delta_entropy_vs_epsilon"] = {
+            "x": pre_study.epsilons,
+            "series": {k: [float(np.nanmean(v[i])) for i in range(len(pre_study.epsilons))]
+                       for k, v in pre_study.delta.items()},
+            "xlabel": "epsilon (|delta| / |x_t|)",
+            "ylabel": f"mean Delta H (nats), {pre_study.delta['aligned'].shape[1]} prefixes",
+            "title": f"SmolLM2-135M-Instruct: perturbation size at layer {pre_study.layer}"}
     if pretrained is not None:
         curves["pretrained_by_layer"] = pretrained.pop("curves")
         notes.append(
@@ -456,5 +418,6 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             f"{pretrained['valid_loss']:.3f} nats vs a bigram's {pretrained['bigram_valid_loss']:.3f} on its tokens.")
     return Outcome(
         metrics={"trained": trained, "init": at_init, **perturb_metrics, "regularized": reg, "unregularized": unreg,
-                 **({"pretrained (SmolLM2)": pretrained} if pretrained is not None else {})},
+                 **({"pretrained (SmolLM2)": pretrained} if pretrained is not None else {}),
+                 **({f"pretrained {k}": v for k, v in pre_study.metrics().items()} if pre_study is not None else {})},
         checks=checks, curves=curves, notes=notes)

@@ -68,7 +68,8 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
     if "pretrained_by_layer" in curves:
         curve = curves["pretrained_by_layer"]
         series, x = curve["series"], values(curve["x"])
-        fig, axes = subplots(1, 2, panel=(6.0, 4.2))
+        perturbed = curves.get("pretrained_delta_entropy_vs_epsilon")
+        fig, axes = subplots(1, 3 if perturbed else 2, panel=(6.0, 4.2))
         ax = axes[0][0]
         ax.plot(x, values(series["Spearman rho(kappa, H)"]), marker="o", markersize=3, label="Spearman rho")
         ax.fill_between(x, values(series["95% CI low"]), values(series["95% CI high"]), alpha=0.3,
@@ -86,5 +87,8 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
         ax.set_ylabel("mean turning angle (rad)")
         ax.set_title("SmolLM2-135M: curvature by layer", fontsize="medium")
         ax.grid(True, alpha=0.3)
+        if perturbed:
+            _line_panel(axes[0][2], perturbed)
+            axes[0][2].axhline(0.0, color="black", lw=0.8)
         figures["pretrained.png"] = fig
     return figures

@@ -30,6 +30,7 @@ import torch
 from torch import Tensor, nn
 
 from icml26.common.argcheck import check_int, check_real
+from icml26.common.hf import cache_kwarg
 from icml26.papers.curvature.baselines import misaligned
 from icml26.papers.curvature.entropy import next_token_entropy
 from icml26.papers.curvature.geometry import extrapolation_target, turning_angles
@@ -202,6 +203,7 @@ def perturbation_sweep(
     *,
     generator: torch.Generator | None = None,
     keep_step_length: bool = False,
+    use_cache: bool = False,
 ) -> PerturbationSweep:
     """Aligned and misaligned steps of norm ``epsilon |x_t|`` at the last point, for every ``epsilon``.
 
@@ -215,6 +217,12 @@ def perturbation_sweep(
         epsilons: positive sizes, e.g. ``(0.01, 0.02, 0.05, 0.1)``.
         generator: draws of the misaligned directions.
         keep_step_length: see :func:`extrapolation_target`.
+        use_cache: run the first ``T - 1`` tokens once and keep their keys and values; every
+            patched pass then runs only the last token against that cache (a causal model's earlier
+            positions do not depend on the last one). The same ``Delta H`` as ``False`` up to
+            float rounding (tested), about ``T`` times less work per patched pass, which is what
+            makes thousands of prefixes of a 135M-parameter model affordable on a CPU. Needs a
+            Hugging Face model whose cache supports ``crop`` (``DynamicCache``).
     """
     try:
         eps = [float(e) for e in epsilons]
@@ -224,12 +232,21 @@ def perturbation_sweep(
         raise ValueError(f"epsilons={epsilons!r} must be a non-empty sequence of positive finite sizes")
     if generator is not None and not isinstance(generator, torch.Generator):
         raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
+    if not isinstance(use_cache, bool):
+        raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
     layer = _check_inputs(model, input_ids, layer)
     device = next(model.parameters()).device
     input_ids = input_ids.to(device)
-    clean = model(input_ids=input_ids, output_hidden_states=True)
-    hidden = clean.hidden_states[layer]
-    h_clean = next_token_entropy(clean.logits[:, -1])
+    if use_cache:
+        hidden, clean_logits, patched_logits = _cached_passes(model, input_ids, layer)
+    else:
+        clean = model(input_ids=input_ids, output_hidden_states=True)
+        hidden, clean_logits = clean.hidden_states[layer], clean.logits[:, -1]
+
+        def patched_logits(patched: Tensor) -> Tensor:
+            with patch_hidden_state(model, layer, patched):
+                return model(input_ids=input_ids).logits[:, -1]
+    h_clean = next_token_entropy(clean_logits)
     state = generator.get_state() if generator is not None else None
     out: dict[str, list[Tensor]] = {"aligned": [], "misaligned": []}
     for e in eps:
@@ -240,11 +257,40 @@ def perturbation_sweep(
                 if generator is not None:
                     generator.set_state(state)
                 patched = misaligned(hidden, e, generator, keep_step_length=keep_step_length, relative_to="state")
-            with patch_hidden_state(model, layer, patched):
-                logits = model(input_ids=input_ids).logits
-            out[kind].append(next_token_entropy(logits[:, -1]) - h_clean)
+            out[kind].append(next_token_entropy(patched_logits(patched)) - h_clean)
     last = hidden[:, -1].float()
     target = extrapolation_target(hidden, keep_step_length=keep_step_length).float()
     return PerturbationSweep(epsilons=eps, aligned=torch.stack(out["aligned"]), misaligned=torch.stack(out["misaligned"]),
                              state_norm=torch.linalg.vector_norm(last, dim=-1),
                              target_distance=torch.linalg.vector_norm(target - last, dim=-1))
+
+
+def _cached_passes(model: nn.Module, input_ids: Tensor, layer: int):
+    """``hidden_states[layer]`` and the last position's logits of a clean pass over ``input_ids``, run as
+    ``T - 1`` cached tokens plus the last one, and a function that reruns only the last token with its
+    ``hidden_states[layer]`` patched (the cache is cropped back to ``T - 1`` after every pass)."""
+    n_prefix = input_ids.shape[1] - 1
+    head = model(input_ids=input_ids[:, :-1], output_hidden_states=True, use_cache=True)
+    cache = getattr(head, "cache", None)  # transformers >= 5.2x; "past_key_values" before
+    if cache is None:
+        cache = getattr(head, "past_key_values", None)
+    if cache is None or not hasattr(cache, "crop"):
+        raise ValueError(f"use_cache=True needs a model that returns a croppable key-value cache (DynamicCache); "
+                         f"{type(model).__name__} returned {type(cache).__name__}; use use_cache=False")
+    last_ids = input_ids[:, -1:]
+    kw = cache_kwarg(model)
+
+    def crop() -> None:  # drop the last token's keys and values (a negative count: every transformers version)
+        cache.crop(n_prefix - cache.get_seq_length())
+
+    tail = model(input_ids=last_ids, **{kw: cache}, output_hidden_states=True, use_cache=True)
+    crop()
+    hidden = torch.cat([head.hidden_states[layer], tail.hidden_states[layer]], dim=1)
+
+    def patched_logits(patched: Tensor) -> Tensor:
+        with patch_hidden_state(model, layer, patched[:, -1:]):
+            logits = model(input_ids=last_ids, **{kw: cache}, use_cache=True).logits[:, -1]
+        crop()
+        return logits
+
+    return hidden, tail.logits[:, -1], patched_logits
