@@ -670,3 +670,25 @@ def test_paired_ratio_by_hand():
         paired_ratio([0.0, 1.0], [1.0, 1.0])
     with pytest.raises(ValueError, match="equal-length"):
         paired_ratio([1.0], [1.0, 2.0])
+
+
+def test_strided_only_dmanet_has_no_full_resolution_path():
+    """The diagnostic of issue #29: no residual and no finer level reach the output, so the finer levels'
+    interpolation weights and the fusion logits get no gradient, while every downsampling level does."""
+    from icml26.papers.dmanet.sections import StridedOnlyDMANet
+
+    torch.manual_seed(0)
+    model = StridedOnlyDMANet(48, 8, 3, d_model=16, levels=3, dropout=0.0)
+    enc = model.encoders[0]
+    x = torch.randn(4, 48, 3)
+    model(x).pow(2).sum().backward()
+    assert enc.fusion_logits.grad is None
+    assert all(w.grad is None for w in list(enc.interp_weights)[:-1])
+    assert enc.interp_weights[-1].grad.abs().sum() > 0
+    assert all(any(p.grad is not None and p.grad.abs().sum() > 0 for p in level.parameters()) for level in enc.levels)
+    # the same network with the residual (plain DMANet on the time axis) does train the finer levels
+    plain = DMANet(48, 8, 3, d_model=16, levels=3, dropout=0.0, filter_axis="time")
+    plain(x).pow(2).sum().backward()
+    assert plain.encoders[0].interp_weights[0].grad.abs().sum() > 0
+    with pytest.raises(TypeError, match="filter_axis"):
+        StridedOnlyDMANet(48, 8, 3, filter_axis="latent")

@@ -48,6 +48,7 @@ from icml26.papers.dmanet.data import (
 )
 from icml26.papers.dmanet.figures import plot
 from icml26.papers.dmanet.sections import build_model as _build
+from icml26.papers.dmanet.sections import strided_only as _strided_only
 from icml26.papers.dmanet.sections import time_family as _time_family
 from icml26.papers.dmanet.spectral import avgpool_downsample, filtered_downsample, naive_downsample
 from icml26.papers.dmanet.training import ForecastFitResult, fit_forecaster
@@ -123,6 +124,9 @@ class Config:
     time_family_seeds: int = 8
     """Seeds of the ``filter_axis="time"`` family on the chaotic set (DMANet and its no-filter
     ablation, paired by seed; issue #29 asks for >= 8). 0 skips the family."""
+    strided_seeds: int = 4
+    """Seeds of the strided-only diagnostic (:class:`~icml26.papers.dmanet.sections.StridedOnlyDMANet`, issue
+    #29: no full-resolution path, filter vs no filter per level, chaotic set, first horizon). 0 skips it."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -134,16 +138,18 @@ class Config:
             raise ValueError(f"models={self.models!r}: choose from {', '.join(MODELS)}, with 'dmanet' first")
         if not self.horizons or min(self.horizons) < 1:
             raise ValueError(f"horizons={self.horizons!r} must be positive integers")
-        if self.time_family_seeds and ("chaotic" not in self.datasets or self.chaotic_seq_len % 2 ** self.levels):
-            raise ValueError("time_family_seeds > 0 needs the chaotic data set and chaotic_seq_len divisible by "
-                             f"2**levels = {2 ** self.levels}; set time_family_seeds=0 otherwise")
+        for name in ("time_family_seeds", "strided_seeds"):
+            if getattr(self, name) and ("chaotic" not in self.datasets or self.chaotic_seq_len % 2 ** self.levels):
+                raise ValueError(f"{name} > 0 needs the chaotic data set and chaotic_seq_len divisible by "
+                                 f"2**levels = {2 ** self.levels}; set {name}=0 otherwise")
         for name in ("chaotic_length", "chaotic_seq_len", "taylor_seq_len", "seeds", "d_model", "levels",
                      "e_layers", "epochs", "patience", "batch_size", "train_step", "patchtst_d_model",
                      "patchtst_layers"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive")
-        if self.max_batches_per_epoch < 0 or self.threads < 0:
-            raise ValueError("max_batches_per_epoch and threads must be >= 0 (0 means no cap / default)")
+        if self.max_batches_per_epoch < 0 or self.threads < 0 or self.time_family_seeds < 0 or self.strided_seeds < 0:
+            raise ValueError("max_batches_per_epoch, threads, time_family_seeds and strided_seeds must be >= 0 "
+                             "(0 means no cap / default / skip)")
         if self.filter_axis not in ("latent", "time"):
             raise ValueError(f"filter_axis={self.filter_axis!r} must be 'latent' or 'time'")
         axis_len = {"latent": [self.d_model], "time": [self.chaotic_seq_len, self.taylor_seq_len]}
@@ -169,7 +175,7 @@ class Config:
         """The contract-suite setting (seconds)."""
         return cls(chaotic_length=1200, chaotic_seq_len=48, taylor_seq_len=48, horizons=(16,), seeds=1,
                    d_model=16, patchtst_d_model=16, patchtst_layers=1, epochs=1, batch_size=32, lr=2e-3,
-                   train_step=4, max_batches_per_epoch=4, threads=1, time_family_seeds=2)
+                   train_step=4, max_batches_per_epoch=4, threads=1, time_family_seeds=2, strided_seeds=2)
 
 
 def _spectrum_curve(series: np.ndarray) -> dict[str, Any]:
@@ -235,6 +241,7 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
 
     # 3. the filter_axis="time" family (issue #29): DMANet vs its no-filter ablation, paired by seed
     family = _time_family(config, ctx, splits, series) if config.time_family_seeds else None
+    strided = _strided_only(config, ctx, splits, series) if config.strided_seeds else None
     # 4. model-free: ridge forecasters on naively strided vs filtered-then-strided windows
     ridge = {}
     if "chaotic" in splits:
@@ -281,6 +288,12 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
             "ratio": family.paired.ratio, "ratio_ci_low": family.paired.ci[0] if family.paired.ci else family.paired.ratio,
             "ratio_ci_high": family.paired.ci[1] if family.paired.ci else family.paired.ratio,
             "wins": float(family.paired.wins), "seeds": float(family.paired.n)}
+    if strided is not None:
+        metrics["strided_only"] = {}
+        for stride, f, u, p in zip(strided.strides, strided.filtered, strided.unfiltered, strided.paired):
+            metrics["strided_only"].update({
+                f"stride{stride}_filtered_mse": float(np.mean(f)), f"stride{stride}_no_filter_mse": float(np.mean(u)),
+                f"stride{stride}_ratio": p.ratio, f"stride{stride}_wins": float(p.wins)})
 
     # checks (issue 8, "Figures to reach")
     checks = [CHECKS["filter_leakage"].measure(max(leakage["filter+stride"])),
@@ -305,6 +318,11 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
         checks.append(CHECKS["ridge_filter_ratio_coarsest"].measure(
             ridge_ratios[-1], note=f"stride {2 ** config.levels}, mean over horizons "
                                    f"{', '.join(map(str, config.horizons))}"))
+    if strided is not None:
+        p = strided.paired[-1]
+        checks.append(CHECKS["strided_filter_ratio_coarsest"].measure(
+            p.ratio, note=f"stride {strided.strides[-1]}, H={config.horizons[0]}, geometric mean over {p.n} seeds, "
+                          f"filter lower on {p.wins}/{p.n}"))
 
     curves: dict[str, Any] = {
         "leakage": {"x": list(range(1, config.levels + 1)),
@@ -343,6 +361,19 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
                      + "; per horizon naive vs filtered at the coarsest stride: " + "; ".join(
                          f"H={h} {r.naive_mse[-1]:.3f} vs {r.filtered_mse[-1]:.3f} (full resolution {r.full_mse:.3f})"
                          for h, r in ridge.items()) + ".")
+    if strided is not None:
+        ps = strided.paired
+        curves["strided_only"] = {
+            "x": list(strided.strides),
+            "series": {"filter / no filter": [p.ratio for p in ps],
+                       "95% interval, low": [p.ci[0] if p.ci else p.ratio for p in ps],
+                       "95% interval, high": [p.ci[1] if p.ci else p.ratio for p in ps]},
+            "xlabel": "total stride (levels, no full-resolution path)", "ylabel": "test MSE ratio (geometric mean)",
+            "title": f"strided-only DMANet: filter / no filter, H={config.horizons[0]}", "logx": True}
+        notes.append("Strided-only DMANet (no residual, only the coarsest level reaches the embedding; ours, issue "
+                     f"#29), chaotic, H={config.horizons[0]}, {ps[0].n} seeds: filter / no-filter MSE " + ", ".join(
+                         f"stride {s_} {p.ratio:.3f}" + (f" [{p.ci[0]:.3f}, {p.ci[1]:.3f}]" if p.ci else "")
+                         + f" (filter lower on {p.wins}/{p.n})" for s_, p in zip(strided.strides, ps)) + ".")
     if family is not None:
         p = family.paired
         curves["time_family"] = {

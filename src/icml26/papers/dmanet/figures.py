@@ -79,16 +79,18 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
         ax.grid(True, alpha=0.3)
         figures["example_forecast.png"] = fig
 
-    panels = [k for k in ("ridge_aliasing", "time_family") if k in curves]
+    panels = [k for k in ("ridge_aliasing", "strided_only", "time_family") if k in curves]
     if panels:
         fig, axes = subplots(1, len(panels), panel=(5.5, 4.0))
         for ax, name in zip(axes[0], panels):
             c = curves[name]
             for arm, ys in c["series"].items():
-                ax.plot(values(c["x"]), values(ys), marker="o", ls="--" if "naive" in arm or "no filter" in arm
-                        else "-", label=arm)
+                ax.plot(values(c["x"]), values(ys), marker="o", ls=":" if "interval" in arm else "--"
+                        if "naive" in arm or "no filter (" in arm else "-", label=arm)
             if c.get("logx"):
                 ax.set_xscale("log", base=2)
+            if name == "strided_only":
+                ax.axhline(1.0, color="black", lw=0.8)
             ax.set_xlabel(c["xlabel"])
             ax.set_ylabel(c["ylabel"])
             ax.set_title(c["title"], fontsize=10)

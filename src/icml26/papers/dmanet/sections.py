@@ -1,4 +1,5 @@
-"""Pieces of the DMANet reproduction: building an arm, and the ``filter_axis="time"`` family."""
+"""Pieces of the DMANet reproduction: building an arm, the ``filter_axis="time"`` family, and the
+strided-only diagnostic (:class:`StridedOnlyDMANet`, issue #29)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from icml26.papers.dmanet.baselines import DLinear, PatchTST
 from icml26.papers.dmanet.model import DMANet
 from icml26.papers.dmanet.training import fit_forecaster
 
-__all__ = ["TimeFamily", "build_model", "time_family"]
+__all__ = ["StridedOnly", "StridedOnlyDMANet", "TimeFamily", "build_model", "strided_only", "time_family"]
 
 
 def build_model(name: str, seq_len: int, pred_len: int, channels: int, config: Any,
@@ -67,3 +68,63 @@ def time_family(config: Any, ctx: RunContext, splits, series) -> TimeFamily:
         mse[model_name].append(float(np.mean(per_h)))
     method, baseline = tuple(mse["dmanet"]), tuple(mse["dmanet_no_filter"])
     return TimeFamily(method, baseline, paired_ratio(method, baseline))
+
+
+class StridedOnlyDMANet(DMANet):
+    """Diagnostic DMANet without a full-resolution path (issue #29; ours, not the paper's model).
+
+    The multiscale encoder works on the time axis, its residual ``Z + MSEnc(Z)`` is dropped, and only
+    the coarsest level's interpolated output ``U_M`` reaches the embedding: every bit of the input
+    passes through ``levels`` cascaded stride-2 steps (total stride ``2^levels``). With the residual
+    and the finer levels in place (the real DMANet) the network can route around aliased levels; here
+    it cannot, so filter vs no-filter shows whether the filter matters where aliasing is forced on it.
+    Takes :class:`DMANet`'s arguments except ``filter_axis`` and ``e_layers`` (fixed: ``"time"``, 1).
+    """
+
+    def __init__(self, seq_len: int, pred_len: int, n_channels: int, d_model: int = 512, levels: int = 3,
+                 **kwargs: Any) -> None:
+        for fixed in ("filter_axis", "e_layers"):
+            if fixed in kwargs:
+                raise TypeError(f"StridedOnlyDMANet fixes {fixed}; do not pass it")
+        super().__init__(seq_len, pred_len, n_channels, d_model, levels, filter_axis="time", e_layers=1, **kwargs)
+
+    def _encode(self, z: torch.Tensor) -> torch.Tensor:
+        _, upsampled = self.encoders[0](z, return_levels=True)
+        return upsampled[-1]
+
+
+@dataclasses.dataclass(frozen=True)
+class StridedOnly:
+    """The strided-only diagnostic: per level (total stride ``2^l``), per-seed chaotic test MSE with and
+    without the filter (first horizon), and their :class:`PairedRatio`."""
+
+    strides: tuple[int, ...]
+    filtered: tuple[tuple[float, ...], ...]
+    unfiltered: tuple[tuple[float, ...], ...]
+    paired: tuple[PairedRatio, ...]
+
+
+def strided_only(config: Any, ctx: RunContext, splits, series) -> StridedOnly:
+    """Train :class:`StridedOnlyDMANet` at levels ``1 .. config.levels``, with and without the filter,
+    ``config.strided_seeds`` seeds each (same initial seed for both arms), on the chaotic set at the
+    first horizon."""
+    data, seq_len = splits["chaotic"], series["chaotic"][1]
+    horizon = config.horizons[0]
+    levels = range(1, config.levels + 1)
+    mse: dict[tuple[int, bool], list[float]] = {(lv, f): [] for lv in levels for f in (True, False)}
+    jobs = [(lv, s, f) for lv in levels for s in range(config.strided_seeds) for f in (True, False)]
+    for level, seed_index, filtered in ctx.progress(jobs, desc="strided-only diagnostic"):
+        torch.manual_seed(ctx.seed * 1000 + 700 + 10 * level + seed_index)  # same initial seed for both arms
+        model = StridedOnlyDMANet(seq_len, horizon, data.n_channels, d_model=config.d_model, levels=level,
+                                  anti_alias=filtered, dropout=config.dropout).to(ctx.device)
+        fit = fit_forecaster(
+            model, data, horizon, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
+            loss=config.loss, patience=config.patience, train_step=config.train_step,
+            max_batches_per_epoch=config.max_batches_per_epoch or None,
+            generator=ctx.torch_generator("strided_batches", 10 * level + seed_index), device=ctx.device)
+        mse[(level, filtered)].append(fit.test_mse)
+    return StridedOnly(
+        strides=tuple(2 ** lv for lv in levels),
+        filtered=tuple(tuple(mse[(lv, True)]) for lv in levels),
+        unfiltered=tuple(tuple(mse[(lv, False)]) for lv in levels),
+        paired=tuple(paired_ratio(mse[(lv, True)], mse[(lv, False)]) for lv in levels))
