@@ -692,3 +692,13 @@ def test_strided_only_dmanet_has_no_full_resolution_path():
     assert plain.encoders[0].interp_weights[0].grad.abs().sum() > 0
     with pytest.raises(TypeError, match="filter_axis"):
         StridedOnlyDMANet(48, 8, 3, filter_axis="latent")
+
+
+def test_strided_seeds_config_is_validated():
+    from icml26.papers.dmanet.experiment import Config
+
+    with pytest.raises(ValueError, match="strided_seeds"):
+        Config(strided_seeds=-1)
+    with pytest.raises(ValueError, match="strided_seeds > 0 needs the chaotic"):
+        Config(datasets=("taylor",), time_family_seeds=0, strided_seeds=2)
+    assert Config(datasets=("taylor",), time_family_seeds=0, strided_seeds=0).strided_seeds == 0
