@@ -635,6 +635,12 @@ def test_split_windows_partitions_the_stream_and_keeps_drawn_windows_out_of_the_
     assert torch.equal(again, windows)
     with pytest.raises(ValueError, match="half"):
         split_windows(stream, 10, 6, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="length"):
+        split_windows(stream, 0, 1, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="count"):
+        split_windows(stream, 10, 0, np.random.default_rng(0))
+    with pytest.raises(TypeError, match="stream"):
+        split_windows(stream.reshape(1, -1).float(), 10, 1, np.random.default_rng(0))
 
 
 def test_pretrained_arm_on_smollm2_measures_rho_and_the_cached_perturbation_study(smollm2):

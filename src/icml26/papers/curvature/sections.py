@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from icml26.common.argcheck import check_int
 from icml26.common.tiny_lm import encode_corpus
 from icml26.contract import RunContext
 from icml26.papers.curvature.analysis import (
@@ -101,8 +102,11 @@ def split_windows(stream: torch.Tensor, length: int, count: int,
     return them ``(count, length)`` with the other windows' tokens concatenated ``(rest,)``: the text a
     reference model may be fitted on without seeing the analysed windows. At most half the windows may
     be drawn."""
+    if not isinstance(stream, torch.Tensor) or stream.ndim != 1 or stream.is_floating_point():
+        raise TypeError("stream must be a flat (n,) tensor of token ids")
+    length, count = check_int(length, "length", low=1), check_int(count, "count", low=1)
     available = stream.numel() // length
-    if not 1 <= count <= available // 2:
+    if count > available // 2:
         raise ValueError(f"{count} windows of {length} tokens asked; the text has {available}, and at least half "
                          "must stay outside them (for the bigram and the token frequencies)")
     all_windows = stream[: available * length].reshape(available, length)
