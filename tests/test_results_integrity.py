@@ -114,3 +114,76 @@ def test_report_leaves_package_readmes_alone_for_a_foreign_folder(tmp_path):
     after = {k: (registry.get(k).folder / "README.md").read_text() for k in before}
     assert before == after
     assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["README.md", "result.json"]
+
+
+def _fixture_with_run(tmp_path, name="longer", figure=True):
+    results = tmp_path / "results"
+    (results / "zz_fixture" / name).mkdir(parents=True)
+    shutil.copy(FIXTURE, results / "zz_fixture" / "result.json")
+    run = copy.deepcopy(GOOD)
+    run["notes"] = ["the longer run's own note"]
+    if figure:
+        run["figures"] = ["curve.png"]
+        (results / "zz_fixture" / name / "curve.png").write_bytes(b"png")
+    (results / "zz_fixture" / name / "result.json").write_text(json.dumps(run))
+    return results
+
+
+def test_further_runs_are_reported_with_their_own_figures(tmp_path):
+    from icml26.results import collect, collect_extra
+
+    results = _fixture_with_run(tmp_path)
+    (results / "zz_fixture" / "seeds" / "1").mkdir(parents=True)  # per-seed results are not further runs
+    shutil.copy(FIXTURE, results / "zz_fixture" / "seeds" / "1" / "result.json")
+    assert list(collect(results)) == ["zz_fixture"]
+    assert {k: list(v) for k, v in collect_extra(results).items()} == {"zz_fixture": ["longer"]}
+    report(results)
+    page = (results / "README.md").read_text()
+    assert "### zz_fixture · longer" in page and "the longer run's own note" in page
+    assert "](zz_fixture/longer/curve.png)" in page
+
+
+def test_a_corrupt_further_run_stops_the_report_before_any_write(tmp_path):
+    results = _fixture_with_run(tmp_path)
+    (results / "zz_fixture" / "longer" / "result.json").write_text("{ not json")
+    with pytest.raises(ResultError, match="longer"):
+        report(results)
+    assert not (results / "README.md").exists()
+
+
+def test_a_further_run_under_another_papers_folder_is_rejected(tmp_path):
+    results = _fixture_with_run(tmp_path)
+    data = copy.deepcopy(GOOD)
+    data["paper"] = "other"
+    (results / "zz_fixture" / "longer" / "result.json").write_text(json.dumps(data))
+    with pytest.raises(ResultError, match="folder says 'zz_fixture'"):
+        report(results)
+
+
+def test_paper_readme_markers_get_the_further_run_and_stale_markers_raise(tmp_path):
+    from icml26.results import collect, collect_extra, extra_markers, fill_paper_readme
+
+    results = _fixture_with_run(tmp_path)
+    start, end = extra_markers("longer")
+    text = f"intro\n<!-- results:start -->\nold\n<!-- results:end -->\nprose\n{start}\nstale\n{end}\nafter\n"
+    main_result = collect(results)["zz_fixture"]
+    runs = collect_extra(results)["zz_fixture"]
+    out = fill_paper_readme(text, main_result, runs, results, tmp_path)
+    assert "stale" not in out and "old" not in out and out.endswith("after\n")
+    longer = out[out.index(start):out.index(end)]
+    assert "results/zz_fixture/longer/result.json" in longer and "the longer run's own note" in longer
+    assert "(results/zz_fixture/longer/curve.png)" in longer
+    assert "the longer run's own note" not in out[:out.index(start)]  # the main section keeps its own notes
+    s2, e2 = extra_markers("missing")
+    with pytest.raises(ResultError, match="'missing'.*remove the markers"):
+        fill_paper_readme(text + f"{s2}\n{e2}\n", main_result, runs, results, tmp_path)
+
+
+def test_every_marked_further_run_in_the_package_readmes_exists():
+    from icml26 import registry
+    from icml26.results import REPO_RESULTS, _EXTRA_START
+
+    for key in registry.keys(status="implemented"):
+        text = (registry.get(key).folder / "README.md").read_text(encoding="utf-8")
+        for name in _EXTRA_START.findall(text):
+            assert (REPO_RESULTS / key / name / "result.json").is_file(), (key, name)
