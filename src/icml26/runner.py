@@ -127,14 +127,19 @@ def _git_commit() -> tuple[str | None, bool | None]:
         return None, None
 
 
-def _provenance(ctx: RunContext, wall: float) -> dict[str, Any]:
+def _provenance(ctx: RunContext, wall: float, code: tuple[str | None, bool | None]) -> dict[str, Any]:
+    """``code`` is :func:`_git_commit` taken when the run started: the code that ran (a long run
+    can outlive the checkout's HEAD; if HEAD moved, the end state is recorded beside it)."""
     import icml26
 
-    commit, dirty = _git_commit()
+    commit, dirty = code
+    end = _git_commit()
+    moved = {} if end == code else {"git_commit_at_end": end[0], "git_dirty_at_end": end[1]}
     return {
         "icml26": icml26.__version__,
         "git_commit": commit,
         "git_dirty": dirty,
+        **moved,
         "python": platform.python_version(),
         "numpy": np.__version__,
         "torch": torch.__version__,
@@ -213,6 +218,7 @@ def execute(
                      show_progress=progress, streams=dict(getattr(module, "STREAMS", {})))
 
     log.info("running %s (%s, seed %d) on %s", key, setting, seed, dev)
+    code = _git_commit()
     start = time.perf_counter()
     outcome = module.run(config, ctx)
     wall = time.perf_counter() - start
@@ -238,7 +244,7 @@ def execute(
         "curves": _clean(outcome.curves),
         "figures": [],
         "notes": list(outcome.notes),
-        "provenance": _provenance(ctx, wall),
+        "provenance": _provenance(ctx, wall, code),
     }
     data = json.loads(_dumps(data))  # exactly what a reader of result.json sees
     # Render figures from the JSON-ready data before anything is written.
