@@ -18,6 +18,7 @@ import datetime as _dt
 import io
 import json
 import logging
+import math
 import os
 import platform
 import subprocess
@@ -225,6 +226,11 @@ def execute(
     if not isinstance(outcome, Outcome):
         raise TypeError(f"{spec.experiment_module}.run must return an Outcome, got {type(outcome)!r}")
 
+    bad = [f"{arm}.{m}={v}" for arm, vals in outcome.metrics.items() for m, v in vals.items()
+           if not math.isfinite(float(v))]
+    if bad:  # JSON has no NaN; say which value is missing instead of failing in the encoder
+        raise ValueError(f"{key} ({setting}) produced non-finite metrics: {', '.join(bad)}; the run measured "
+                         "nothing there (e.g. too few steps for an episode to end): give it a larger budget")
     declared = getattr(module, "CHECKS", None)
     measured = finish_checks(declared, outcome.checks, where=spec.experiment_module, setting=setting) \
         if declared is not None \

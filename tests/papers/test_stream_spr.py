@@ -847,6 +847,23 @@ def test_reproduction_analysis_by_hand():
     assert games_won({"a": 2.0, "b": 1.0, "c": 5.0}, {"a": 1.0, "b": 1.0, "c": 4.0}) == 2
 
 
+def test_paired_gaps_by_hand():
+    from icml26.papers.stream_spr.analysis import paired_gaps
+
+    # gaps 1, 2, 3: mean 2, sd 1, t_{0.975, 2} = 4.302653 -> half-width 4.302653 / sqrt(3) = 2.484138
+    gaps = paired_gaps({"a": [2.0, 4.0, 6.0], "b": [1.0]}, {"a": [1.0, 2.0, 3.0], "b": [3.0]})
+    assert gaps["a"]["mean"] == pytest.approx(2.0) and gaps["a"]["sd"] == pytest.approx(1.0)
+    assert (gaps["a"]["ci_low"], gaps["a"]["ci_high"]) == pytest.approx((2.0 - 2.484138, 2.0 + 2.484138), rel=1e-6)
+    assert gaps["b"] == {"mean": -2.0, "sd": None, "n": 1, "ci_low": -2.0, "ci_high": -2.0}
+    # pairing is by seed: swapping the baseline's seeds changes the interval, not the mean
+    swapped = paired_gaps({"a": [2.0, 4.0, 6.0]}, {"a": [3.0, 2.0, 1.0]})["a"]
+    assert swapped["mean"] == pytest.approx(2.0) and swapped["sd"] == pytest.approx(3.0)
+    with pytest.raises(ValueError, match="same games"):
+        paired_gaps({"a": [1.0]}, {"b": [1.0]})
+    with pytest.raises(ValueError, match="pair by seed"):
+        paired_gaps({"a": [1.0, 2.0]}, {"a": [1.0]})
+
+
 def test_named_agent_stream_reproduces_the_legacy_seed():
     from icml26.contract import RunContext
     from icml26.papers.stream_spr.experiment import STREAMS
@@ -871,6 +888,32 @@ def test_in_process_and_two_worker_processes_give_identical_metrics(one_thread):
     two, _ = execute("stream_spr", "tiny", 3, {**overrides, "processes": 2}, threads=1, progress=False, render=False)
     assert one["metrics"] == two["metrics"]  # bit for bit, NaN-free
     assert one["metrics"]["spr_orth2"]["spr_update_fraction"] > 0
+
+
+def test_full_mode_reports_each_seed_and_the_paired_gaps(one_thread):
+    from icml26.runner import execute
+
+    overrides = {"games": "breakout,space_invaders", "seeds": 2, "total_steps": 300, "probe_states": 32,
+                 "curve_points": 3, "loss_window": 300, "processes": 1}
+    data, figures = execute("stream_spr", "tiny", 3, overrides, threads=1, progress=False)
+    by_seed = data["curves"]["returns_by_seed"]
+    assert by_seed["x"] == [0, 1] and len(by_seed["series"]) == 2 * 2  # games x arms
+    for game in ("breakout", "space_invaders"):
+        for arm in ("spr_orth2", "stream_q"):
+            seeds = by_seed["series"][f"{arm} · {game}"]
+            assert data["metrics"][arm][f"return_{game}"] == pytest.approx(sum(seeds) / 2)
+    note = next(n for n in data["notes"] if n.startswith("SPR+orth² minus Stream Q(λ)"))
+    m, b = by_seed["series"]["spr_orth2 · space_invaders"], by_seed["series"]["stream_q · space_invaders"]
+    assert f"space_invaders {(m[0] - b[0] + m[1] - b[1]) / 2:+.2f} [" in note and "Games won on each seed alone" in note
+    assert "returns_by_seed.png" in figures and figures["returns_by_seed.png"][:4] == b"\x89PNG"
+
+
+def test_a_budget_too_short_for_an_episode_is_a_clear_error(one_thread):
+    from icml26.runner import execute
+
+    overrides = {"games": "freeway", "total_steps": 200, "probe_states": 32, "curve_points": 2, "loss_window": 200}
+    with pytest.raises(ValueError, match=r"non-finite metrics: spr_orth2\.return_last10pct=nan.*larger budget"):
+        execute("stream_spr", "tiny", 0, overrides, threads=1, progress=False, render=False)
 
 
 def test_the_loss_bar_window_is_twice_naive_sprs_20k_steps():

@@ -8,7 +8,9 @@ Pure NumPy, each tested by hand:
 * :func:`window_minimum`: the lowest bin mean among the bins ending inside a window;
 * :func:`finite_mean`, :func:`average_curves`: means that skip missing (None/NaN) entries;
 * :func:`first_crossing`: the first bin edge where a curve drops below a threshold;
-* :func:`return_ratio`, :func:`games_won`: the quick and full modes' return checks.
+* :func:`return_ratio`, :func:`games_won`: the quick and full modes' return checks;
+* :func:`paired_gaps`: per game, the method's return minus the baseline's, paired by seed, with
+  a t interval over seeds (how far the full mode's verdict depends on the draw).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 
 __all__ = ["average_curves", "binned_means", "finite_mean", "first_crossing", "games_won", "last_fraction_return",
-           "return_curve", "return_ratio", "window_minimum"]
+           "paired_gaps", "return_curve", "return_ratio", "window_minimum"]
 
 
 def last_fraction_return(end_steps, returns, total_steps: int, fraction: float = 0.1) -> float:
@@ -83,3 +85,21 @@ def return_ratio(method: float, baseline: float) -> float:
 def games_won(method: Mapping[str, float], baseline: Mapping[str, float]) -> int:
     """How many games (keys of ``method``) the method's return beats the baseline's on."""
     return sum(method[g] > baseline[g] for g in method)
+
+
+def paired_gaps(method: Mapping[str, Sequence[float]], baseline: Mapping[str, Sequence[float]],
+                confidence: float = 0.95) -> dict[str, dict[str, float | int | None]]:
+    """Per game, ``method[g][i] - baseline[g][i]`` over seeds ``i``: mean, sd, n and a Student t
+    interval (:func:`icml26.aggregate.mean_interval`). Both sides must list the same games, one
+    value per seed, in seed order."""
+    from icml26.aggregate import mean_interval
+
+    if set(method) != set(baseline):
+        raise ValueError(f"method and baseline must list the same games, got {sorted(method)} and {sorted(baseline)}")
+    out = {}
+    for game in method:
+        m, b = list(method[game]), list(baseline[game])
+        if len(m) != len(b):
+            raise ValueError(f"game {game!r}: {len(m)} method seeds but {len(b)} baseline seeds; they pair by seed")
+        out[game] = mean_interval([x - y for x, y in zip(m, b)], confidence)
+    return out

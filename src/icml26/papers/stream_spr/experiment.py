@@ -27,7 +27,7 @@ import torch
 from icml26.common.config import validate_numbers
 from icml26.contract import Outcome, RunContext
 
-from .analysis import average_curves, finite_mean, first_crossing, games_won, return_ratio
+from .analysis import average_curves, finite_mean, first_crossing, games_won, paired_gaps, return_ratio
 from .claims import CHECKS
 from .figures import LABELS, plot
 from .games import MINATAR_GAMES
@@ -213,6 +213,7 @@ def _summarize(config: Config, results: list[RunSummary]) -> tuple[Outcome, dict
         wins = games_won({g: method[f"return_{g}"] for g in config.games},
                          {g: base[f"return_{g}"] for g in config.games})
         checks.append(CHECKS["games_won"].measure(wins, note=f"of {len(config.games)} games, {config.seeds} seed(s)"))
+        notes.append(_seed_note(config, results))
     else:
         checks.append(CHECKS["return_ratio"].measure(return_ratio(method["return_last10pct"],
                                                                   base["return_last10pct"])))
@@ -246,6 +247,34 @@ def _summarize(config: Config, results: list[RunSummary]) -> tuple[Outcome, dict
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes), speed
 
 
+def _per_seed(results: list[RunSummary], arm: str, game: str) -> list[float]:
+    runs = sorted((r for r in results if r.arm == arm and r.game == game), key=lambda r: r.seed_index)
+    return [r.return_last10 for r in runs]
+
+
+def _seed_note(config: Config, results: list[RunSummary]) -> str:
+    """Per game, the method's last-10% return minus the baseline's, paired by seed, and the games won per seed."""
+    method = {g: _per_seed(results, "spr_orth2", g) for g in config.games}
+    base = {g: _per_seed(results, "stream_q", g) for g in config.games}
+    gaps = paired_gaps(method, base)
+
+    def fmt(st: dict[str, Any]) -> str:
+        if st["n"] and st["n"] > 1:
+            return f"{st['mean']:+.2f} [{st['ci_low']:+.2f}, {st['ci_high']:+.2f}]"
+        return "n/a" if st["mean"] is None else f"{st['mean']:+.2f}"
+
+    per_game = "; ".join(
+        f"{g} {fmt(gaps[g])} (seeds " + ", ".join(f"{m:.2f} vs {b:.2f}" for m, b in zip(method[g], base[g])) + ")"
+        for g in config.games)
+    above = sum(1 for g in config.games if gaps[g]["n"] and gaps[g]["n"] > 1 and gaps[g]["ci_low"] > 0)
+    below = sum(1 for g in config.games if gaps[g]["n"] and gaps[g]["n"] > 1 and gaps[g]["ci_high"] < 0)
+    won = [games_won({g: method[g][i] for g in config.games}, {g: base[g][i] for g in config.games})
+           for i in range(config.seeds)]
+    return (f"SPR+orth² minus Stream Q(λ), last-10% return paired by seed (mean [95% t interval over "
+            f"{config.seeds} seeds]): {per_game}. Games whose interval lies above 0: {above}; below 0: {below}. "
+            f"Games won on each seed alone: {won}.")
+
+
 def _curves(config: Config, results: list[RunSummary], arms: list[str]) -> dict[str, Any]:
     edges = results[0].edges
     curves: dict[str, Any] = {}
@@ -265,6 +294,13 @@ def _curves(config: Config, results: list[RunSummary], arms: list[str]) -> dict[
         "xlabel": "environment steps", "ylabel": "SPR loss (−cos), bin mean",
         "title": "SPR loss (bar: below −0.8 within the loss window)",
     }
+    if len(config.games) > 1 or config.seeds > 1:
+        curves["returns_by_seed"] = {
+            "x": list(range(config.seeds)),
+            "series": {f"{a} · {g}": _per_seed(results, a, g) for g in config.games for a in arms},
+            "xlabel": "seed index", "ylabel": "last-10% return",
+            "title": "last-10% return by game, arm and seed",
+        }
     method_runs = [r for r in results if r.arm == "spr_orth2"]
     curves["encoder_cosine"] = {
         "x": edges,

@@ -17,7 +17,11 @@ LABELS = {"spr_orth2": "Stream Q(λ)+SPR+orth+orth²", "spr_naive": "Stream Q(λ
 def plot(data: dict[str, Any]) -> dict[str, Any]:
     """An overview panel (curves, SPR loss, cosine, ranks) plus one figure per curve."""
     figures = {}
+    if "returns_by_seed" in data["curves"]:
+        figures["returns_by_seed.png"] = _returns_by_seed(data)
     for name, curve in data["curves"].items():
+        if name == "returns_by_seed":
+            continue
         fig, axes = subplots(panel=(6.0, 4.0))
         draw_curve(axes[0, 0], {"ylabel": name, **curve}, title=curve.get("title", f"{data['paper']}: {name}"))
         figures[f"{name}.png"] = fig
@@ -70,3 +74,27 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
     fig.suptitle(f"stream_spr ({data['setting']}, seed {data['seed']})")
     figures["overview.png"] = fig
     return figures
+
+
+def _returns_by_seed(data: dict[str, Any]):
+    """One panel per game: each arm's last-10% return on every seed, a line joining a seed's arms."""
+    curve = data["curves"]["returns_by_seed"]
+    arms = list(data["metrics"])
+    games = list(data["config"]["games"])
+    fig, axes = subplots(1, len(games), panel=(3.2, 3.4))
+    for ax, game in zip(axes[0], games):
+        table = np.array([values(curve["series"][f"{a} · {game}"]) for a in arms], dtype=float)  # arms x seeds
+        xs = np.arange(len(arms))
+        for seed in range(table.shape[1]):
+            ax.plot(xs, table[:, seed], color="0.6", lw=1, marker="o", ms=5, zorder=1)
+        ax.scatter(xs, np.nanmean(table, axis=1), marker="_", s=600, color="k", zorder=2, label="mean over seeds")
+        ax.set_xticks(xs, [LABELS.get(a, a).replace("Stream Q(λ)+", "").replace("Stream Q(λ)", "Stream Q")
+                           for a in arms], fontsize="small")
+        ax.set_xlim(-0.5, len(arms) - 0.5)
+        ax.set_title(f"MinAtar {game}", fontsize="medium")
+        ax.grid(True, axis="y", alpha=0.3)
+    axes[0, 0].set_ylabel(curve.get("ylabel", "return"))
+    axes[0, 0].legend(fontsize="small")
+    fig.suptitle(f"stream_spr ({data['setting']}, {data['config']['total_steps']:,} steps): "
+                 f"last-10% return per seed (grey lines pair a seed's arms)")
+    return fig
