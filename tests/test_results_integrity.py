@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -158,6 +159,18 @@ def test_a_further_run_under_another_papers_folder_is_rejected(tmp_path):
     (results / "zz_fixture" / "longer" / "result.json").write_text(json.dumps(data))
     with pytest.raises(ResultError, match="folder says 'zz_fixture'"):
         report(results)
+
+
+def test_a_further_run_needs_a_plain_name_and_its_main_result(tmp_path):
+    results = _fixture_with_run(tmp_path, name="bad|name", figure=False)
+    with pytest.raises(ResultError, match=re.escape("rename 'bad|name'")):
+        report(results)
+    shutil.rmtree(results / "zz_fixture" / "bad|name")
+    results = _fixture_with_run(tmp_path, name="orphan", figure=False)
+    (results / "zz_fixture" / "result.json").unlink()
+    with pytest.raises(ResultError, match="without its main result"):
+        report(results)
+    assert not (results / "README.md").exists()
 
 
 def test_paper_readme_markers_get_the_further_run_and_stale_markers_raise(tmp_path):

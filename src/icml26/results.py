@@ -452,6 +452,9 @@ def collect(results_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
     return dict(sorted(found.items(), key=lambda kv: order.get(kv[0], len(order))))
 
 
+_RUN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
+
+
 def collect_extra(results_dir: str | os.PathLike) -> dict[str, dict[str, dict[str, Any]]]:
     """Load every further run ``<results_dir>/<key>/<name>/result.json`` (not ``seeds/``), validated.
 
@@ -464,6 +467,12 @@ def collect_extra(results_dir: str | os.PathLike) -> dict[str, dict[str, dict[st
         key, name = path.parent.parent.name, path.parent.name
         if name == "seeds":
             continue
+        if not _RUN_NAME.fullmatch(name):
+            raise ResultError(f"{path}: a further run's folder name must be letters, digits, '_', '.' or '-' "
+                              f"(it names the run in headings and markers); rename {name!r}")
+        if not (results_dir / key / "result.json").is_file():
+            raise ResultError(f"{path}: a further run of {key!r} without its main result "
+                              f"{results_dir / key / 'result.json'}; commit the main result or move the run")
         data = load_result(path)
         if data["paper"] != key:
             raise ResultError(f"{path}: field 'paper' is {data['paper']!r}, folder says {key!r}")
@@ -476,7 +485,7 @@ def extra_markers(name: str) -> tuple[str, str]:
     return f"<!-- results:{name}:start -->", f"<!-- results:{name}:end -->"
 
 
-_EXTRA_START = re.compile(r"<!-- results:([A-Za-z0-9_.-]+):start -->")
+_EXTRA_START = re.compile(r"<!-- results:([^:>]+):start -->")
 
 
 def fill_paper_readme(text: str, data: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]],
