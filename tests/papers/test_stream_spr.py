@@ -858,6 +858,11 @@ def test_paired_gaps_by_hand():
     # pairing is by seed: swapping the baseline's seeds changes the interval, not the mean
     swapped = paired_gaps({"a": [2.0, 4.0, 6.0]}, {"a": [3.0, 2.0, 1.0]})["a"]
     assert swapped["mean"] == pytest.approx(2.0) and swapped["sd"] == pytest.approx(3.0)
+    # a seed without a value on one side drops that pair only (the others keep their pairing)
+    dropped = paired_gaps({"a": [2.0, float("nan"), 6.0]}, {"a": [1.0, 2.0, 3.0]})["a"]
+    assert dropped["n"] == 2 and dropped["mean"] == pytest.approx(2.0)
+    with pytest.raises(ValueError, match="confidence"):
+        paired_gaps({"a": [1.0, 2.0]}, {"a": [0.0, 0.0]}, confidence=1.5)
     with pytest.raises(ValueError, match="same games"):
         paired_gaps({"a": [1.0]}, {"b": [1.0]})
     with pytest.raises(ValueError, match="pair by seed"):

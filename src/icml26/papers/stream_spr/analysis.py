@@ -91,7 +91,8 @@ def paired_gaps(method: Mapping[str, Sequence[float]], baseline: Mapping[str, Se
                 confidence: float = 0.95) -> dict[str, dict[str, float | int | None]]:
     """Per game, ``method[g][i] - baseline[g][i]`` over seeds ``i``: mean, sd, n and a Student t
     interval (:func:`icml26.aggregate.mean_interval`). Both sides must list the same games, one
-    value per seed, in seed order."""
+    value per seed, in seed order. A seed whose value is NaN on either side (no episode ended) is
+    left out of that game's pairs, and ``n`` says how many pairs remain."""
     from icml26.aggregate import mean_interval
 
     if set(method) != set(baseline):
