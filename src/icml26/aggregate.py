@@ -21,6 +21,18 @@ same seed and data), so its interval over seeds is the **paired** interval of th
 With one seed there is no interval; the verdict is the single value's. A seed on which the
 check was not measured (NaN) does not count towards ``n``; with no measured seed the check is
 not held.
+
+**Units of replication.** A paper whose run holds several independent draws (its ``claims.py``
+``REPLICATION``, e.g. hamu's forget-set draws) measures those checks per draw
+(``measure(value, units=[...])``); the interval is then over every seed's draws pooled, and ``n``
+counts draws. Each aggregated check records its ``half_width`` and, when unresolved,
+``n_to_resolve``: the number of units that would bring the interval off the target if the mean
+and spread stayed as observed.
+
+**The claim.** Only *headline* checks (``role="headline"``, the abstract's central claim) decide
+it: **supported** when every headline check holds, **refuted** when one does not hold,
+**inconclusive** otherwise (:func:`claim_status`). Supporting checks are scored and counted;
+diagnostics are reported and never scored.
 """
 
 from __future__ import annotations
@@ -30,23 +42,33 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from icml26.contract import OPS
+from icml26.contract import OPS, ROLES
 
 __all__ = [
+    "CLAIM_RULE",
     "CONFIDENCE",
     "VERDICT_RULE",
     "aggregate_check",
     "aggregate_curves",
     "aggregate_results",
+    "claim_status",
     "mean_interval",
+    "n_to_resolve",
+    "role_counts",
     "verdict",
 ]
 
 CONFIDENCE = 0.95
 VERDICT_RULE = (
-    "A check holds when its 95% confidence interval over seeds (Student t, paired within each seed) "
-    "lies entirely on the holding side of its target, fails when it lies entirely on the other side, "
-    "and is unresolved when the interval contains the target; with one seed, the single value decides."
+    "A check holds when its 95% confidence interval over independent units (master seeds, or the "
+    "paper's declared draws pooled over seeds; Student t, paired within each unit) lies entirely on the "
+    "holding side of its target, fails when it lies entirely on the other side, and is unresolved when "
+    "the interval contains the target; with one seed, the single value decides."
+)
+CLAIM_RULE = (
+    "The claim is supported when every headline check holds, refuted when a headline check does not "
+    "hold, and inconclusive otherwise; supporting checks are scored but do not decide it, diagnostics "
+    "are never scored."
 )
 
 
@@ -100,29 +122,123 @@ def verdict(op: str, target: float, low: float | None, high: float | None) -> st
     return "unresolved"
 
 
-def aggregate_check(per_seed: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def n_to_resolve(op: str, target: float, mean: float | None, sd: float | None,
+                 confidence: float = CONFIDENCE, limit: int = 1_000_000) -> int | None:
+    """The fewest units whose t interval around ``mean`` (spread ``sd``) excludes the target.
+
+    The planning figure for an unresolved check: with the mean and standard deviation as observed,
+    ``n`` units give the half-width ``t_{(1+confidence)/2, n-1} · sd / √n``; the answer is the
+    smallest ``n >= 2`` for which that is below the distance from ``mean`` to the target (for
+    ``abs<=``, to the nearer end of ``[-target, target]``). ``None`` when it cannot be resolved this
+    way (no spread measured, the mean on the target, ``==``, or more than ``limit`` units).
+    """
+    if op not in OPS:
+        raise ValueError(f"op={op!r} must be one of {', '.join(OPS)}")
+    if mean is None or sd is None or op == "==" or not (math.isfinite(mean) and math.isfinite(sd)):
+        return None
+    distance = min(abs(mean - target), abs(mean + target)) if op == "abs<=" else abs(mean - target)
+    if distance == 0.0:
+        return None
+    if sd == 0.0:
+        return 2
+    from scipy import stats
+
+    def half(n: int) -> float:
+        return float(stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n))
+
+    if half(limit) >= distance:
+        return None
+    lo, hi = 1, 2
+    while half(hi) >= distance:  # half() falls with n: double, then bisect
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if half(mid) >= distance else (lo, mid)
+    return hi
+
+
+def aggregate_check(per_seed: Sequence[Mapping[str, Any]], *, role: str | None = None,
+                    unit: str = "master seed") -> dict[str, Any]:
     """One check over seeds: the first seed's declaration, the mean value, its interval, the verdict.
 
-    ``per_seed``: the check's dict from each seed's result (same id, op and target).
+    ``per_seed``: the check's dict from each seed's result (same id, op and target). When every
+    seed's dict carries ``units`` (the values of the independent draws inside that seed), the
+    interval is over the pooled draws and ``unit`` names them; otherwise it is over the seeds.
+    ``role`` (default: the first seed's, else ``"supporting"``) comes from the paper's declaration.
     """
     first = per_seed[0]
     for other in per_seed[1:]:
         if (other.get("id"), other["op"], other["target"]) != (first.get("id"), first["op"], first["target"]):
             raise ValueError(f"check {first.get('id') or first['name']!r} differs between seeds")
-    stats = mean_interval(c.get("value") for c in per_seed)
+    pooled = all(isinstance(c.get("units"), list) for c in per_seed)
+    values = [u for c in per_seed for u in c["units"]] if pooled else [c.get("value") for c in per_seed]
+    stats = mean_interval(values)
     rule = verdict(first["op"], first["target"], stats["ci_low"], stats["ci_high"])
     out = {k: first[k] for k in ("id", "name", "op", "target", "source", "ref") if k in first}
+    half = (stats["ci_high"] - stats["mean"]) if stats["n"] and stats["mean"] is not None else None
     out.update({
+        "role": role or first.get("role") or "supporting",
         "value": stats["mean"],
         "ci": [stats["ci_low"], stats["ci_high"]] if stats["n"] else None,
         "sd": stats["sd"],
         "n": stats["n"],
+        "unit": unit if pooled else "master seed",
+        "half_width": half,
+        "n_to_resolve": (n_to_resolve(first["op"], first["target"], stats["mean"], stats["sd"])
+                         if rule == "unresolved" else None),
         "held_on": int(sum(bool(c["passed"]) for c in per_seed)),
         "seeds": len(per_seed),
         "verdict": rule,
         "passed": rule == "held",
     })
     return out
+
+
+def _verdict_of(c: Mapping[str, Any]) -> str:
+    return c["verdict"] if "verdict" in c else ("held" if c["passed"] else "not held")
+
+
+def role_counts(checks: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
+    """``{role: {"held", "not held", "unresolved"}}`` over a result's checks (a missing role counts as
+    ``supporting``)."""
+    counts = {r: {"held": 0, "not held": 0, "unresolved": 0} for r in ROLES}
+    for c in checks:
+        counts[c.get("role") or "supporting"][_verdict_of(c)] += 1
+    return counts
+
+
+def _describe(c: Mapping[str, Any]) -> str:
+    value = c.get("value")
+    text = f"{c.get('id') or c['name']} " + ("not measured" if value is None else f"{value:.4g}")
+    ci = c.get("ci")
+    if ci and c.get("n", 0) >= 2:
+        text += f" [{ci[0]:.4g}, {ci[1]:.4g}]"
+    return text + f" vs {c['op']} {c['target']:g}"
+
+
+def claim_status(checks: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
+    """``(status, reason)`` of a claim from its checks' verdicts (the rule is :data:`CLAIM_RULE`).
+
+    ``status`` is ``"supported"``, ``"refuted"`` or ``"inconclusive"``; ``reason`` is one line
+    naming the headline checks that decided it.
+    """
+    headline = [c for c in checks if c.get("role") == "headline"]
+    if not headline:
+        return "inconclusive", "no headline check is declared, so nothing decides the claim"
+    failed = [c for c in headline if _verdict_of(c) == "not held"]
+    if failed:
+        return "refuted", "headline not held: " + "; ".join(_describe(c) for c in failed)
+    open_ = [c for c in headline if _verdict_of(c) == "unresolved"]
+    if open_:
+        parts = []
+        for c in open_:
+            need = c.get("n_to_resolve")
+            unit = c.get("unit", "master seed")
+            parts.append(_describe(c) + f" (n = {c.get('n')} {unit}s; "
+                         + (f"about {need} would resolve it at this spread)" if need else "more units alone would "
+                            "not resolve it at this mean)"))
+        return "inconclusive", "headline unresolved: " + "; ".join(parts)
+    return "supported", "every headline check held: " + "; ".join(_describe(c) for c in headline)
 
 
 def aggregate_curves(curves_per_seed: Sequence[Mapping[str, Any]]) -> tuple[dict[str, Any], list[str]]:
@@ -148,10 +264,14 @@ def aggregate_curves(curves_per_seed: Sequence[Mapping[str, Any]]) -> tuple[dict
     return out, dropped
 
 
-def aggregate_results(results: Sequence[Mapping[str, Any]], failed: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+def aggregate_results(results: Sequence[Mapping[str, Any]], failed: Sequence[Mapping[str, Any]] = (), *,
+                      declared: Mapping[str, Any] | None = None, unit: str = "master seed") -> dict[str, Any]:
     """The aggregate ``result.json`` of several seeds' results (same paper, setting and config).
 
     ``failed``: ``[{"seed", "error"}]`` for seeds that crashed; they are recorded, not counted.
+    ``declared``: the paper's ``{id: CheckSpec}``; each check's role comes from it (else from the
+    seeds' results). ``unit``: what a pooled unit is (the paper's ``REPLICATION.unit``), used for
+    checks whose seeds carry per-unit values.
     """
     if not results:
         raise ValueError("no seed finished: nothing to aggregate")
@@ -176,7 +296,8 @@ def aggregate_results(results: Sequence[Mapping[str, Any]], failed: Sequence[Map
     ids = [c.get("id") or c["name"] for c in first["claim"]["checks"]]
     for key in ids:
         per_seed = [next(c for c in r["claim"]["checks"] if (c.get("id") or c["name"]) == key) for r in results]
-        checks.append(aggregate_check(per_seed))
+        spec = (declared or {}).get(key)
+        checks.append(aggregate_check(per_seed, role=getattr(spec, "role", None), unit=unit))
     curves, dropped = aggregate_curves([r["curves"] for r in results])
     notes = [f"Aggregate of {len(results)} seed(s) {seeds}. {VERDICT_RULE}"]
     if failed:
@@ -188,8 +309,9 @@ def aggregate_results(results: Sequence[Mapping[str, Any]], failed: Sequence[Map
     prov = dict(first["provenance"])
     prov["wall_time_s"] = round(sum(r["provenance"]["wall_time_s"] for r in results), 3)
     prov["seed_wall_times_s"] = {str(r["seed"]): r["provenance"]["wall_time_s"] for r in results}
-    return {
-        "schema": first["schema"],
+    status, reason = claim_status(checks)
+    out = {
+        "schema": max(int(first["schema"]), 3),
         "paper": first["paper"],
         "quick": first["quick"],
         "setting": first["setting"],
@@ -200,9 +322,14 @@ def aggregate_results(results: Sequence[Mapping[str, Any]], failed: Sequence[Map
         "metrics": metrics,
         "metric_stats": metric_stats,
         "claim": {"text": first["claim"]["text"], "checks": checks, "rule": VERDICT_RULE,
-                  "passed": bool(checks) and all(c["passed"] for c in checks)},
+                  "claim_rule": CLAIM_RULE, "status": status, "reason": reason, "counts": role_counts(checks),
+                  "passed": status == "supported"},
         "curves": curves,
         "figures": [],
         "notes": notes,
         "provenance": prov,
     }
+    for field in ("arms", "config_hash"):
+        if field in first:
+            out[field] = first[field]
+    return out

@@ -1,10 +1,11 @@
-"""Command line: ``icml26 list | info KEY | run KEY|all [--quick] [field=value …] | report``."""
+"""Command line: ``icml26 list | info KEY | run KEY|all [--quick] [field=value …] | aggregate KEY | report``."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import logging
+import re
 import sys
 import time
 import traceback
@@ -71,11 +72,61 @@ def _cmd_info(args: argparse.Namespace) -> int:
         print("\n  (planned: no reproduction yet, so no checks and no config fields)")
         return 0
     checks = spec.load_claims()
+    committed = _committed(spec.key, args.results)
+    done = {c.get("id"): c for c in committed["claim"]["checks"]} if committed else {}
+    unit_cost = _unit_cost(committed)
+    replication = spec.load_replication()
+    print(f"  unit:    {replication.unit} ({replication.why})")
+    if committed and "status" in committed["claim"]:
+        from icml26.results import collect_extra, claim_across_budgets
+
+        try:
+            runs = collect_extra(args.results).get(spec.key, {})
+        except Exception:  # a broken further run must not hide the main result here; `report` names it
+            runs = {}
+        status, reason = claim_across_budgets(committed, runs)
+        print(f"  status:  {status.upper()} in the committed result ({_seeds_of(committed)}): {reason}")
+    roles = {"headline": "decides the claim", "supporting": "scored", "diagnostic": "reported, never scored"}
     print(f"\nchecks ({len(checks)}; a check holds when `measured op target`; no config field moves a target):")
-    for c in checks.values():
-        print(f"  {c.id}: {c.name}")
-        only = "" if set(c.settings) == {"full", "quick", "tiny"} else f"   [measured in: {', '.join(c.settings)}]"
-        print(f"      {c.op} {c.target:g}   ({c.source}: {c.ref}){only}")
+    for role in roles:
+        group = [c for c in checks.values() if c.role == role]
+        if not group:
+            continue
+        print(f"  [{role}: {roles[role]}]")
+        for c in group:
+            print(f"  {c.id}: {c.name}")
+            only = "" if set(c.settings) == {"full", "quick", "tiny"} else f"   [measured in: {', '.join(c.settings)}]"
+            print(f"      {c.op} {c.target:g}   ({c.source}: {c.ref}){only}")
+            extra = []
+            if c.compares:
+                extra.append(f"compares {' vs '.join(c.compares)}")
+            if c.budget:
+                extra.append(f"training budget: {c.budget} (also read at >= 3x)")
+            if extra:
+                print(f"      {'; '.join(extra)}")
+            got = done.get(c.id)
+            if got is not None and "verdict" in got:
+                line = (f"      committed: {got['verdict']}, {_num(got.get('value'))} [{_num((got.get('ci') or [None])[0])}, "
+                        f"{_num((got.get('ci') or [None, None])[1])}], half-width {_num(got.get('half_width'))}, "
+                        f"n = {got.get('n')} {got.get('unit', 'master seed')}s")
+                need = got.get("n_to_resolve")
+                if got["verdict"] == "unresolved":
+                    if need:
+                        more = max(need - int(got.get("n") or 0), 0)
+                        cost = f", ~{more * unit_cost(got) / 3600:.1f} CPU-hours more" if unit_cost(got) else ""
+                        line += f"; ~{need} would resolve it at this spread{cost}"
+                    else:
+                        line += "; more units would not resolve it at this mean"
+                print(line)
+    arms = spec.load_arms()
+    if arms:
+        print("\narms (tuned by the shared tuner on their select_on split; trials = configurations evaluated):")
+        for a in arms.values():
+            space = ", ".join(f"{k} in {list(v)}" for k, v in a.space.items()) or "nothing to tune"
+            print(f"  {a.id} ({a.role}): {space}; trials {a.trials} on {a.select_on}")
+            for label, text in (("note", a.note), ("reason", a.reason)):
+                if text:
+                    print(f"      {label}: {text}")
     from icml26.common.config import config_fields
 
     cls = spec.load_experiment().Config
@@ -88,6 +139,41 @@ def _cmd_info(args: argparse.Namespace) -> int:
         if f.doc:
             print(f"  {'':<{width}}    {f.doc}")
     return 0
+
+
+def _committed(key: str, results: str) -> dict | None:
+    from icml26.results import ResultError, load_result
+
+    path = Path(results) / key / "result.json"
+    if not path.is_file():
+        return None
+    try:
+        return load_result(path)
+    except ResultError as exc:
+        print(f"  (the committed result cannot be read: {exc})")
+        return None
+
+
+def _seeds_of(data: dict) -> str:
+    seeds = data.get("seeds", [data["seed"]])
+    return f"{len(seeds)} seed{'s' if len(seeds) != 1 else ''}"
+
+
+def _unit_cost(data: dict | None):
+    """``check -> seconds of one unit on one core`` from a committed result's seed wall times."""
+    def cost(check: dict) -> float | None:
+        if not data:
+            return None
+        times = list((data["provenance"].get("seed_wall_times_s") or {}).values()) or [data["provenance"]["wall_time_s"]]
+        per_seed = sum(times) / len(times)
+        seeds = max(int(check.get("seeds") or 1), 1)
+        per_unit = per_seed * seeds / max(int(check.get("n") or 1), 1)
+        return per_unit
+    return cost
+
+
+def _num(x) -> str:
+    return "-" if x is None else f"{x:.4g}"
 
 
 def _spec(key: str) -> registry.PaperSpec:
@@ -212,6 +298,35 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 1 if any(r["status"] == "failed" for r in summary) else 0
 
 
+def _cmd_aggregate(args: argparse.Namespace) -> int:
+    """Rebuild a result's derived fields from its seeds and the paper's current declarations."""
+    from icml26.results import ResultError, load_result
+    from icml26.runner import render_figures, write_result
+    from icml26.sweep import aggregate_folder, rederive
+
+    spec = _spec(args.key)
+    folder = Path(args.out) / spec.key / (args.run or "")
+    if args.run is not None and not re.fullmatch(r"[A-Za-z0-9_.-]+", args.run):
+        raise CliError(f"--run {args.run!r} must be a plain folder name")
+    try:
+        if (folder / "seeds").is_dir():
+            data, figures = aggregate_folder(spec.key, folder, {})
+        elif (folder / "result.json").is_file():
+            data = rederive(spec.key, load_result(folder / "result.json"))
+            figures = {name: (folder / name).read_bytes() for name in data["figures"] if (folder / name).is_file()}
+            if len(figures) != len(data["figures"]):
+                figures = render_figures(spec.key, data)
+                data["figures"] = sorted(figures)
+        else:
+            raise CliError(f"{folder} holds neither seeds/ nor result.json; run `icml26 run {spec.key} --quick` first")
+    except (ResultError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    path = write_result(folder, data, figures)
+    print(f"{data['claim']['status']}: {data['claim']['reason']}")
+    print(f"wrote {path}")
+    return 0
+
+
 def _cmd_report(args: argparse.Namespace) -> int:
     from icml26.results import ResultError, report
 
@@ -253,8 +368,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--area", help=f"only one area ({', '.join(registry.AREAS)})")
     p.set_defaults(func=_cmd_list)
 
-    p = sub.add_parser("info", help="one paper: title, url, claim, config fields")
+    p = sub.add_parser("info", help="one paper: title, url, claim, its checks (with the committed verdicts and "
+                                    "the units that would resolve them), arms, config fields")
     p.add_argument("key")
+    p.add_argument("--results", default="results", help="where the committed results are (default: results)")
     p.set_defaults(func=_cmd_info)
 
     p = sub.add_parser("run", help="run a reproduction (KEY or all)")
@@ -279,6 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     p.set_defaults(func=_cmd_run)
+
+    p = sub.add_parser("aggregate", help="rebuild a result from its seeds with the paper's current declarations "
+                                         "(roles, units, arms); measured values are not recomputed")
+    p.add_argument("key")
+    p.add_argument("--out", default="results", help="results folder (default: results)")
+    p.add_argument("--run", default=None, help="a further run's folder name inside results/<key>/")
+    p.set_defaults(func=_cmd_aggregate)
 
     p = sub.add_parser("report", help="rebuild results/README.md and the README table from JSON")
     p.add_argument("--results", default="results", help="results folder (default: results)")

@@ -121,6 +121,20 @@ class PaperSpec:
             return {}
         return dict(importlib.import_module(f"{self.api_module}.claims").CHECKS)
 
+    def load_arms(self) -> dict:
+        """The paper's declared arms ``{id: ArmSpec}`` (its ``claims.py`` ``ARMS``); empty if none."""
+        if not (self.folder / "claims.py").is_file():
+            return {}
+        return dict(getattr(importlib.import_module(f"{self.api_module}.claims"), "ARMS", {}))
+
+    def load_replication(self):
+        """The paper's unit of replication (its ``claims.py`` ``REPLICATION``; default: a master seed)."""
+        from icml26.contract import Replication
+
+        if not (self.folder / "claims.py").is_file():
+            return Replication()
+        return getattr(importlib.import_module(f"{self.api_module}.claims"), "REPLICATION", None) or Replication()
+
 
 PAPERS: dict[str, PaperSpec] = {}
 

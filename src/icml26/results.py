@@ -36,7 +36,10 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from icml26.contract import OPS, Check, Outcome, check
+from icml26.aggregate import claim_status as _claim_status
+from icml26.aggregate import role_counts as _role_counts
+from icml26.aggregate import verdict as _verdict
+from icml26.contract import OPS, ROLES, Check, Outcome, check
 
 __all__ = [
     "Check",
@@ -53,9 +56,10 @@ __all__ = [
     "verdict_table",
 ]
 
-SCHEMA_VERSION = 2
-#: Schema versions :func:`validate` accepts (1: before checks carried id/source/ref).
-READABLE_SCHEMAS = (1, 2)
+SCHEMA_VERSION = 3
+#: Schema versions :func:`validate` accepts (1: before checks carried id/source/ref; 2: before the
+#: claim carried a status decided by headline checks, checks a role, results their arms).
+READABLE_SCHEMAS = (1, 2, 3)
 _OPS = OPS
 
 
@@ -208,6 +212,14 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
             raise ResultError(f"{where}.value' must be a finite number or null, got {value!r}")
         if not isinstance(item["passed"], bool):
             raise ResultError(f"{where}.passed' must be true or false")
+        if "role" in item and item["role"] not in ROLES:
+            raise ResultError(f"{where}.role' must be one of {', '.join(ROLES)}, got {item['role']!r}")
+        if data["schema"] >= 3 and "role" not in item:
+            raise ResultError(f"{where}.role' is missing")
+        units = item.get("units")
+        if units is not None and (not isinstance(units, list) or not units
+                                  or not all(u is None or (_is_number(u) and math.isfinite(u)) for u in units)):
+            raise ResultError(f"{where}.units' must be a non-empty list of finite numbers or nulls")
         if "verdict" in item:  # an aggregate over seeds: the interval decides (icml26.aggregate)
             if item["verdict"] not in ("held", "not held", "unresolved"):
                 raise ResultError(f"{where}.verdict' must be held, not held or unresolved, got {item['verdict']!r}")
@@ -216,6 +228,26 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
             ci = item.get("ci")
             if ci is not None and (not isinstance(ci, list) or len(ci) != 2 or not all(_is_number(v) for v in ci)):
                 raise ResultError(f"{where}.ci' must be [low, high] or null")
+            for name in ("held_on", "seeds", "n"):
+                if name in item and (not isinstance(item[name], int) or isinstance(item[name], bool) or item[name] < 0):
+                    raise ResultError(f"{where}.{name}' must be a non-negative integer")
+            if "held_on" in item and "seeds" in item and item["held_on"] > item["seeds"]:
+                raise ResultError(f"{where}.held_on' is {item['held_on']} of {item['seeds']} seeds")
+            if isinstance(data.get("seeds"), list) and item.get("seeds", len(data["seeds"])) != len(data["seeds"]):
+                raise ResultError(f"{where}.seeds' is {item.get('seeds')} but the result lists "
+                                  f"{len(data['seeds'])} seeds")
+            if ci is not None and ci[0] > ci[1]:
+                raise ResultError(f"{where}.ci' runs backwards")
+            if ci is not None and value is not None and not (ci[0] - 1e-9 * max(1.0, abs(value)) <= value
+                                                             <= ci[1] + 1e-9 * max(1.0, abs(value))):
+                raise ResultError(f"{where}.value' {value} lies outside its interval {ci}")
+            if ci is None and value is not None:
+                raise ResultError(f"{where}.ci' is missing for a measured value")
+            # the verdict is recomputed from the interval and the target: a hand-edited verdict is refused
+            rule = _verdict(item["op"], item["target"], *(ci if ci is not None else (None, None)))
+            if data["schema"] >= 3 and rule != item["verdict"]:
+                raise ResultError(f"{where}.verdict' is {item['verdict']!r} but its interval {ci} against "
+                                  f"{item['op']} {item['target']} gives {rule!r}")
         else:
             held = value is not None and bool(_OPS[item["op"]](value, item["target"]))
             if item["passed"] != held:
@@ -223,12 +255,43 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
                                   f"{item['target']} is {held}")
         if "source" in item and item["source"] not in ("paper", "issue", "ours"):
             raise ResultError(f"{where}.source' must be paper, issue or ours, got {item['source']!r}")
-    expected = bool(claim["checks"]) and all(c["passed"] for c in claim["checks"])
+    if data["schema"] >= 3:
+        status, _ = _claim_status(claim["checks"])
+        if claim.get("status") != status:
+            raise ResultError(f"{source}: field 'claim.status' is {claim.get('status')!r} but its headline checks "
+                              f"give {status!r}")
+        if not isinstance(claim.get("reason"), str):
+            raise ResultError(f"{source}: field 'claim.reason' must be a string")
+        if claim.get("counts") != _role_counts(claim["checks"]):
+            raise ResultError(f"{source}: field 'claim.counts' disagrees with its checks")
+        expected = status == "supported"
+    else:
+        expected = bool(claim["checks"]) and all(c["passed"] for c in claim["checks"])
     if claim["passed"] != expected:
         raise ResultError(f"{source}: field 'claim.passed' disagrees with its checks")
+    arms = data.get("arms", {})
+    if not isinstance(arms, Mapping):
+        raise ResultError(f"{source}: field 'arms' must be an object")
+    for arm_id, arm in arms.items():
+        if (not isinstance(arm, Mapping) or arm.get("role") not in ("method", "baseline", "control")
+                or not isinstance(arm.get("space"), Mapping) or not isinstance(arm.get("trials"), int)):
+            raise ResultError(f"{source}: field 'arms.{arm_id}' needs a role, a space and an integer trials")
+    if "config_hash" in data and not (isinstance(data["config_hash"], str)
+                                      and re.fullmatch(r"[0-9a-f]{16}", data["config_hash"])):
+        raise ResultError(f"{source}: field 'config_hash' must be 16 hexadecimal digits")
+    if isinstance(data.get("seeds"), list) and data["seed"] != data["seeds"][0]:
+        raise ResultError(f"{source}: field 'seed' is {data['seed']} but 'seeds' starts with {data['seeds'][0]}")
     for name in _PROVENANCE:
         if name not in data["provenance"]:
             raise ResultError(f"{source}: field 'provenance.{name}' is missing")
+    prov = data["provenance"]
+    if not _is_number(prov["wall_time_s"]) or not math.isfinite(prov["wall_time_s"]) or prov["wall_time_s"] < 0:
+        raise ResultError(f"{source}: field 'provenance.wall_time_s' must be a non-negative number of seconds")
+    if not isinstance(prov["threads"], int) or isinstance(prov["threads"], bool) or prov["threads"] < 1:
+        raise ResultError(f"{source}: field 'provenance.threads' must be a positive integer")
+    for name in ("icml26", "python", "numpy", "torch", "platform", "device", "utc"):
+        if not isinstance(prov[name], str):
+            raise ResultError(f"{source}: field 'provenance.{name}' must be a string")
     for i, fig in enumerate(data["figures"]):
         if not isinstance(fig, str) or not _SAFE_FIGURE.match(fig):
             raise ResultError(f"{source}: field 'figures[{i}]' must be a plain PNG file name beside the result "
@@ -341,22 +404,121 @@ def _measured(c: Mapping[str, Any]) -> str:
 
 
 _VERDICT_MARK = {"held": "✅", "not held": "❌", "unresolved": "❔"}
+_STATUS_MARK = {"supported": "✅ supported", "refuted": "❌ refuted", "inconclusive": "❔ inconclusive",
+                "budget-dependent": "❔ budget-dependent"}
+_ROLE_ORDER = {"headline": 0, "supporting": 1, "diagnostic": 2}
+
+
+def _by_role(checks: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Checks with the headline ones first, then supporting, then diagnostics (stable within a role)."""
+    return sorted(checks, key=lambda c: _ROLE_ORDER.get(c.get("role") or "supporting", 1))
+
+
+def _units_text(c: Mapping[str, Any]) -> str:
+    text = f"{c.get('n', 0)} {c.get('unit', 'master seed')}s"
+    if c.get("verdict") == "unresolved":
+        need = c.get("n_to_resolve")
+        text += f"; ~{need} to resolve" if need else "; unresolvable at this mean"
+    return text
 
 
 def checks_table(data: Mapping[str, Any]) -> str:
-    """Markdown table of the claim's checks."""
-    checks = data["claim"]["checks"]
+    """Markdown table of the claim's checks (headline first; diagnostics are reported, not scored)."""
+    checks = _by_role(data["claim"]["checks"])
     if checks and "verdict" in checks[0]:
-        rows = [[c["name"], _measured(c), f"{c['op']} {_fmt(c['target'])}", f"{c['held_on']}/{c['seeds']}",
-                 f"{_VERDICT_MARK[c['verdict']]} {c['verdict']}", _source_text(c)] for c in checks]
-        return _markdown_table(["check", "mean [95% CI]", "target", "held on seeds", "verdict",
+        rows = [[c.get("role", "–"), c["name"], _measured(c), f"{c['op']} {_fmt(c['target'])}", _units_text(c),
+                 f"{c['held_on']}/{c['seeds']}",
+                 ("(diagnostic) " if c.get("role") == "diagnostic" else "")
+                 + f"{_VERDICT_MARK[c['verdict']]} {c['verdict']}", _source_text(c)] for c in checks]
+        return _markdown_table(["role", "check", "mean [95% CI]", "target", "units", "held on seeds", "verdict",
                                 "target's source"], rows)
     rows = [
-        [c["name"], c.get("value"), f"{c['op']} {_fmt(c['target'])}", "✅" if c["passed"] else "❌",
+        [c.get("role", "–"), c["name"], c.get("value"), f"{c['op']} {_fmt(c['target'])}",
+         ("(diagnostic) " if c.get("role") == "diagnostic" else "") + ("✅" if c["passed"] else "❌"),
          _source_text(c)]
         for c in checks
     ]
-    return _markdown_table(["check", "measured", "target", "held", "target's source"], rows)
+    return _markdown_table(["role", "check", "measured", "target", "held", "target's source"], rows)
+
+
+def claim_line(data: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]] | None = None) -> str:
+    """One line: the claim's status and why (with the budget cross-check where a further run has one)."""
+    status, reason = claim_across_budgets(data, runs or {})
+    return f"{_STATUS_MARK.get(status, status)}: {reason}"
+
+
+def counts_text(data: Mapping[str, Any]) -> str:
+    """``headline 1/2 · supporting 3/5 (1 unresolved) · diagnostic 2`` for a result."""
+    counts = data["claim"].get("counts") or _role_counts(data["claim"]["checks"])
+    parts = []
+    for role in ("headline", "supporting"):
+        c = counts.get(role, {})
+        total = sum(c.values())
+        if total:
+            parts.append(f"{role} {c.get('held', 0)}/{total}"
+                         + (f" ({c['unresolved']} unresolved)" if c.get("unresolved") else ""))
+    diag = sum(counts.get("diagnostic", {}).values())
+    if diag:
+        parts.append(f"diagnostic {diag}")
+    return " · ".join(parts)
+
+
+# ---------------------------------------------------------------------------
+# Budgets: a headline comparison of trained models is also read at a larger budget
+# ---------------------------------------------------------------------------
+BUDGET_RUN = re.compile(r"budget_x(\d+)")
+#: A further run counts as the second budget when it trains at least this many times longer.
+BUDGET_FACTOR = 3
+
+
+def budget_runs(data: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """The further runs of ``data``'s paper that repeat its setting at >= 3x every declared budget field."""
+    fields = {c["budget"] for c in data["claim"]["checks"] if c.get("budget")}
+    if not fields:
+        return {}
+    found = {}
+    for name, run in runs.items():
+        if not BUDGET_RUN.fullmatch(name) or run["setting"] != data["setting"]:
+            continue
+        ok = True
+        for field in fields:
+            base, more = data["config"].get(field), run["config"].get(field)
+            if not (_is_number(base) and _is_number(more) and base > 0 and more >= BUDGET_FACTOR * base):
+                ok = False
+        if ok:
+            found[name] = run
+    return found
+
+
+def claim_across_budgets(data: Mapping[str, Any],
+                         runs: Mapping[str, Mapping[str, Any]]) -> tuple[str, str]:
+    """``(status, reason)``: the result's own claim status, unless a headline check that compares trained
+    models (it declares ``budget``) reaches another verdict in a further run at >= 3x the budget; then
+    ``"budget-dependent"``, naming the check and both verdicts. A headline budget check with no such
+    run gets "(one budget only)" appended."""
+    claim = data["claim"]
+    status = claim.get("status") or _claim_status(claim["checks"])[0]
+    reason = claim.get("reason") or _claim_status(claim["checks"])[1]
+    headline_budget = [c for c in claim["checks"] if c.get("role") == "headline" and c.get("budget")]
+    if not headline_budget:
+        return status, reason
+    larger = budget_runs(data, runs)
+    if not larger:
+        return status, reason + " (one budget only: no further run at >= 3x " + \
+            ", ".join(sorted({c["budget"] for c in headline_budget})) + ")"
+    flips = []
+    for name, run in larger.items():
+        other = {c.get("id"): c for c in run["claim"]["checks"]}
+        for c in headline_budget:
+            o = other.get(c.get("id"))
+            mine = c["verdict"] if "verdict" in c else ("held" if c["passed"] else "not held")
+            theirs = None if o is None else (o["verdict"] if "verdict" in o else ("held" if o["passed"] else "not held"))
+            if theirs is not None and theirs != mine:
+                flips.append(f"{c.get('id')} {mine} at {c['budget']}={data['config'].get(c['budget'])}, {theirs} at "
+                             f"{run['config'].get(c['budget'])} ({name})")
+    if flips:
+        return "budget-dependent", "the verdict changes with the training budget: " + "; ".join(flips)
+    return status, reason + f" (the same at the larger budget: {', '.join(sorted(larger))})"
 
 
 def _source_text(c: Mapping[str, Any]) -> str:
@@ -376,18 +538,23 @@ def verdict_table(data: Mapping[str, Any]) -> str:
     for arm, values in metrics.items():
         lines.append(f"{arm:<{width}}" + "".join(f"{_fmt(values.get(c)):>16}" for c in columns))
     lines.append("")
-    for c in data["claim"]["checks"]:
+    for c in _by_role(data["claim"]["checks"]):
+        role = (c.get("role") or "supporting")[:4]
         if "verdict" in c:
             mark = {"held": "PASS", "not held": "FAIL", "unresolved": "UNRESOLVED"}[c["verdict"]]
-            lines.append(f"  [{mark}] {c['name']}: {_measured(c)} {c['op']} {_fmt(c['target'])} "
-                         f"(held on {c['held_on']}/{c['seeds']} seeds)")
+            lines.append(f"  {role} [{mark}] {c['name']}: {_measured(c)} {c['op']} {_fmt(c['target'])} "
+                         f"(held on {c['held_on']}/{c['seeds']} seeds; {_units_text(c)})")
         else:
             mark = "PASS" if c["passed"] else "FAIL"
-            lines.append(f"  [{mark}] {c['name']}: {_fmt(c.get('value'))} {c['op']} {_fmt(c['target'])}")
-    overall = "HELD" if data["claim"]["passed"] else "NOT HELD"
+            lines.append(f"  {role} [{mark}] {c['name']}: {_fmt(c.get('value'))} {c['op']} {_fmt(c['target'])}")
     if "seeds" in data:
         lines.append(f"({len(data['seeds'])} seeds {data['seeds']}; {data['claim'].get('rule', '')})")
-    lines.append(f"claim {overall}: {data['claim']['text']}")
+    if "status" in data["claim"]:
+        lines.append(f"claim {data['claim']['status'].upper()} ({counts_text(data)}): {data['claim']['text']}")
+        lines.append(f"  why: {data['claim']['reason']}")
+    else:
+        overall = "HELD" if data["claim"]["passed"] else "NOT HELD"
+        lines.append(f"claim {overall}: {data['claim']['text']}")
     return "\n".join(lines)
 
 
@@ -417,24 +584,60 @@ def _papers_table() -> str:
     return _markdown_table(["key", "paper", "area", "status"], rows, raw=(0,))
 
 
-def _summary_table(results: Mapping[str, Mapping[str, Any]]) -> str:
+def _units_of(data: Mapping[str, Any]) -> str:
+    checks = data["claim"]["checks"]
+    seeds = len(data.get("seeds", [data["seed"]]))
+    pooled = sorted({(c.get("unit"), c.get("n")) for c in checks if c.get("unit") not in (None, "master seed")},
+                    key=lambda t: -(t[1] or 0))
+    if pooled:
+        unit, n = pooled[0]
+        return f"{seeds} seeds × {unit}s (n = {n})"
+    return str(seeds)
+
+
+def _deciding(data: Mapping[str, Any], status: str) -> str:
+    """The ids of the headline checks that decided a status (for the summary table)."""
+    want = {"supported": "held", "refuted": "not held", "inconclusive": "unresolved"}.get(status)
+    ids = []
+    for c in data["claim"]["checks"]:
+        if c.get("role") != "headline":
+            continue
+        v = c["verdict"] if "verdict" in c else ("held" if c["passed"] else "not held")
+        if want is None or v == want:
+            ids.append(str(c.get("id") or c["name"]))
+    return ", ".join(ids)
+
+
+def _summary_table(results: Mapping[str, Mapping[str, Any]],
+                   extra: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None) -> str:
     if not results:
         return "_No results yet: run `icml26 run all --quick`, then `icml26 report`._"
     rows = []
     for key, data in results.items():
-        checks = data["claim"]["checks"]
-        held = sum(c["passed"] for c in checks)
-        unresolved = sum(c.get("verdict") == "unresolved" for c in checks)
+        status, _ = claim_across_budgets(data, (extra or {}).get(key, {}))
         rows.append([
             f"[{key}](results/README.md#{key})",
             data["setting"],
-            len(data.get("seeds", [data["seed"]])),
-            f"{held}/{len(checks)}" + (f" ({unresolved} unresolved)" if unresolved else ""),
-            "✅" if data["claim"]["passed"] else "❌",
+            _units_of(data),
+            _STATUS_MARK.get(status, status),
+            _deciding(data, status if status != "budget-dependent" else ""),
+            counts_text(data),
             f"{data['provenance']['wall_time_s']:.0f} s",
         ])
-    return _markdown_table(["paper", "setting", "seeds", "checks held", "claim", "wall time (all seeds)"],
-                           rows, raw=(0,))
+    n = len(results)
+    tally = {k: sum(claim_across_budgets(d, (extra or {}).get(p, {}))[0] == k for p, d in results.items())
+             for k in ("supported", "refuted", "inconclusive", "budget-dependent")}
+    table = _markdown_table(["paper", "setting", "units", "claim", "decided by (headline checks)",
+                             "checks held, by role", "wall time (all seeds)"], rows, raw=(0,))
+    return (table + "\n\n" + f"{n} papers: " + ", ".join(f"{v} {k}" for k, v in tally.items() if v)
+            + ". " + md_escape(CLAIM_TEXT))
+
+
+#: How the claim column is decided, printed under the summary table.
+CLAIM_TEXT = ("A paper's claim is decided by its headline checks only (the abstract's central claim): supported "
+              "when every one holds, refuted when one does not, inconclusive otherwise; budget-dependent when a "
+              "headline comparison of trained models changes verdict at >= 3x the training budget. Supporting "
+              "checks are scored but do not decide it; diagnostics are never scored.")
 
 
 def collect(results_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
@@ -497,7 +700,8 @@ def fill_paper_readme(text: str, data: Mapping[str, Any], runs: Mapping[str, Map
     without markers appears in ``results/README.md`` only). Markers naming a run that does not
     exist raise :class:`ResultError`: the section would silently go stale.
     """
-    text = _replace_between(text, RESULTS_START, RESULTS_END, _paper_section(data, results_dir, readme_dir))
+    text = _replace_between(text, RESULTS_START, RESULTS_END, _paper_section(data, results_dir, readme_dir,
+                                                                             runs=runs))
     for name in _EXTRA_START.findall(text):
         if name not in runs:
             raise ResultError(f"{source}: has the markers of a further run {name!r}, but "
@@ -514,15 +718,16 @@ def _seed_text(data: Mapping[str, Any]) -> str:
     return f"seed {data['seed']}"
 
 
-def _paper_section(data: Mapping[str, Any], results_dir: Path, readme_dir: Path, name: str | None = None) -> str:
+def _paper_section(data: Mapping[str, Any], results_dir: Path, readme_dir: Path, name: str | None = None,
+                   runs: Mapping[str, Mapping[str, Any]] | None = None) -> str:
     prov = data["provenance"]
     where = f"results/{data['paper']}/" + (f"{name}/" if name else "") + "result.json"
     lines = [
         f"_Generated by `icml26 report` from `{where}` "
         f"(setting `{data['setting']}`, {_seed_text(data)}, {prov['wall_time_s']:.0f} s on "
-        f"{prov['threads']} thread(s), {prov['utc']}); do not edit._",
+        f"{prov['threads']} thread(s), {md_escape(prov['utc'])}); do not edit._",
         "",
-        f"Verdict: {'claim held ✅' if data['claim']['passed'] else 'claim not held ❌'}",
+        f"Claim: {claim_line(data, runs)} · checks held: {counts_text(data)}",
         "",
         *_tables_notes_figures(data, results_dir, readme_dir, alt=lambda fig: fig, name=name),
     ]
@@ -595,9 +800,12 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
             "",
             f"Claim: {md_escape(data['claim']['text'])}",
             "",
-            f"Verdict: {'held ✅' if data['claim']['passed'] else 'not held ❌'} · setting `{data['setting']}` · "
+            f"Claim: {claim_line(data, extra.get(key, {}))}",
+            "",
+            f"Checks held: {counts_text(data)} · setting `{data['setting']}` · "
             f"{_seed_text(data)} · {prov['wall_time_s']:.1f} s on {prov['threads']} thread(s), "
-            f"{prov['device']} · icml26 {prov['icml26']} ({str(prov.get('git_commit') or 'no git')[:10]}) · {prov['utc']}",
+            f"{md_escape(prov['device'])} · icml26 {md_escape(prov['icml26'])} "
+            f"({md_escape(str(prov.get('git_commit') or 'no git')[:10])}) · {md_escape(prov['utc'])}",
             "",
             *_tables_notes_figures(data, results_dir, results_dir, alt=lambda fig, key=key: f"{key} {fig}"),
         ]
@@ -607,7 +815,8 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
                 "",
                 f"A further run in `{key}/{name}/` (setting `{run['setting']}`, {_seed_text(run)}, "
                 f"{run['provenance']['wall_time_s']:.1f} s on {run['provenance']['threads']} thread(s), "
-                f"{run['provenance']['utc']}). Verdict: {'held ✅' if run['claim']['passed'] else 'not held ❌'}",
+                f"{md_escape(run['provenance']['utc'])}). Claim in this run: {claim_line(run)} · checks held: "
+                f"{counts_text(run)}",
                 "",
                 *_tables_notes_figures(run, results_dir, results_dir, name=name,
                                        alt=lambda fig, key=key, name=name: f"{key} {name} {fig}"),
@@ -632,7 +841,7 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
         if not readme.is_file():
             raise ResultError(f"readme={readme} is not a file; pass an existing README with the marker comments")
         text = readme.read_text(encoding="utf-8")
-        text = _replace_between(text, RESULTS_START, RESULTS_END, _summary_table(results))
+        text = _replace_between(text, RESULTS_START, RESULTS_END, _summary_table(results, extra))
         text = _replace_between(text, PAPERS_START, PAPERS_END, _papers_table())
         writes.append((readme, text))
     # everything was built and checked; now write

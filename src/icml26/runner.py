@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as _dt
+import hashlib
 import io
 import json
 import logging
@@ -48,7 +49,10 @@ __all__ = [
     "PaperNotImplementedError",
     "RunContext",
     "build_config",
+    "arms_record",
     "check_out",
+    "claim_block",
+    "config_hash",
     "execute",
     "render_figures",
     "run",
@@ -128,6 +132,17 @@ def _git_commit() -> tuple[str | None, bool | None]:
         return None, None
 
 
+def _cpu_model() -> str:
+    """The CPU's model name (float32 kernels, hence the last digits of trained models, depend on it)."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.lower().startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def _provenance(ctx: RunContext, wall: float, code: tuple[str | None, bool | None]) -> dict[str, Any]:
     """``code`` is :func:`_git_commit` taken when the run started: the code that ran (a long run
     can outlive the checkout's HEAD; if HEAD moved, the end state is recorded beside it)."""
@@ -146,6 +161,7 @@ def _provenance(ctx: RunContext, wall: float, code: tuple[str | None, bool | Non
         "torch": torch.__version__,
         "platform": platform.platform(),
         "machine": platform.machine(),
+        "cpu": _cpu_model(),
         "threads": ctx.threads,
         "device": str(ctx.device),
         "wall_time_s": round(wall, 3),
@@ -183,13 +199,31 @@ def run(
     """
     setting: Setting = "tiny" if tiny else ("quick" if quick else "full")
     _implemented_spec(key)
-    build_config(key, setting, overrides)  # a user error surfaces before any check of out
+    config = build_config(key, setting, overrides)  # a user error surfaces before any check of out
+    merge = False
     if out is not None:
-        check_out(out, key)
+        folder = check_out(out, key)
+        if (folder / "seeds").is_dir():
+            # the folder holds a sweep: this seed joins it (same configuration only) instead of
+            # replacing the multi-seed aggregate with a single seed
+            from icml26.sweep import seeds_in
+
+            seeds_in(folder, key, config_hash(key, setting, config_to_dict(config)))
+            merge = True
     data, figures = execute(key, setting, seed, overrides, device=device, threads=threads,
                             progress=progress, render=out is not None)
     if out is None:
         return Result(data)
+    if merge:
+        from icml26.sweep import aggregate_folder
+
+        folder = Path(out) / key
+        write_result(folder / "seeds" / str(seed), data, figures)
+        merged, merged_figures = aggregate_folder(key, folder, {}, expect=data["config_hash"])
+        log.warning("%s: %s holds a sweep; seed %d was written to seeds/%d and the aggregate rebuilt over "
+                    "seeds %s", key, folder, seed, seed, merged["seeds"])
+        path = write_result(folder, merged, merged_figures)
+        return Result(merged, path=path)
     path = write_result(Path(out) / key, data, figures)
     return Result(data, path=path)
 
@@ -236,17 +270,19 @@ def execute(
         if declared is not None \
         else outcome.checks
     checks = [c.to_dict() for c in measured]
+    config_dict = config_to_dict(config)
     data: dict[str, Any] = {
         "schema": SCHEMA_VERSION if declared is not None else 1,  # 1: a paper not yet on claims.py
         "paper": key,
         "quick": setting != "full",
         "setting": setting,
         "seed": seed,
-        "config": config_to_dict(config),
+        "config": config_dict,
+        "config_hash": config_hash(key, setting, config_dict),
         "metrics": {arm: {m: float(v) for m, v in values.items()}
                     for arm, values in outcome.metrics.items()},
-        "claim": {"text": spec.claim, "checks": checks,
-                  "passed": bool(checks) and all(c["passed"] for c in checks)},
+        "claim": claim_block(spec.claim, checks),
+        "arms": arms_record(spec.load_arms(), ctx.tuning),
         "curves": _clean(outcome.curves),
         "figures": [],
         "notes": list(outcome.notes),
@@ -258,6 +294,39 @@ def execute(
     data["figures"] = sorted(figures)
     validate(data)
     return data, figures
+
+
+def config_hash(key: str, setting: str, config: Mapping[str, Any]) -> str:
+    """A short hash of what a seed's numbers depend on besides the seed and the code: the paper,
+    the setting and every resolved config field. Seeds are aggregated only when it is equal."""
+    text = json.dumps({"paper": key, "setting": setting, "config": config}, sort_keys=True,
+                      default=_json_default, allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def claim_block(text: str, checks: list[dict[str, Any]]) -> dict[str, Any]:
+    """The ``claim`` object of a result: its checks, its status (supported / refuted / inconclusive,
+    decided by the headline checks only), the reason, and the verdict counts per role."""
+    from icml26.aggregate import CLAIM_RULE, claim_status, role_counts
+
+    status, reason = claim_status(checks)
+    return {"text": text, "checks": checks, "claim_rule": CLAIM_RULE, "status": status, "reason": reason,
+            "counts": role_counts(checks), "passed": status == "supported"}
+
+
+def arms_record(declared: Mapping[str, Any], tuning: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The result's ``arms``: each declared arm (space, trial budget, split) with what the shared tuner
+    chose in this run (``calls``: one record per :meth:`RunContext.tune` call; absent when the arm was
+    not tuned in this run, e.g. a fixed setting)."""
+    out: dict[str, Any] = {}
+    for arm_id, arm in declared.items():
+        out[arm_id] = arm.to_dict()
+        if arm_id in tuning:
+            out[arm_id]["calls"] = _clean(tuning[arm_id]["calls"])
+    undeclared = sorted(set(tuning) - set(declared))
+    if undeclared:
+        raise RuntimeError(f"tuned arm(s) {', '.join(undeclared)} are not declared in the paper's claims.py ARMS")
+    return out
 
 
 def render_figures(key: str, data: dict[str, Any]) -> dict[str, bytes]:

@@ -9,6 +9,10 @@ with figures drawn from the aggregate (curves as means with 95 % bands). So:
 
 * a seed that crashes is recorded in the aggregate (``failed_seeds``) and the others are kept;
 * an interrupted sweep leaves every finished seed's result intact;
+* the aggregate covers every seed in ``seeds/`` run with the same configuration (its
+  ``config_hash``: paper, setting and every resolved config field), so ``--seeds 3-7`` after
+  ``--seeds 0-2`` gives the eight-seed aggregate; seeds of another configuration in the folder
+  are refused before anything runs (use another ``--out``);
 * every worker runs one torch thread, so a seed's numbers do not depend on the worker count or
   the backend (tested: 1 vs 2 workers, processes vs Ray).
 
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import dataclasses
+import json
 import logging
 import multiprocessing
 import os
@@ -30,10 +35,11 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 from icml26.aggregate import aggregate_results
+from icml26.common.config import config_to_dict
 from icml26.common.progress import progress as _progress
 from icml26.results import Result, validate
 
-__all__ = ["SweepResult", "parse_seeds", "sweep"]
+__all__ = ["SweepResult", "aggregate_folder", "parse_seeds", "rederive", "seeds_in", "sweep"]
 
 log = logging.getLogger(__name__)
 Backend = Literal["process", "ray"]
@@ -106,7 +112,7 @@ def sweep(
             number of CPUs of the local Ray it starts, ignored on an existing cluster).
         out: results folder (``None`` writes nothing).
     """
-    from icml26.runner import _implemented_spec, build_config, check_out, render_figures, write_result
+    from icml26.runner import _implemented_spec, build_config, check_out, config_hash, write_result
     from icml26.common.seeding import default_threads, resolve_device
 
     seeds = parse_seeds(seeds)
@@ -117,10 +123,13 @@ def sweep(
     if workers is not None and (not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers={workers!r} must be a positive integer")
     _implemented_spec(key)
-    build_config(key, setting, overrides)
+    config = build_config(key, setting, overrides)
     resolve_device(device)
     folder = check_out(out, key) if out is not None else None
     workers = min(workers or default_threads(), len(seeds))
+    want = config_hash(key, setting, config_to_dict(config))
+    if folder is not None:
+        seeds_in(folder, key, want)  # seeds of another configuration: refused before any work
 
     per_seed: dict[int, Result] = {}
     failed: list[dict[str, Any]] = []
@@ -145,11 +154,78 @@ def sweep(
 
     if not per_seed:
         raise RuntimeError(f"{key}: every seed failed: " + "; ".join(f"{f['seed']}: {f['error']}" for f in failed))
-    ordered = [per_seed[s].data for s in seeds if s in per_seed]
-    data = aggregate_results(ordered, sorted(failed, key=lambda f: f["seed"]))
-    data["provenance"].update({"sweep_backend": backend, "sweep_workers": workers})
+    failed = sorted(failed, key=lambda f: f["seed"])
+    extra = {"sweep_backend": backend, "sweep_workers": workers}
+    if folder is None:
+        data, _ = aggregate_folder(key, None, {s: per_seed[s].data for s in seeds if s in per_seed}, failed,
+                                   provenance=extra, render=False)
+        return SweepResult(Result(data), per_seed, failed)
+    data, figures = aggregate_folder(key, folder, {}, failed, provenance=extra, expect=want)
+    path = write_result(folder, data, figures)
+    return SweepResult(Result(data, path=path), per_seed, failed)
+
+
+def seeds_in(folder: Path, key: str, expect: str | None = None) -> dict[int, dict[str, Any]]:
+    """The seed results kept in ``folder/seeds/<s>/result.json``, validated, by seed.
+
+    With ``expect`` (a :func:`icml26.runner.config_hash`), a seed run with another configuration
+    raises ``ValueError`` naming the seeds and what to do: an aggregate never mixes configurations.
+    """
+    from icml26.results import load_result
+    from icml26.runner import config_hash
+
+    found: dict[int, dict[str, Any]] = {}
+    other: list[int] = []
+    base = Path(folder) / "seeds"
+    for path in sorted(base.glob("*/result.json")) if base.is_dir() else []:
+        if not re.fullmatch(r"\d+", path.parent.name):
+            continue
+        data = load_result(path)
+        if data["paper"] != key or data["seed"] != int(path.parent.name):
+            raise ValueError(f"{path}: holds paper {data['paper']!r} seed {data['seed']}, not {key} seed "
+                             f"{path.parent.name}; remove it")
+        got = data.get("config_hash") or config_hash(key, data["setting"], data["config"])
+        if expect is not None and got != expect:
+            other.append(data["seed"])
+            continue
+        found[data["seed"]] = data
+    if other:
+        raise ValueError(f"{base} holds seed(s) {', '.join(map(str, sorted(other)))} run with another configuration "
+                         "(setting or config fields); an aggregate never mixes them: pass another --out, or remove "
+                         "those seeds")
+    return found
+
+
+def aggregate_folder(key: str, folder: Path | None, fresh: Mapping[int, Mapping[str, Any]],
+                     failed: Sequence[Mapping[str, Any]] = (), *, provenance: Mapping[str, Any] | None = None,
+                     expect: str | None = None, render: bool = True) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """The aggregate of every same-configuration seed in ``folder/seeds`` plus ``fresh`` (seed -> data, taking
+    precedence), with roles and units from the paper's current declarations, and its figures.
+
+    This is what a sweep writes, and what ``icml26 aggregate KEY`` rebuilds from the committed seeds.
+    """
+    from icml26 import registry
+    from icml26.runner import config_hash, render_figures
+
+    spec = registry.get(key)
+    kept = dict(seeds_in(folder, key, expect)) if folder is not None else {}
+    kept.update({int(s): dict(d) for s, d in fresh.items()})
+    if not kept:
+        raise ValueError(f"{key}: no seed result to aggregate" + (f" in {folder}/seeds" if folder else ""))
+    hashes = {d.get("config_hash") or config_hash(key, d["setting"], d["config"]) for d in kept.values()}
+    if len(hashes) > 1:
+        raise ValueError(f"{key}: the seeds {sorted(kept)} were run with different configurations; cannot aggregate")
+    ordered = [kept[s] for s in sorted(kept)]
+    data = aggregate_results(ordered, failed, declared=spec.load_claims(), unit=spec.load_replication().unit)
+    data["config_hash"] = hashes.pop()
+    data["arms"] = _arms_over_seeds(spec, ordered)
+    data["provenance"].update(dict(provenance or {}))
+    data["provenance"]["seed_commits"] = {str(d["seed"]): d["provenance"].get("git_commit") for d in ordered}
+    from icml26.runner import _git_commit
+
+    data["provenance"]["aggregated_at"] = _git_commit()[0]
     figures: dict[str, bytes] = {}
-    if folder is not None:
+    if render:
         try:
             figures = render_figures(key, data)
         except Exception as exc:  # a paper's plot() that cannot read an aggregate: say so, draw the curves
@@ -162,10 +238,20 @@ def sweep(
             figures = _render(plot_curves, data)
     data["figures"] = sorted(figures)
     validate(data)
-    if folder is None:
-        return SweepResult(Result(data), per_seed, failed)
-    path = write_result(folder, data, figures)
-    return SweepResult(Result(data, path=path), per_seed, failed)
+    return data, figures
+
+
+def _arms_over_seeds(spec, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The declared arms with each seed's tuning choices (``chosen_by_seed``: seed -> one choice per call)."""
+    out: dict[str, Any] = {}
+    for arm_id, arm in spec.load_arms().items():
+        entry = arm.to_dict()
+        chosen = {str(r["seed"]): [c["chosen"] for c in r.get("arms", {}).get(arm_id, {}).get("calls", [])]
+                  for r in results}
+        if any(chosen.values()):
+            entry["chosen_by_seed"] = chosen
+        out[arm_id] = entry
+    return out
 
 
 def _run_processes(args, workers: int, finished, bar) -> None:
@@ -238,3 +324,33 @@ def _run_ray(args, workers: int, address: str | None, finished, bar) -> None:
     finally:
         if started:
             ray.shutdown()
+
+
+def rederive(key: str, data: Mapping[str, Any]) -> dict[str, Any]:
+    """A single-seed result with its derived fields rebuilt from the paper's current declarations:
+    each check's role and budget, the claim's status, reason and counts, the declared arms, the
+    configuration hash. Measured values are untouched; the provenance records the re-derivation."""
+    from icml26 import registry
+    from icml26.runner import _git_commit, arms_record, claim_block, config_hash
+
+    spec = registry.get(key)
+    declared = spec.load_claims()
+    out = json.loads(json.dumps(data))
+    checks = []
+    for c in out["claim"]["checks"]:
+        decl = declared.get(c.get("id"))
+        if decl is None:
+            raise ValueError(f"{key}: check {c.get('id') or c['name']!r} of this result is no longer declared; "
+                             "rerun it instead")
+        c["role"] = decl.role
+        c.pop("budget", None)
+        if decl.budget:
+            c["budget"] = decl.budget
+        checks.append(c)
+    out["claim"] = claim_block(out["claim"]["text"], checks)
+    out["schema"] = max(int(out["schema"]), 3)
+    out.setdefault("config_hash", config_hash(key, out["setting"], out["config"]))
+    out["arms"] = out.get("arms") or arms_record(spec.load_arms(), {})
+    out["provenance"]["rederived_at"] = _git_commit()[0]
+    validate(out)
+    return out
