@@ -11,7 +11,7 @@ hybrid evidence can see, so over all corruptions the best AUROC any rule can rea
 reports that AUROC and its ceiling, per mode, as metrics.
 """
 
-from icml26.contract import CheckSpec, declare
+from icml26.contract import CheckSpec, annotate, declare
 
 CHECKS = declare(
     CheckSpec("clean_acc_vs_dempster", "clean accuracy: CA - Dempster (>= -1 point)", ">=", -0.01,
@@ -38,4 +38,13 @@ CHECKS = declare(
               "common category space (ours) - Dempster", ">=", 0.03,
               source="ours", ref="issue #29 asks for this option reported against Dempster over >= 3 seeds; "
               "the 0.03 margin is issue #12's CA - Dempster bar"),
+)
+
+# The abstract: conflict-aware aggregation gives a reliable joint decision under misaligned views: accuracy
+# kept and corrupted epochs flagged, against Dempster's rule. The common-space variant gives the conflict
+# fix to the method only, so it is a diagnostic.
+CHECKS = annotate(
+    CHECKS,
+    headline=("corrupted_acc_vs_dempster", "auroc_detectable_vs_dempster"),
+    diagnostic=("common_auroc_detectable_vs_dempster",),
 )

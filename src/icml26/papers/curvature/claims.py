@@ -5,7 +5,7 @@ tiny setting does not load it), the interpolated-bigram reference for the tiny m
 perturbations scaled to the state (``|delta| = epsilon |x_t|``), judged by their initial slope.
 """
 
-from icml26.contract import CheckSpec, declare
+from icml26.contract import CheckSpec, annotate, declare
 
 _PRETRAINED = ("full", "quick")
 
@@ -41,4 +41,13 @@ CHECKS = declare(
               source="issue", ref="issue #7"),
     CheckSpec("regularizer_loss_increase", "regulariser: validation loss increase (fraction)", "<=", 0.02,
               source="issue", ref="issue #7"),
+)
+
+# The abstract: curvature correlates with next-token entropy in a trained model and aligned interventions
+# modulate entropy; read on the pretrained model (the tiny model must first beat its bigram, a precondition;
+# the interval's width is a precision diagnostic).
+CHECKS = annotate(
+    CHECKS,
+    headline=("pretrained_correlation", "pretrained_aligned_slope"),
+    diagnostic=("tiny_beats_bigram", "pretrained_ci_halfwidth"),
 )

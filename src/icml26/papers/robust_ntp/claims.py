@@ -4,7 +4,7 @@
 horizon is ``distill_horizon`` (128).
 """
 
-from icml26.contract import CheckSpec, declare
+from icml26.contract import CheckSpec, annotate, declare
 
 CHECKS = declare(
     CheckSpec("raw_regret_half", "raw model: regret per round vs the greedy adversary minus 1/2, at the largest T",
@@ -20,4 +20,13 @@ CHECKS = declare(
               "<", 0.5, source="issue", ref="issue #13"),
     CheckSpec("student_tv", "distilled robust student: per-position TV to D on D's samples", "<", 0.02,
               source="issue", ref="issue #13"),
+)
+
+# The abstract: robustifying cuts adversarial regret while changing the model negligibly, and small
+# transformers can learn the robustified distribution. That the raw model is exploitable is the
+# precondition.
+CHECKS = annotate(
+    CHECKS,
+    headline=("robust_over_raw", "trigger_rate", "student_ratio"),
+    diagnostic=("raw_regret_half",),
 )

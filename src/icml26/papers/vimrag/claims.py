@@ -5,7 +5,7 @@ uniform, recency and priority-only allocation; (B) GGPO against outcome-only GRP
 search task. The reader's full-resolution accuracy is the issue's precondition for (A).
 """
 
-from icml26.contract import CheckSpec, declare
+from icml26.contract import CheckSpec, annotate, declare
 
 CHECKS = declare(
     CheckSpec("reader_full_resolution", "reader accuracy at 8x8 on the episode pool", ">=", 0.9,
@@ -20,4 +20,12 @@ CHECKS = declare(
               source="issue", ref="issue #21"),
     CheckSpec("ggpo_redundant_ratio", "GGPO / GRPO redundant searches per episode, last 10 % of iterations "
               "(mean over seeds)", "<=", 0.7, source="issue", ref="issue #21"),
+)
+
+# The abstract's two mechanisms: graph-modulated token allocation and graph-guided credit assignment. The
+# reader's accuracy and the policies' tie at full budget are preconditions.
+CHECKS = annotate(
+    CHECKS,
+    headline=("gain_vs_uniform_40", "ggpo_iterations_ratio"),
+    diagnostic=("reader_full_resolution", "spread_at_100"),
 )
