@@ -369,14 +369,23 @@ def _outcome(config: Config, arms: list[str], per_rho: dict[float, RhoResult]) -
         metrics["headline@rho0.5"] = {f"{name}_{part}": v for name, triple in headline.items()
                                       for part, v in zip(("mean", "ci_low", "ci_high"), triple)}
         ci = f"paired 95% t interval over {n_rep} replicates"
+
+        def units(a: list[float], b: list[float]) -> list[float]:
+            # one value per replicate (an independent draw: REPLICATION in claims.py), in points
+            return (100.0 * (np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))).tolist()
+
         checks += [
-            CHECKS["testbed_gap"].measure(gap[0], note=f"{_interval(gap)} points ({ci}); original "
-                                                       f"{np.mean(out.original_forget):.3f}, reference "
-                                                       f"{np.mean(out.reference_forget):.3f}"),
-            CHECKS["matched_margin"].measure(margin_gd[0], note=f"{_interval(margin_gd)} points ({ci})"),
-            CHECKS["matched_margin_neggrad"].measure(margin_ng[0], note=f"{_interval(margin_ng)} points ({ci})"),
-            CHECKS["front_margin_best_baseline"].measure(front[0], note=f"best baseline {best}; {_interval(front)} "
-                                                                        f"points ({ci})"),
+            CHECKS["testbed_gap"].measure(gap[0], units=units(out.original_forget, out.reference_forget),
+                                          note=f"{_interval(gap)} points ({ci}); original "
+                                               f"{np.mean(out.original_forget):.3f}, reference "
+                                               f"{np.mean(out.reference_forget):.3f}"),
+            CHECKS["matched_margin"].measure(margin_gd[0], units=units(hamu, field("graddiff", "retain_acc")),
+                                             note=f"{_interval(margin_gd)} points ({ci})"),
+            CHECKS["matched_margin_neggrad"].measure(margin_ng[0], units=units(hamu, field("neggrad_plus", "retain_acc")),
+                                                     note=f"{_interval(margin_ng)} points ({ci})"),
+            CHECKS["front_margin_best_baseline"].measure(
+                front[0], units=units(field("hamu_q_layerwise", "front_mean"), field(best, "front_mean")),
+                note=f"best baseline {best}; {_interval(front)} points ({ci})"),
         ]
         notes.append(f"rho=0.5, {ci} (points): HAMU-Q matched retain-test acc minus each baseline's: "
                      + ", ".join(f"{a} {_interval(headline[f'margin_{a}'])}" for a in baselines)
