@@ -109,7 +109,9 @@ def test_report_on_fixture(tmp_path, capsys):
     page = (results / "README.md").read_text()
     assert "## zz_fixture" in page and "| HAMU-Q | 0.93 | 0.05 |" in page and "| retain gap | 0.03 | >= 0.02 | ✅ | – |" in page
     top = readme.read_text()
-    assert "old" not in top and "[zz_fixture](results/README.md#zz_fixture)" in top and "| 1/1 | ✅ |" in top
+    assert "\nold\n" not in top and "[zz_fixture](results/README.md#zz_fixture)" in top
+    # a schema-2 fixture declares no headline check, so nothing decides its claim
+    assert "| ❔ inconclusive |  | supporting 1/1 |" in top
     assert top.startswith("intro\n") and top.endswith("end\n")
     papers = top.split("<!-- papers:start -->")[1].split("<!-- papers:end -->")[0]
     rows = [line for line in papers.splitlines() if line.startswith("| ") and "---" not in line][1:]
