@@ -87,12 +87,14 @@ def test_run_all_carries_on_past_a_failure(fake_paper, monkeypatch, capsys, tmp_
     # fakes are registered: the real papers' quick runs take minutes each.
     papers = {"zz_broken": dataclasses.replace(fake_paper, key="zz_broken"), "zz_fake": fake_paper}
     monkeypatch.setattr(registry, "PAPERS", papers)
-    code = main(["run", "all", "--quick", "--out", str(tmp_path)])
+    # one worker: the fakes live in this process only (spawned workers would not see them)
+    code = main(["run", "all", "--quick", "--workers", "1", "--out", str(tmp_path)])
     assert code == 1
     summary = json.loads((tmp_path / "run_all.json").read_text())
-    status = {row["paper"]: row["status"] for row in summary}
+    status = {row["paper"]: row["status"] for row in summary["papers"]}
     assert status["zz_broken"] == "failed" and status["zz_fake"] == "ok"
-    assert "RuntimeError: boom" in next(r["error"] for r in summary if r["paper"] == "zz_broken")
+    assert "RuntimeError: boom" in next(r["error"] for r in summary["papers"] if r["paper"] == "zz_broken")
+    assert summary["workers"] == 1 and summary["wall_time_s"] >= 0
     assert (tmp_path / "zz_fake" / "result.json").exists()
 
 

@@ -273,6 +273,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if not keys:
         print("no paper is implemented yet; nothing to run")
         return 0
+    if args.seeds is None and args.backend == "process":
+        return _run_all_parallel(keys, args)
     summary = []
     for key in keys:
         print(f"=== {key}", flush=True)
@@ -325,6 +327,24 @@ def _cmd_aggregate(args: argparse.Namespace) -> int:
     print(f"{data['claim']['status']}: {data['claim']['reason']}")
     print(f"wrote {path}")
     return 0
+
+
+def _run_all_parallel(keys: list[str], args: argparse.Namespace) -> int:
+    """``run all`` with one seed: papers in parallel, the most expensive first (icml26.sweep.run_all)."""
+    from icml26.results import atomic_write_text
+    from icml26.sweep import run_all
+
+    done = run_all(keys, setting=_setting(args), seed=args.seed, device=args.device, out=args.out,
+                   workers=args.workers, progress=None if not args.no_progress else False)
+    print(f"\nsummary ({done.wall_time_s:.0f} s wall on {done.workers} worker(s); "
+          f"{sum(r['wall_time_s'] or 0 for r in done.rows):.0f} s of seed time):")
+    for row in done.rows:
+        verdict = row["status"] if row["status"] != "ok" else row["claim_status"]
+        seconds = f"{row['wall_time_s']:>8.1f} s" if row["wall_time_s"] is not None else " " * 10
+        print(f"  {row['paper']:<16} {verdict:<13} {seconds}  {row.get('error', '')}")
+    if args.out is not None:
+        atomic_write_text(Path(args.out) / "run_all.json", json.dumps(done.to_dict(), indent=1) + "\n")
+    return 1 if done.failed else 0
 
 
 def _cmd_report(args: argparse.Namespace) -> int:

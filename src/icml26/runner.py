@@ -57,6 +57,7 @@ __all__ = [
     "render_figures",
     "run",
     "write_result",
+    "write_run",
 ]
 
 log = logging.getLogger(__name__)
@@ -214,18 +215,25 @@ def run(
                             progress=progress, render=out is not None)
     if out is None:
         return Result(data)
-    if merge:
-        from icml26.sweep import aggregate_folder
+    return write_run(Path(out) / key, data, figures)
 
-        folder = Path(out) / key
-        write_result(folder / "seeds" / str(seed), data, figures)
-        merged, merged_figures = aggregate_folder(key, folder, {}, expect=data["config_hash"])
-        log.warning("%s: %s holds a sweep; seed %d was written to seeds/%d and the aggregate rebuilt over "
-                    "seeds %s", key, folder, seed, seed, merged["seeds"])
-        path = write_result(folder, merged, merged_figures)
-        return Result(merged, path=path)
-    path = write_result(Path(out) / key, data, figures)
-    return Result(data, path=path)
+
+def write_run(folder: Path, data: Mapping[str, Any], figures: Mapping[str, bytes]) -> Result:
+    """Write one seed's result into ``folder``: as the folder's result, or, when the folder holds a
+    sweep (``seeds/``), as ``seeds/<seed>/`` with the aggregate rebuilt over every seed of the same
+    configuration, so that a single seed never replaces a multi-seed aggregate."""
+    folder = Path(folder)
+    key = data["paper"]
+    if not (folder / "seeds").is_dir():
+        return Result(dict(data), path=write_result(folder, data, figures))
+    from icml26.sweep import aggregate_folder
+
+    seed = int(data["seed"])
+    write_result(folder / "seeds" / str(seed), data, figures)
+    merged, merged_figures = aggregate_folder(key, folder, {}, expect=data["config_hash"])
+    log.warning("%s: %s holds a sweep; seed %d was written to seeds/%d and the aggregate rebuilt over seeds %s",
+                key, folder, seed, seed, merged["seeds"])
+    return Result(merged, path=write_result(folder, merged, merged_figures))
 
 
 def execute(

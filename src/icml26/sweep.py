@@ -254,6 +254,133 @@ def _arms_over_seeds(spec, results: Sequence[Mapping[str, Any]]) -> dict[str, An
     return out
 
 
+_STARTED = None  # in a worker: the queue on which it tells the driver which job it runs
+
+
+def _init_worker(parent: int, started) -> None:
+    """Worker initializer: keep the driver's queue, and exit when the driver is gone (no orphans)."""
+    global _STARTED
+    _STARTED = started
+    _watch_parent(parent)
+
+
+def _watch_parent(parent: int) -> None:
+    """Exit this process when the process that started it is gone."""
+    import threading
+    import time
+
+    def watch() -> None:
+        while True:
+            time.sleep(1.0)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="icml26-parent-watch", daemon=True).start()
+
+
+def _tracked(tag: Any, fn, *args):
+    """Run ``fn(*args)`` in a worker after telling the driver which process runs ``tag``."""
+    if _STARTED is not None:
+        _STARTED.put((tag, os.getpid()))
+    return fn(*args)
+
+
+def _signal_text(code: int | None) -> str:
+    if code is None:
+        return "worker died"
+    if code < 0:
+        import signal
+
+        try:
+            return f"worker killed by signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            return f"worker killed by signal {-code}"
+    return f"worker exited with status {code}"
+
+
+class WorkerDied(RuntimeError):
+    """The process running a job died (killed by a signal, e.g. the kernel's out-of-memory killer)."""
+
+
+def run_jobs(jobs: Sequence[tuple[Any, tuple]], workers: int, finished, *, fn=None, bar=None) -> None:
+    """Run ``fn(*args)`` for each ``(tag, args)`` on ``workers`` spawned processes (one torch thread each),
+    calling ``finished(tag, value, error)`` in the driver as each ends.
+
+    A job that raises is reported with its exception. A worker that dies (a signal, the OOM killer)
+    costs only the job it was running: that job is reported with :class:`WorkerDied` naming the signal,
+    the pool is replaced, and the jobs that were running beside it are run again. Workers exit when the
+    driver dies.
+    """
+    import signal
+    from concurrent.futures.process import BrokenProcessPool
+
+    fn = fn or _job
+    context = multiprocessing.get_context("spawn")
+    env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)  # inherited by the spawned workers
+    pending = list(jobs)
+    stalls = 0
+    try:
+        while pending:
+            started = context.SimpleQueue()
+            pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context,
+                                          initializer=_init_worker, initargs=(os.getpid(), started))
+            try:
+                futures = {pool.submit(_tracked, tag, fn, *args): (tag, args) for tag, args in pending}
+                processes = dict(getattr(pool, "_processes", {}) or {})
+                pending, lost = [], []
+                for future in cf.as_completed(futures):
+                    tag, args = futures[future]
+                    try:
+                        value, error = future.result(), None
+                    except BrokenProcessPool:
+                        lost.append((tag, args))
+                        continue
+                    except Exception as exc:
+                        value, error = None, exc
+                    finished(tag, value, error)
+                    if bar is not None:
+                        bar.update(1)
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+            if not lost:
+                break
+            # Which lost job was running in the process that died? The others are run again.
+            pids: dict[int, Any] = {}
+            while not started.empty():
+                tag, pid = started.get()
+                pids[pid] = tag
+            processes.update(dict(getattr(pool, "_processes", {}) or {}))
+            codes = {pid: proc.exitcode for pid, proc in processes.items()}
+            lost_tags = {tag for tag, _ in lost}
+            running = {pid: tag for pid, tag in pids.items() if tag in lost_tags}
+            culprits = {tag: codes.get(pid) for pid, tag in running.items()
+                        if codes.get(pid) not in (None, 0, -signal.SIGTERM)}
+            if not culprits:  # e.g. killed with SIGTERM: every job that was running is a suspect
+                culprits = {tag: codes.get(pid) for pid, tag in running.items()}
+            if not culprits:  # a worker died between jobs: nothing is lost, run them again (twice at most)
+                stalls += 1
+                if stalls >= 2:
+                    culprits = {tag: None for tag in lost_tags}
+            for tag, args in lost:
+                if tag in culprits:
+                    finished(tag, None, WorkerDied(_signal_text(culprits[tag])))
+                    if bar is not None:
+                        bar.update(1)
+                else:
+                    pending.append((tag, args))
+            if pending:
+                log.warning("a worker died (%s); running %d job(s) again in a new pool",
+                            "; ".join(f"{t}: {_signal_text(c)}" for t, c in culprits.items()), len(pending))
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
 def _run_processes(args, workers: int, finished, bar) -> None:
     if workers == 1:
         # In this process: torch runs at one thread (``_job``), and so must NumPy's BLAS, as in the
@@ -270,27 +397,7 @@ def _run_processes(args, workers: int, finished, bar) -> None:
                 finished(a[2], value, error)
                 bar.update(1)
         return
-    context = multiprocessing.get_context("spawn")
-    env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # inherited by the spawned workers
-    try:
-        with cf.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-            futures = {pool.submit(_job, *a): a[2] for a in args}
-            for future in cf.as_completed(futures):
-                seed = futures[future]
-                try:
-                    value, error = future.result(), None
-                except Exception as exc:
-                    value, error = None, exc
-                finished(seed, value, error)
-                bar.update(1)
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    run_jobs([(a[2], a) for a in args], workers, finished, bar=bar)
 
 
 def _run_ray(args, workers: int, address: str | None, finished, bar) -> None:
@@ -354,3 +461,132 @@ def rederive(key: str, data: Mapping[str, Any]) -> dict[str, Any]:
     out["provenance"]["rederived_at"] = _git_commit()[0]
     validate(out)
     return out
+
+
+def expected_seconds(key: str, results: str | os.PathLike = "results") -> float:
+    """One seed's wall time on one core from the committed result (its seeds' mean); 0 when unknown."""
+    path = Path(results) / key / "result.json"
+    try:
+        prov = json.loads(path.read_text(encoding="utf-8"))["provenance"]
+        times = list((prov.get("seed_wall_times_s") or {}).values()) or [prov["wall_time_s"]]
+        return float(sum(times) / len(times))
+    except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+        return 0.0
+
+
+@dataclasses.dataclass
+class RunAllResult:
+    """What ``icml26 run all`` did: per paper its status and seconds, and the total wall time."""
+
+    rows: list[dict[str, Any]]
+    wall_time_s: float
+    workers: int
+
+    @property
+    def failed(self) -> list[str]:
+        return [r["paper"] for r in self.rows if r["status"] == "failed"]
+
+    def to_dict(self) -> dict[str, Any]:
+        from icml26.runner import _cpu_model
+
+        return {"wall_time_s": round(self.wall_time_s, 1), "workers": self.workers, "cpu": _cpu_model(),
+                "serial_time_s": round(sum(r.get("wall_time_s") or 0.0 for r in self.rows), 1),
+                "papers": self.rows}
+
+
+def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, device: str = "cpu",
+            out: str | os.PathLike | None = "results", workers: int | None = None,
+            progress: bool | None = None, echo=print) -> RunAllResult:
+    """Every paper in ``keys`` once (``seed``), ``workers`` at a time (one torch thread each), the most
+    expensive first (by the committed seed times), each written as it finishes (:func:`~icml26.runner.write_run`:
+    a paper whose folder holds a sweep gets this seed merged into its aggregate). A paper that fails is
+    recorded and the others go on; one line per finished paper, and off a terminal a heartbeat naming
+    the running papers every minute.
+    """
+    import sys
+    import threading
+    import time
+
+    from icml26.runner import write_run
+
+    if setting not in ("full", "quick", "tiny"):
+        raise ValueError(f"setting={setting!r} must be 'full', 'quick' or 'tiny'")
+    from icml26.common.seeding import default_threads
+
+    workers = max(1, min(workers or default_threads(), len(keys) or 1))
+    order = sorted(keys, key=lambda k: -expected_seconds(k, out or "results"))
+    rows: dict[str, dict[str, Any]] = {}
+    started_at = time.perf_counter()
+    running: dict[str, float] = {}
+    lock = threading.Lock()
+    echo(f"running {len(order)} paper(s), setting {setting}, seed {seed}, {workers} worker(s) of one thread, "
+         f"most expensive first; results in {out if out is not None else '(not written)'}", flush=True)
+
+    def finished(key: str, value: Any, error: BaseException | None) -> None:
+        with lock:
+            running.pop(key, None)
+        if error is None:
+            data, figures = value
+            try:
+                result = write_run(Path(out) / key, data, figures) if out is not None else Result(data)
+            except Exception as exc:  # a write that fails (full disk, read-only folder) costs this paper only
+                error = exc
+            else:
+                claim = result.data["claim"]
+                rows[key] = {"paper": key, "status": "ok", "claim_status": claim.get("status"),
+                             "claim_passed": claim["passed"], "wall_time_s": data["provenance"]["wall_time_s"],
+                             "seeds_in_aggregate": len(result.data.get("seeds", [seed]))}
+        if error is not None:
+            rows[key] = {"paper": key, "status": "failed", "error": f"{type(error).__name__}: {error}",
+                         "wall_time_s": None}
+        row = rows[key]
+        done = len(rows)
+        text = (f"{row['claim_status']} ({row['wall_time_s']:.0f} s"
+                + (f"; merged into the {row['seeds_in_aggregate']}-seed aggregate)" if row["seeds_in_aggregate"] > 1
+                   else ")")
+                if row["status"] == "ok" else f"FAILED: {row['error']}")
+        echo(f"[{done}/{len(order)}] {key}: {text}", flush=True)
+
+    stop = threading.Event()
+    heartbeat = None
+    if not (progress or (progress is None and sys.stderr.isatty())):
+        def beat() -> None:
+            while not stop.wait(60.0):
+                with lock:
+                    now = time.perf_counter()
+                    names = ", ".join(f"{k} {now - t:.0f} s" for k, t in running.items())
+                echo(f"  ... {time.perf_counter() - started_at:.0f} s elapsed; running: {names or '-'}", flush=True)
+        heartbeat = threading.Thread(target=beat, name="icml26-heartbeat", daemon=True)
+        heartbeat.start()
+
+    def note_start(key: str) -> None:
+        with lock:
+            running[key] = time.perf_counter()
+
+    try:
+        if workers == 1:
+            from threadpoolctl import threadpool_limits
+
+            with threadpool_limits(limits=1):
+                for key in order:
+                    note_start(key)
+                    try:
+                        value, error = _job(key, setting, seed, {}, device, out is not None), None
+                    except Exception as exc:
+                        value, error = None, exc
+                    finished(key, value, error)
+        else:
+            for key in order[:workers]:
+                note_start(key)  # approximate: the pool starts the first `workers` jobs at once
+
+            def on_done(key, value, error):
+                finished(key, value, error)
+                with lock:
+                    waiting = [k for k in order if k not in rows and k not in running]
+                if waiting:
+                    note_start(waiting[0])
+
+            run_jobs([(k, (k, setting, seed, {}, device, out is not None)) for k in order], workers, on_done)
+    finally:
+        stop.set()
+    return RunAllResult([rows[k] for k in order if k in rows], time.perf_counter() - started_at, workers)

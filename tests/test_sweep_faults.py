@@ -1,0 +1,153 @@
+"""A sweep under faults: a worker that dies costs only the job it ran, the pool is replaced and the
+others finish; workers do not outlive a killed driver."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from icml26.sweep import WorkerDied, run_jobs
+
+
+def _die_on_two(x: int) -> int:
+    """A job: the one for x == 2 kills its own process (as the kernel's OOM killer would)."""
+    if x == 2:
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.3)
+    return 10 * x
+
+
+def _raise_on_one(x: int) -> int:
+    if x == 1:
+        raise ValueError("bad input 1")
+    return x
+
+
+def test_a_dead_worker_costs_only_its_job():
+    done = {}
+    run_jobs([(i, (i,)) for i in range(4)], 2, lambda tag, value, error: done.__setitem__(tag, (value, error)),
+             fn=_die_on_two)
+    assert sorted(done) == [0, 1, 2, 3]
+    assert [done[i][0] for i in (0, 1, 3)] == [0, 10, 30] and all(done[i][1] is None for i in (0, 1, 3))
+    assert isinstance(done[2][1], WorkerDied) and "signal 9 (SIGKILL)" in str(done[2][1])
+
+
+def test_a_job_that_raises_is_reported_and_the_rest_finish():
+    done = {}
+    run_jobs([(i, (i,)) for i in range(3)], 2, lambda tag, value, error: done.__setitem__(tag, (value, error)),
+             fn=_raise_on_one)
+    assert done[0] == (0, None) and done[2] == (2, None)
+    assert isinstance(done[1][1], ValueError) and "bad input 1" in str(done[1][1])
+
+
+DRIVER = textwrap.dedent("""
+    import os, sys, time
+    sys.path.insert(0, {root!r})
+    from icml26.sweep import run_jobs
+    from tests.test_sweep_faults import _sleep_and_record
+
+    run_jobs([(i, ({out!r}, i)) for i in range(2)], 2, lambda *a: None, fn=_sleep_and_record)
+""")
+
+
+def _sleep_and_record(folder: str, i: int) -> None:
+    Path(folder, f"worker-{i}.pid").write_text(str(os.getpid()))
+    time.sleep(120)
+
+
+def _children(parent: int) -> list[int]:
+    out = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            out.append(int(stat.parent.name))
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split()[2] == "Z")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_workers_exit_when_their_driver_is_killed(tmp_path):
+    root = str(Path(__file__).resolve().parents[1])
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER.format(root=root, out=str(tmp_path))],
+                              env={**os.environ, "PYTHONPATH": root})
+    try:
+        deadline = time.time() + 60
+        while len(list(tmp_path.glob("worker-*.pid"))) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+        pids = [int(p.read_text()) for p in tmp_path.glob("worker-*.pid")]
+        assert len(pids) == 2, "the workers did not start"
+        pids += _children(driver.pid)  # the resource tracker too
+        driver.send_signal(signal.SIGKILL)
+        driver.wait(timeout=10)
+        deadline = time.time() + 15
+        while any(_alive(p) for p in pids) and time.time() < deadline:
+            time.sleep(0.2)
+        assert not any(_alive(p) for p in pids), "a worker outlived its killed driver"
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+
+
+def test_run_all_runs_papers_in_parallel_and_merges_into_a_sweep(tmp_path):
+    """Two real tiny settings on two workers; a paper whose folder holds a sweep gets the seed merged
+    into its aggregate instead of being replaced by a single seed."""
+    import json
+
+    from icml26.sweep import run_all, sweep
+
+    sweep("ou_steady", "1-2", setting="tiny", out=tmp_path, workers=1, progress=False)
+    lines = []
+    done = run_all(["zs_expand", "ou_steady"], setting="tiny", seed=0, out=tmp_path, workers=2, progress=False,
+                   echo=lambda text, **_: lines.append(text))
+    assert [r["status"] for r in done.rows] == ["ok", "ok"] and done.workers == 2
+    merged = json.loads((tmp_path / "ou_steady" / "result.json").read_text())
+    assert merged["seeds"] == [0, 1, 2] and (tmp_path / "ou_steady" / "seeds" / "0" / "result.json").exists()
+    single = json.loads((tmp_path / "zs_expand" / "result.json").read_text())
+    assert single["seed"] == 0 and "seeds" not in single
+    assert lines[0].startswith("running 2 paper(s)") and any("merged into the 3-seed aggregate" in t for t in lines)
+
+
+def test_a_sweep_never_mixes_configurations_and_a_single_seed_joins_a_sweep(fake_paper, tmp_path):
+    import json
+
+    from icml26 import runner
+    from icml26.cli import main
+    from icml26.sweep import sweep
+
+    sweep("zz_fake", "0-1", setting="quick", out=tmp_path, workers=1, progress=False)
+    folder = tmp_path / "zz_fake"
+    # another configuration into the same folder: refused before anything runs
+    with pytest.raises(ValueError, match="another configuration"):
+        sweep("zz_fake", "2", setting="quick", overrides={"scale": "2"}, out=tmp_path, workers=1, progress=False)
+    with pytest.raises(ValueError, match="another configuration"):
+        runner.run("zz_fake", seed=5, overrides={"scale": 2}, out=tmp_path)
+    assert not (folder / "seeds" / "2").exists() and not (folder / "seeds" / "5").exists()
+    # more seeds of the same configuration extend the aggregate
+    sweep("zz_fake", "2", setting="quick", out=tmp_path, workers=1, progress=False)
+    assert json.loads((folder / "result.json").read_text())["seeds"] == [0, 1, 2]
+    # a single --seed run joins the sweep instead of replacing the aggregate
+    result = runner.run("zz_fake", seed=3, out=tmp_path)
+    assert result.data["seeds"] == [0, 1, 2, 3] and (folder / "seeds" / "3" / "result.json").exists()
+    # `icml26 aggregate` rebuilds the same aggregate from the seeds
+    before = json.loads((folder / "result.json").read_text())
+    assert main(["aggregate", "zz_fake", "--out", str(tmp_path)]) == 0
+    after = json.loads((folder / "result.json").read_text())
+    assert after["claim"] == before["claim"] and after["seeds"] == before["seeds"]
