@@ -104,3 +104,57 @@ def test_public_api_exports_baselines(key):
         got = [(p.name, p.kind) for p in inspect.signature(baseline).parameters.values()
                if p.default is inspect.Parameter.empty]
         assert got == want, f"{key}: baseline {name} takes {got}, the method {want}"
+
+
+@pytest.mark.parametrize("key", IMPLEMENTED)
+def test_one_to_three_headline_checks_state_the_claim(key):
+    checks = _available(key).load_claims()
+    headline = [c.id for c in checks.values() if c.role == "headline"]
+    assert 1 <= len(headline) <= 3, f"{key}: mark the one to three checks of the abstract's central claim"
+
+
+@pytest.mark.parametrize("key", IMPLEMENTED)
+def test_compared_arms_are_declared_and_tuned_alike(key):
+    """Arms compared by a check get the same tuning budget, or the arm with fewer trials says why."""
+    from icml26.contract import budget_mismatches
+
+    spec = _available(key)
+    arms = spec.load_arms()
+    assert arms, f"{key}: declare ARMS in claims.py (the method, its baselines and controls)"
+    checks = spec.load_claims()
+    assert any(c.compares for c in checks.values()), f"{key}: no check says which arms it compares"
+    assert budget_mismatches(checks, arms) == []
+
+
+@pytest.mark.parametrize("key", [k for k in IMPLEMENTED if (RESULTS / k / "result.json").exists()])
+def test_committed_result_records_the_declared_arms_and_roles(key):
+    data = json.loads((RESULTS / key / "result.json").read_text())
+    spec = registry.get(key)
+    declared = spec.load_claims()
+    assert data["schema"] >= 3, f"{key}: rebuild the committed result (`icml26 aggregate {key}`)"
+    for c in data["claim"]["checks"]:
+        assert c["role"] == declared[c["id"]].role, f"{key}: {c['id']} has role {c['role']} in the result"
+    arms = spec.load_arms()
+    assert set(data.get("arms", {})) == set(arms), f"{key}: the result's arms differ from claims.py ARMS"
+    for arm_id, arm in arms.items():
+        got = data["arms"][arm_id]
+        assert (got["trials"], got["role"]) == (arm.trials, arm.role), f"{key}: arm {arm_id} differs from claims.py"
+
+
+#: One unit of replication below this many seconds on one core is cheap: the committed result then
+#: holds at least MIN_UNITS units, so that three draws' t multiplier (4.30) does not decide the verdicts.
+CHEAP_UNIT_S = 120.0
+MIN_UNITS = 8
+
+
+@pytest.mark.parametrize("key", [k for k in IMPLEMENTED if (RESULTS / k / "result.json").exists()])
+def test_cheap_units_are_replicated_at_least_eight_times(key):
+    data = json.loads((RESULTS / key / "result.json").read_text())
+    times = list((data["provenance"].get("seed_wall_times_s") or {}).values()) or [data["provenance"]["wall_time_s"]]
+    seed_cost = sum(times) / len(times)
+    units = max((c.get("n") or 0 for c in data["claim"]["checks"]), default=0) or len(data.get("seeds", [1]))
+    per_unit = seed_cost * len(data.get("seeds", [1])) / units
+    if per_unit < CHEAP_UNIT_S:
+        assert units >= MIN_UNITS, (f"{key}: a unit costs {per_unit:.0f} s on one core, so the committed result "
+                                    f"should hold >= {MIN_UNITS} units; it holds {units}: "
+                                    f"`icml26 run {key} --quick --seeds {len(data.get('seeds', [1]))}-{MIN_UNITS - 1}`")

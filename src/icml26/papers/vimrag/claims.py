@@ -5,7 +5,7 @@ uniform, recency and priority-only allocation; (B) GGPO against outcome-only GRP
 search task. The reader's full-resolution accuracy is the issue's precondition for (A).
 """
 
-from icml26.contract import CheckSpec, annotate, declare
+from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms
 
 CHECKS = declare(
     CheckSpec("reader_full_resolution", "reader accuracy at 8x8 on the episode pool", ">=", 0.9,
@@ -22,10 +22,52 @@ CHECKS = declare(
               "(mean over seeds)", "<=", 0.7, source="issue", ref="issue #21"),
 )
 
+# (A): allocators are fixed rules, nothing is fitted or selected; every allocation goes through the same
+# snap_allocation to 2x2 / 4x4 / 8x8 reads, the same reader, episodes and budget (quick = full here).
+# (B): both methods train the same zero-initialised policy on the same question stream per replicate, at one
+# fixed learning rate; nothing is selected in the run.
+_FIXED = "none: fixed settings"
+_PILOT = ("lr 0.05 is GRPO's best of {0.01, 0.02, 0.03, 0.05, 0.1} on pilot seeds 100-107 (a one-off pilot, "
+          "not re-run by the code; GGPO's own best on that pilot is also 0.05); the run also trains both at "
+          "0.01 and 0.02 (extra_lrs, report only).")
+ARMS = declare_arms(
+    ArmSpec("graph_modulated", "method", space={"lam": (1.0,), "gamma": (0.8,)}, trials=1, select_on=_FIXED,
+            note="E = p (1 + lam deg+) gamma^age, water-filled. lam = 1, gamma = 0.8 are ours, set by the issue (the "
+                 "paper's formula is unpublished), not tuned. Receives the items' noisy priorities, the graph "
+                 "(out-degrees) and the steps."),
+    ArmSpec("uniform", "baseline", space={}, trials=1, select_on=_FIXED,
+            reason="By definition it ignores every signal: no priorities, no graph, no steps (the method receives "
+                   "all three). Nothing to tune.",
+            note="Equal shares of the budget for every item, then the same snapping to the three resolutions."),
+    ArmSpec("priority_only", "baseline", space={"lam": (0.0,), "gamma": (1.0,)}, trials=1, select_on=_FIXED,
+            reason="Receives the same noisy priorities as the method but not the graph or the steps (by definition).",
+            note="Water-filling on the priorities alone (EnergyFn(lam=0, gamma=1)); nothing to tune."),
+    ArmSpec("recency", "baseline", space={}, trials=1, select_on=_FIXED,
+            reason="Receives only the steps (newest first), not the priorities or the graph: history truncation, "
+                   "the analogue of ReAct's context window.",
+            note="Newest items at 8x8 until the budget runs out, older ones dropped. Compared only at the 100 % "
+                 "budget (spread_at_100), where every policy reads everything at 8x8."),
+    ArmSpec("ggpo", "method", space={"lr": (0.05,), "clip": (0.2,)}, trials=1, select_on=_FIXED,
+            note=_PILOT + " Receives the gold-evidence labels of each step (P_ans, R_val) for its mask; R_val counts "
+                 "only the step that first surfaced the key or the answer (a choice made after a pilot in which "
+                 "R_val with repeated searches stalled GGPO). Its loss (ggpo_loss, reduction 'sequence') divides "
+                 "each rollout by its kept steps, so masking re-weights the remaining steps; the method as "
+                 "described drops masked terms without renormalising."),
+    ArmSpec("grpo", "baseline", space={"lr": (0.05,), "clip": (0.2,)}, trials=1, select_on=_FIXED,
+            reason="Outcome reward only: it does not receive the gold-evidence step labels that GGPO's mask uses "
+                   "(that is the comparison).",
+            note=_PILOT + " Same advantages, surrogate and reduction as GGPO with the mask at zero."),
+)
+
 # The abstract's two mechanisms: graph-modulated token allocation and graph-guided credit assignment. The
 # reader's accuracy and the policies' tie at full budget are preconditions.
 CHECKS = annotate(
     CHECKS,
     headline=("gain_vs_uniform_40", "ggpo_iterations_ratio"),
     diagnostic=("reader_full_resolution", "spread_at_100"),
+    compares={"gain_vs_uniform_40": ("graph_modulated", "uniform"),
+              "gain_vs_priority_40": ("graph_modulated", "priority_only"),
+              "spread_at_100": ("graph_modulated", "uniform", "recency", "priority_only"),
+              "ggpo_iterations_ratio": ("ggpo", "grpo"), "ggpo_redundant_ratio": ("ggpo", "grpo")},
+    budget={"ggpo_iterations_ratio": "iterations", "ggpo_redundant_ratio": "iterations"},
 )
