@@ -110,6 +110,10 @@ def _cmd_info(args: argparse.Namespace) -> int:
                         f"{_num((got.get('ci') or [None, None])[1])}], half-width {_num(got.get('half_width'))}, "
                         f"n = {got.get('n')} {got.get('unit', 'master seed')}s")
                 need = got.get("n_to_resolve")
+                if need is None and "n_to_resolve" not in got:  # a result aggregated before the field existed
+                    from icml26.aggregate import n_to_resolve
+
+                    need = n_to_resolve(got["op"], got["target"], got.get("value"), got.get("sd"))
                 if got["verdict"] == "unresolved":
                     if need:
                         more = max(need - int(got.get("n") or 0), 0)
@@ -120,7 +124,9 @@ def _cmd_info(args: argparse.Namespace) -> int:
                 print(line)
     arms = spec.load_arms()
     if arms:
-        print("\narms (tuned by the shared tuner on their select_on split; trials = configurations evaluated):")
+        print("\narms (as declared in claims.py: the hyperparameters each arm is selected over, how many "
+              "configurations are evaluated, on which split; an arm tuned in the run goes through the shared tuner, "
+              "RunContext.tune):")
         for a in arms.values():
             space = ", ".join(f"{k} in {list(v)}" for k, v in a.space.items()) or "nothing to tune"
             print(f"  {a.id} ({a.role}): {space}; trials {a.trials} on {a.select_on}")
