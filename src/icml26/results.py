@@ -565,6 +565,41 @@ RESULTS_START = "<!-- results:start -->"
 RESULTS_END = "<!-- results:end -->"
 PAPERS_START = "<!-- papers:start -->"
 PAPERS_END = "<!-- papers:end -->"
+TIMING_START = "<!-- timing:start -->"
+TIMING_END = "<!-- timing:end -->"
+
+
+def timing_table(path: str | os.PathLike) -> str:
+    """The main job's timing from ``run_all.json`` (written by ``icml26 run all``): per paper its status and
+    seconds on one thread, then the wall time of the whole job beside the serial sum. Every field is
+    checked; a malformed file raises :class:`ResultError`."""
+    path = Path(path)
+    if not path.is_file():
+        return "_No timing yet: `make run` writes `results/run_all.json`._"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ResultError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("papers"), list):
+        raise ResultError(f"{path}: field 'papers' must be a list")
+    for name in ("wall_time_s", "serial_time_s"):
+        if not _is_number(data.get(name)) or data[name] < 0:
+            raise ResultError(f"{path}: field {name!r} must be a non-negative number")
+    if not isinstance(data.get("workers"), int) or isinstance(data.get("workers"), bool) or data["workers"] < 1:
+        raise ResultError(f"{path}: field 'workers' must be a positive integer")
+    rows = []
+    for i, row in enumerate(data["papers"]):
+        if not isinstance(row, Mapping) or not isinstance(row.get("paper"), str) or row.get("status") not in ("ok", "failed"):
+            raise ResultError(f"{path}: field 'papers[{i}]' needs a paper name and a status ok or failed")
+        seconds = row.get("wall_time_s")
+        if seconds is not None and (not _is_number(seconds) or seconds < 0):
+            raise ResultError(f"{path}: field 'papers[{i}].wall_time_s' must be a non-negative number or null")
+        rows.append([row["paper"], row.get("claim_status") or row["status"],
+                     "–" if seconds is None else f"{seconds:.0f}"])
+    table = _markdown_table(["paper", "claim (this run)", "seconds (one thread)"], rows)
+    return (table + "\n\n" + md_escape(f"Whole job: {data['wall_time_s']:.0f} s of wall time on {data['workers']} "
+                                       f"worker(s) ({data.get('cpu', 'unknown CPU')}), against "
+                                       f"{data['serial_time_s']:.0f} s run one after another."))
 
 
 def _replace_between(text: str, start: str, end: str, body: str) -> str:
@@ -843,6 +878,8 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
         text = readme.read_text(encoding="utf-8")
         text = _replace_between(text, RESULTS_START, RESULTS_END, _summary_table(results, extra))
         text = _replace_between(text, PAPERS_START, PAPERS_END, _papers_table())
+        if TIMING_START in text:
+            text = _replace_between(text, TIMING_START, TIMING_END, timing_table(results_dir / "run_all.json"))
         writes.append((readme, text))
     # everything was built and checked; now write
     for path, text in writes:
