@@ -417,3 +417,38 @@ def test_minilm_unit_norm_deterministic_batch_independent_and_equal_to_sentence_
     except Exception as exc:  # pragma: no cover - a packaging difference, not our code
         pytest.skip(f"sentence-transformers cannot load the wheel's folder: {exc}")
     np.testing.assert_allclose(model.encode(texts, normalize_embeddings=True), a, atol=1e-5)
+
+
+def test_class_folds_partition_the_seen_classes():
+    from icml26.papers.zs_expand.experiment import class_folds
+
+    folds = class_folds(10, 3, np.random.default_rng(0))
+    assert sorted(np.concatenate(folds).tolist()) == list(range(10)) and [len(f) for f in folds] == [4, 3, 3]
+    with pytest.raises(ValueError, match="folds"):
+        class_folds(3, 4, np.random.default_rng(0))
+
+
+def test_fold_score_is_the_zsl_accuracy_of_held_out_seen_classes():
+    """An oracle 'expander' that returns the true rows scores the accuracy of those rows; a constant one scores chance."""
+    from icml26.papers.zs_expand.experiment import fold_score
+
+    rng = np.random.default_rng(0)
+    n, d = 6, 3
+    rows = np.hstack([np.eye(n, d) * 5.0, np.zeros((n, 1))])
+    views = torch.as_tensor(rng.normal(size=(n, 1, 1, 4)))
+    seen = np.arange(10, 10 + n)
+    y = np.repeat(seen, 5)
+    x = np.repeat(np.eye(n, d) * 5.0, 5, axis=0)[:, :d] + 0.01 * rng.normal(size=(len(y), d))
+
+    class Oracle:
+        def fit(self, v, w, all_semantics=None):
+            return self
+
+        def expand(self, v):
+            idx = [int(np.flatnonzero((views[:, 0, 0] == row[0, 0]).all(1))[0]) for row in v]
+            return torch.as_tensor(rows[idx])
+
+    folds = [np.array([0, 1, 2]), np.array([3, 4, 5])]
+    score = fold_score(lambda p: Oracle(), {}, views, torch.as_tensor(rows), views, x, y, seen, folds)
+    # classes 0-2 have distinct directions (perfect); 3-5 have zero rows in 3 dims (ties: the first wins)
+    assert score == pytest.approx((1.0 + 1 / 3) / 2)

@@ -6,8 +6,11 @@
    causal attributes only; a multinomial logistic head on 30 seen classes; 18 unseen classes
    (10 "similar" siblings of seen classes, 8 "distinct" from a held-out superclass). Every arm gets
    the same views, the same seen rows ``[W | b]`` and ``all_semantics`` (equal information) and
-   synthesises the unseen rows ``[w | b]``. The expander arms choose their ridge strengths (and
-   whether to use the within-group refiners) by leave-one-seen-class-out error. Metrics: ZSL per-class accuracy (all, similar,
+   synthesises the unseen rows ``[w | b]``. Every arm is selected by the shared tuner with the same
+   budget (``ARMS`` in claims.py: 8 configurations each) on the same validation task: the seen classes
+   split into ``tune_folds`` class folds, each fold held out in turn as pseudo-unseen classes whose rows
+   are synthesised from the others and scored by ZSL accuracy on their *training* images (no unseen or
+   test data). Metrics: ZSL per-class accuracy (all, similar,
    distinct), GZSL S/U/H with the injected head, the variance of the synthesised weights across
    nuisance interventions, the discovered group count and its ARI with the superclasses, and the
    ceiling (a head trained on the unseen classes' own images).
@@ -32,6 +35,7 @@ from icml26.contract import Outcome, RunContext
 from icml26.papers.zs_expand.analysis import gzsl_scores, intervention_variance, per_class_accuracy, ratio, \
     restricted_predictions
 from icml26.papers.zs_expand.baselines import ICISExpander, SharedMLPExpander, WAvgExpander
+from icml26.papers.zs_expand.claims import ARMS as ARM_SPECS
 from icml26.papers.zs_expand.claims import CHECKS
 from icml26.papers.zs_expand.data import granularity_benchmark
 from icml26.papers.zs_expand.figures import plot
@@ -40,11 +44,12 @@ from icml26.papers.zs_expand.semantics import encode_descriptions
 from icml26.papers.zs_expand.structure import GroupClusterer
 from icml26.papers.zs_expand.synthesis import ClassifierExpander
 
-__all__ = ["ARMS", "CHECKS", "ArmScores", "Config", "plot", "run", "score_rows"]
+__all__ = ["ARMS", "CHECKS", "ArmScores", "Config", "class_folds", "fold_score", "plot", "run", "score_rows"]
 
 log = logging.getLogger(__name__)
 
-# Named random streams: "benchmark" (the draw), "head", "mlp_init", "icis_init", "real_split", "real_cnn".
+# Named random streams: "benchmark" (the draw), "head", "mlp_init", "icis_init", "tune_folds", "tune:<arm>",
+# "real_split", "real_cnn".
 
 METHOD_ARM = "zs_expand"
 ARMS = (METHOD_ARM, "zs_expand_no_invariance", "zs_expand_no_refiner", "zs_expand_oracle_groups", "shared_mlp",
@@ -86,9 +91,14 @@ class Config:
     """The expander's relative ridge strength of the shared refiner."""
     group_alpha: float = 0.01
     """The expander's relative ridge strength of each group's own refiner (used when ``alpha_grid`` is empty)."""
-    alpha_grid: tuple[float, ...] = (0.01, 0.1, 1.0, 10.0)
-    """Candidate ridge strengths the expander arms choose from by leave-one-seen-class-out error (seen
-    classes only; empty: the fixed ``coarse_alpha`` / ``refiner_alpha`` / ``group_alpha``)."""
+    alpha_grid: tuple[float, ...] = ()
+    """The expander's own leave-one-seen-class-out selection of its ridge strengths (empty: off; the
+    arms are then selected by the shared tuner, ``tune``). Kept for users of the library default."""
+    tune: bool = True
+    """Select every arm's hyperparameters with the shared tuner over its declared space (claims.py
+    ``ARMS``), on class folds of the seen classes; False: each arm's fixed settings below."""
+    tune_folds: int = 3
+    """Class folds of the seen classes for the tuner's validation task (each held out once)."""
     cosine_weight: float = 0.0
     """The expander's cosine-loss weight in its L-BFGS stage (0: closed form only)."""
     cosine_steps: int = 0
@@ -136,6 +146,8 @@ class Config:
             raise ValueError(f"criterion={self.criterion!r} must be 'eigengap' or 'silhouette'")
         if self.cluster_method not in ("agglomerative", "spectral"):
             raise ValueError(f"cluster_method={self.cluster_method!r} must be 'agglomerative' or 'spectral'")
+        if self.tune_folds < 2:
+            raise ValueError(f"tune_folds={self.tune_folds} must be at least 2 (a fold is held out against the rest)")
         for name in ("n_train", "n_test", "feature_dim", "neighbours", "mlp_hidden", "mlp_steps", "icis_latent", "icis_steps",
                      "real_train_per_class", "real_test_per_class", "real_epochs"):
             if getattr(self, name) < 1:
@@ -159,7 +171,7 @@ class Config:
     def tiny(cls) -> "Config":
         """The contract-suite setting (seconds): 3 x 4 classes, 2 nuisances, short training, no real section."""
         return cls(n_groups=3, per_group=4, similar_per_group=1, n_train=30, n_test=20, n_nuisances=2,
-                   mlp_steps=60, icis_steps=60, alpha_grid=(0.1, 1.0), real=False, threads=1)
+                   mlp_steps=60, icis_steps=60, real=False, threads=1)
 
 
 @dataclasses.dataclass
@@ -205,23 +217,62 @@ def score_rows(rows: np.ndarray, head: torch.nn.Linear, x_test: np.ndarray, y_te
             "gzsl_seen": s, "gzsl_unseen": u, "gzsl_h": h, "per_class": acc.tolist()}
 
 
-def _expanders(config: Config, ctx: RunContext, true_groups: np.ndarray) -> dict[str, Any]:
+def _builders(config: Config, ctx: RunContext, true_groups: np.ndarray) -> dict[str, Any]:
+    """``arm -> build(params) -> expander``: ``params`` overrides the arm's config settings (the tuner's point)."""
     clusterer = GroupClusterer(method=config.cluster_method, criterion=config.criterion, neighbours=config.neighbours)
-    common = dict(coarse_alpha=config.coarse_alpha, refiner_alpha=config.refiner_alpha, group_alpha=config.group_alpha,
-                  cosine_weight=config.cosine_weight, cosine_steps=config.cosine_steps,
-                  alpha_grid=tuple(config.alpha_grid) or None)
+
+    def expander(grouping: Any, refiner: str, invariance: float):
+        def build(p: dict[str, Any]) -> ClassifierExpander:
+            alpha = p.get("refiner_alpha", config.refiner_alpha if refiner != "none" else "off")
+            kind = "none" if alpha == "off" else refiner
+            alpha = config.refiner_alpha if alpha == "off" else float(alpha)
+            return ClassifierExpander(grouping, kind, invariance, coarse_alpha=float(p.get("coarse_alpha",
+                                                                                           config.coarse_alpha)),
+                                      refiner_alpha=alpha, group_alpha=alpha if "refiner_alpha" in p else config.group_alpha,
+                                      cosine_weight=config.cosine_weight, cosine_steps=config.cosine_steps,
+                                      alpha_grid=tuple(config.alpha_grid) or None)
+        return build
+
+    mlp_seed, icis_seed = ctx.seed_for("mlp_init"), ctx.seed_for("icis_init")
     return {
-        METHOD_ARM: ClassifierExpander(clusterer, "group", config.invariance, **common),
-        "zs_expand_no_invariance": ClassifierExpander(clusterer, "group", 0.0, **common),
-        "zs_expand_no_refiner": ClassifierExpander(clusterer, "none", config.invariance, **common),
+        METHOD_ARM: expander(clusterer, "group", config.invariance),
+        "zs_expand_no_invariance": expander(clusterer, "group", 0.0),
+        "zs_expand_no_refiner": expander(clusterer, "none", config.invariance),
         # the true superclasses of the clustered classes (seen, then unseen: the all_semantics order)
-        "zs_expand_oracle_groups": ClassifierExpander(lambda _: true_groups, "group", config.invariance, **common),
-        "shared_mlp": SharedMLPExpander(config.mlp_hidden, steps=config.mlp_steps, lr=config.mlp_lr,
-                                        weight_decay=config.mlp_weight_decay, seed=ctx.seed_for("mlp_init")),
-        "icis": ICISExpander(config.icis_latent, steps=config.icis_steps, lr=config.icis_lr,
-                             seed=ctx.seed_for("icis_init")),
-        "wavg": WAvgExpander(config.wavg_temperature),
+        "zs_expand_oracle_groups": expander(lambda _: true_groups, "group", config.invariance),
+        "shared_mlp": lambda p: SharedMLPExpander(config.mlp_hidden, steps=config.mlp_steps,
+                                                  lr=float(p.get("lr", config.mlp_lr)),
+                                                  weight_decay=float(p.get("weight_decay", config.mlp_weight_decay)),
+                                                  seed=mlp_seed),
+        "icis": lambda p: ICISExpander(int(p.get("latent", config.icis_latent)), steps=config.icis_steps,
+                                       lr=float(p.get("lr", config.icis_lr)), seed=icis_seed),
+        "wavg": lambda p: WAvgExpander(float(p.get("temperature", config.wavg_temperature))),
     }
+
+
+def class_folds(n: int, k: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """``k`` disjoint folds of ``range(n)`` of near-equal size, in a random order (each at least one class)."""
+    if not 2 <= k <= n:
+        raise ValueError(f"k={k} folds need 2 <= k <= n={n}")
+    return [np.sort(f) for f in np.array_split(rng.permutation(n), k)]
+
+
+def fold_score(build: Any, params: dict[str, Any], views: torch.Tensor, seen_w: torch.Tensor,
+               all_semantics: torch.Tensor, x: np.ndarray, y: np.ndarray, seen: np.ndarray,
+               folds: list[np.ndarray]) -> float:
+    """The tuner's validation score of one arm's ``params``: mean over folds of the ZSL per-class accuracy
+    of the held-out seen classes' synthesised rows on their training images ``(x, y)``, the rows of the
+    other seen classes being the fit (the same task as the test, on seen classes only)."""
+    d = x.shape[1]
+    scores = []
+    for held in folds:
+        keep = np.setdiff1d(np.arange(len(seen)), held)
+        expander = build(params).fit(views[keep], seen_w[keep], all_semantics=all_semantics)
+        rows = expander.expand(views[held]).double().cpu().numpy()
+        mask = np.isin(y, seen[held])
+        preds = restricted_predictions(x[mask] @ rows[:, :d].T + rows[:, d], np.arange(len(held)), seen[held])
+        scores.append(float(per_class_accuracy(preds, y[mask], seen[held]).mean()))
+    return float(np.mean(scores))
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
@@ -258,7 +309,16 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
 
     arms: dict[str, ArmScores] = {}
     extras: dict[str, Any] = {}
-    for name, expander in ctx.progress(list(_expanders(config, ctx, bench.superclass[order]).items()), desc="arms"):
+    tuned: dict[str, dict[str, Any]] = {}
+    folds = class_folds(len(seen), config.tune_folds, ctx.rng("tune_folds"))
+    for name, build in ctx.progress(list(_builders(config, ctx, bench.superclass[order]).items()), desc="arms"):
+        params: dict[str, Any] = {}
+        if config.tune:
+            params = ctx.tune(ARM_SPECS[name], lambda p, b=build: fold_score(
+                b, p, views_t[seen], seen_w, views_t[order], bench.x_train, bench.y_train, seen, folds),
+                maximize=True)
+            tuned[name] = params
+        expander = build(params)
         expander.fit(views_t[seen], seen_w, all_semantics=views_t[order])
         rows = expander.expand(views_t[unseen]).double().cpu().numpy()
         per_view = torch.stack([torch.stack([expander.expand(views_t[unseen][:, m, n])
@@ -267,12 +327,15 @@ def _run(config: Config, ctx: RunContext) -> Outcome:
         arms[name] = ArmScores(variance=variance, **score_rows(rows, head, *args))
         if isinstance(expander, ClassifierExpander) and name == METHOD_ARM:
             labels = expander.structure_.labels
-            extras = {"n_groups": expander.n_groups_, "ari": float(adjusted_rand_score(bench.superclass[order], labels)),
-                      "scores": {str(k): v for k, v in expander.structure_.scores.items()}}
+            extras.update({"n_groups": expander.n_groups_,
+                           "ari": float(adjusted_rand_score(bench.superclass[order], labels)),
+                           "scores": {str(k): v for k, v in expander.structure_.scores.items()}})
         if isinstance(expander, ClassifierExpander):
             chosen = expander.alphas_
             extras.setdefault("alphas", {})[name] = chosen
-            ctx.provenance.setdefault("zs_expand_loo_errors", {})[name] = expander.selection_
+            if expander.selection_:
+                ctx.provenance.setdefault("zs_expand_loo_errors", {})[name] = expander.selection_
+    extras["tuned"] = tuned
     # ceiling: rows of a head trained on the unseen classes' own images (not a zero-shot method)
     ceiling_rows = _logistic_rows(bench.x_train, bench.y_train, unseen, config.head_c, ctx.seed_for("head"))
     ceiling = score_rows(ceiling_rows, head, *args)
@@ -328,10 +391,15 @@ def _outcome(config: Config, ctx: RunContext, arms: dict[str, ArmScores], ceilin
         f"{ceiling['zsl_distinct']:.3f}. GZSL H: expander {me.gzsl_h:.3f}, ICIS {icis.gzsl_h:.3f}. Groups found: "
         f"{extras['n_groups']} (ARI with the superclasses {extras['ari']:.2f}). Synthetic section "
         f"{synth_seconds:.0f} s.",
-        "Ridge strengths chosen by leave-one-seen-class-out error (seen classes only): " + "; ".join(
+        "Expander strengths used: " + "; ".join(
             f"{n}: coarse {c['coarse']:g}, refiner " + (f"{c['kind']} {c['refiner']:g}" if c["kind"] != "none" else "off")
             for n, c in extras["alphas"].items()) + ".",
     ]
+    if extras["tuned"]:
+        notes.append(f"Every arm selected by the shared tuner on {config.tune_folds} class folds of the seen classes "
+                     "(ZSL accuracy of held-out seen classes on their training images; the same budget for every "
+                     "arm, ARMS in claims.py): " + "; ".join(
+                         f"{n} {', '.join(f'{k}={v}' for k, v in p.items())}" for n, p in extras["tuned"].items()) + ".")
     if ceiling["zsl"] - mlp.zsl < 0.05:
         notes.append(f"Bar infeasible on this draw: the shared MLP ({mlp.zsl:.3f}) is within 5 points of the "
                      f"ceiling ({ceiling['zsl']:.3f}).")
