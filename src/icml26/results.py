@@ -649,12 +649,14 @@ def _summary_table(results: Mapping[str, Mapping[str, Any]],
         return "_No results yet: run `icml26 run all --quick`, then `icml26 report`._"
     rows = []
     for key, data in results.items():
-        status, _ = claim_across_budgets(data, (extra or {}).get(key, {}))
+        status, why = claim_across_budgets(data, (extra or {}).get(key, {}))
+        budgets = (" (one budget)" if "(one budget only" in why
+                   else " (two budgets)" if "the same at the larger budget" in why else "")
         rows.append([
             f"[{key}](results/README.md#{key})",
             data["setting"],
             _units_of(data),
-            _STATUS_MARK.get(status, status),
+            _STATUS_MARK.get(status, status) + budgets,
             _deciding(data, status if status != "budget-dependent" else ""),
             counts_text(data),
             f"{data['provenance']['wall_time_s']:.0f} s",
