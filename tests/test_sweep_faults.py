@@ -151,3 +151,23 @@ def test_a_sweep_never_mixes_configurations_and_a_single_seed_joins_a_sweep(fake
     assert main(["aggregate", "zz_fake", "--out", str(tmp_path)]) == 0
     after = json.loads((folder / "result.json").read_text())
     assert after["claim"] == before["claim"] and after["seeds"] == before["seeds"]
+
+
+def test_a_seed_that_cannot_be_written_is_recorded_and_the_others_kept(fake_paper, tmp_path, monkeypatch):
+    import errno
+
+    import icml26.sweep as sw
+    from icml26.runner import write_result as real_write
+
+    def full_disk(folder, data, figures):
+        if folder.name == "1":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(folder, data, figures)
+
+    monkeypatch.setattr(sw, "write_result", full_disk, raising=False)
+    import icml26.runner as runner_module
+
+    monkeypatch.setattr(runner_module, "write_result", full_disk)
+    done = sw.sweep("zz_fake", "0-2", setting="quick", out=tmp_path, workers=1, progress=False)
+    assert [f["seed"] for f in done.failed] == [1] and "No space left" in done.failed[0]["error"]
+    assert done.aggregate.data["seeds"] == [0, 2]

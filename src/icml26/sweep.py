@@ -141,7 +141,13 @@ def sweep(
             log.error("%s seed %d failed: %s", key, seed, text)
             return
         data, figures = value
-        path = write_result(folder / "seeds" / str(seed), data, figures) if folder is not None else None
+        try:
+            path = write_result(folder / "seeds" / str(seed), data, figures) if folder is not None else None
+        except OSError as exc:  # a full disk or a read-only folder costs this seed, recorded; the others go on
+            text = f"{type(exc).__name__}: cannot write {folder / 'seeds' / str(seed)} ({exc.strerror or exc})"
+            failed.append({"seed": seed, "error": text})
+            log.error("%s seed %d failed: %s", key, seed, text)
+            return
         per_seed[seed] = Result(data, path=path)
 
     bar = _progress(total=len(seeds), enabled=progress, desc=f"{key} seeds")
