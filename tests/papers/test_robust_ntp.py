@@ -10,6 +10,7 @@ import torch
 
 from icml26.papers.robust_ntp import (
     Cycling,
+    EpsilonGreedy,
     Greedy,
     IIDModel,
     ImitateThenSwitch,
@@ -89,6 +90,79 @@ def test_stream_and_batch_paths_agree():
         batch = smoothed_best_response(robust.conditionals(game.tokens)[:-1], L, beta)
         assert np.allclose(game.mixtures, batch, atol=1e-12)
         assert game.regret == pytest.approx(regret(batch, game.tokens, L), abs=1e-9)
+
+
+def _reference_game(model, adversary, horizon, beta, rng, robust=None):
+    """The protocol written out round by round (a fresh Γ_β per round, no memo): what play must match bit for
+    bit. With ``robust`` (a :class:`Robustified` of ``model``) the learner follows D′'s fallback rule."""
+    history, mixtures, trigger = [], [], None
+    learner, action, counts = 0.0, np.zeros(L.shape[0]), np.zeros(3)
+    for t in range(horizon):
+        if trigger is None:
+            p = np.asarray(model.conditional(history), dtype=np.float64)
+        else:
+            p = counts / counts.sum() if counts.sum() else np.full(3, 1 / 3)
+        q = smoothed_best_response(p, L, beta)
+        y = adversary.next_token(list(history), q, L, rng)
+        if robust is not None and trigger is None:
+            learner += float(q @ L[:, y])
+            action += L[:, y]
+            if learner - action.min() > robust.threshold:
+                trigger = t + 1
+        elif robust is not None:
+            counts[y] += 1
+        history.append(y)
+        mixtures.append(q)
+    return np.array(history), np.array(mixtures), trigger
+
+
+@pytest.mark.parametrize("adversary", [Greedy(), Cycling(), RandomTokens(), EpsilonGreedy(0.3),
+                                       ImitateThenSwitch(STICKY, 70)], ids=lambda a: type(a).__name__)
+def test_play_is_bit_identical_to_the_protocol_written_out(adversary):
+    """play memoises checks and responses per distinct conditional: the numbers must not move at all."""
+    T = 200
+    beta = math.sqrt(T)
+    robust = Robustified(STICKY, L, beta, 0.5 * math.sqrt(T))
+    # (the model played, what the reference plays, the fallback rule it applies)
+    cases = [(STICKY, STICKY, None), (robust, STICKY, robust), (windowed(robust, 16), windowed(robust, 16), None)]
+    for model, reference, rule in cases:
+        game = play(model, adversary, T, L, beta, np.random.default_rng(4))
+        tokens, mixtures, trigger = _reference_game(reference, adversary, T, beta, np.random.default_rng(4), rule)
+        assert np.array_equal(game.tokens, tokens) and np.array_equal(game.mixtures, mixtures)
+        assert game.trigger == trigger
+        if rule is not None and isinstance(adversary, (Greedy, EpsilonGreedy)):
+            assert trigger is not None  # the fallback path is exercised too
+
+
+def test_fallback_conditionals_are_the_running_counts_bit_for_bit():
+    T = 300
+    beta = math.sqrt(T)
+    robust = Robustified(STICKY, L, beta, math.sqrt(T))
+    seq = play(robust, Greedy(), T, L, beta).tokens
+    t0 = robust.trigger_time(seq)
+    assert t0 is not None and t0 < T - 10
+    out = robust.conditionals(seq)
+    counts = np.zeros(3)
+    for t in range(t0 + 1, T + 1):
+        counts[seq[t - 1]] += 1
+        assert np.array_equal(out[t], counts / counts.sum())
+    assert np.array_equal(out[t0], np.full(3, 1 / 3))
+
+
+def test_response_memo_answers_repeats_from_the_memo_and_never_remembers_a_bad_conditional():
+    from icml26.papers.robust_ntp.learner import _ResponseMemo
+
+    memo = _ResponseMemo(L, 4.0)
+    p = memo.checked("p", [0.2, 0.3, 0.5])
+    q = memo.response(p)
+    assert np.array_equal(q, smoothed_best_response(p, L, 4.0))
+    assert memo.response(memo.checked("p", np.array([0.2, 0.3, 0.5]))) is q  # a repeat: the same array
+    assert not np.array_equal(memo.response(memo.checked("p", [0.5, 0.3, 0.2])), q)
+    for _ in range(2):  # a bad conditional raises every time it comes
+        with pytest.raises(ValueError, match="sum to 1"):
+            memo.checked("p", [0.5, 0.5, 0.5])
+    with pytest.raises(ValueError, match="3 tokens"):
+        memo.checked("p", [0.5, 0.5])
 
 
 @pytest.mark.parametrize("horizon", [64, 512, 2048])

@@ -13,14 +13,7 @@ from typing import Protocol, Sequence
 import numpy as np
 
 from icml26.common.progress import progress
-from icml26.papers.robust_ntp.learner import (
-    _count,
-    _distributions,
-    _generator,
-    _real,
-    check_loss,
-    smoothed_best_response,
-)
+from icml26.papers.robust_ntp.learner import _count, _generator, _real, _ResponseMemo, check_loss
 from icml26.papers.robust_ntp.models import NextTokenModel, _check_model, conditionals, log_likelihood, sample_sequences
 
 __all__ = [
@@ -165,18 +158,22 @@ def play(
     stream = model.stream() if hasattr(model, "stream") else _Recompute(model)
     tokens = np.zeros(horizon, dtype=np.int64)
     mixtures = np.zeros((horizon, loss.shape[0]))
+    memo = _ResponseMemo(loss, beta)  # a repeated conditional is checked and answered once
+    history: list[int] = []  # tokens[:t] as Python ints, kept alongside (no O(t) slice per round)
     for t in progress(range(horizon), enabled=show_progress, desc="play"):
         p = stream.predict()
         try:
-            p = _distributions("p", p, loss.shape[1])
+            p = memo.checked("p", p)
         except ValueError as exc:
             raise ValueError(f"round {t}: the model's conditional is not a distribution over "
                              f"{loss.shape[1]} tokens ({exc})") from None
-        q = smoothed_best_response(p, loss, beta)
-        y = adversary.next_token(tokens[:t].tolist(), q, loss, rng)
+        mixtures[t] = memo.response(p)
+        # the adversary sees the round's mixture (a row of ``mixtures``: the memo's q stays unshared)
+        y = adversary.next_token(history.copy(), mixtures[t], loss, rng)
         if isinstance(y, bool) or not isinstance(y, (int, np.integer)) or not 0 <= y < loss.shape[1]:
             raise ValueError(f"the adversary played token {y}, outside 0..{loss.shape[1] - 1}")
-        mixtures[t], tokens[t] = q, y
+        tokens[t] = y
+        history.append(int(y))
         stream.observe(y)
     learner = np.cumsum((mixtures * loss[:, tokens].T).sum(axis=1))
     best = np.cumsum(loss[:, tokens].T, axis=0).min(axis=1)

@@ -128,12 +128,55 @@ def smoothed_best_response(p: np.ndarray, loss: np.ndarray, beta: float) -> np.n
     beta = _real("beta", beta, low=0.0)
     loss = check_loss(loss)
     p = _distributions("p", p, loss.shape[1])
+    return _response(p, loss, beta)
+
+
+def _response(p: np.ndarray, loss: np.ndarray, beta: float) -> np.ndarray:
+    """Γ_β(p) of :func:`smoothed_best_response` on arguments it has already checked (no checks here)."""
     # expected loss of each action under p: (L p)_a
     expected = p @ loss.T
     z = -beta * expected
     z -= z.max(axis=-1, keepdims=True)
     w = np.exp(z)
     return w / w.sum(axis=-1, keepdims=True)
+
+
+class _ResponseMemo:
+    """Checks of next-token conditionals and their responses Γ_β(p), memoised on p's bytes.
+
+    An online game asks for Γ_β(p_t) at every round, but the conditionals of a Markov model
+    (and the empirical frequencies after a fallback) repeat: the same bytes of p give the same
+    check outcome and the same q, so each distinct p is checked and answered once and every
+    repeat is a dictionary look-up. The q returned is the array computed for those bytes, so
+    the results are bit-identical to checking and computing afresh. Callers must not write
+    into a returned q (it is shared between rounds).
+
+    Args:
+        loss: ``(|A|, K)`` loss matrix, already checked (:func:`check_loss`).
+        beta: β, already checked.
+    """
+
+    def __init__(self, loss: np.ndarray, beta: float):
+        self.loss, self.beta, self.n_tokens = loss, beta, loss.shape[1]
+        self._checked: set[tuple[tuple[int, ...], bytes]] = set()
+        self._responses: dict[tuple[tuple[int, ...], bytes], np.ndarray] = {}
+
+    def checked(self, name: str, p) -> np.ndarray:
+        """``p`` as float64, checked like :func:`_distributions` (which raises, naming ``name``)."""
+        p = _as_array(name, p)
+        key = (p.shape, p.tobytes())
+        if key not in self._checked:
+            _distributions(name, p, self.n_tokens)
+            self._checked.add(key)
+        return p
+
+    def response(self, p: np.ndarray) -> np.ndarray:
+        """Γ_β(p) for a ``p`` returned by :meth:`checked` (shared: do not modify it)."""
+        key = (p.shape, p.tobytes())
+        q = self._responses.get(key)
+        if q is None:
+            q = self._responses[key] = _response(p, self.loss, self.beta)
+        return q
 
 
 def hedge_weights(tokens: Sequence[int], loss: np.ndarray, eta: float) -> np.ndarray:

@@ -32,7 +32,15 @@ from typing import Sequence
 
 import numpy as np
 
-from icml26.papers.robust_ntp.learner import _count, _distributions, _real, _tokens, check_loss, smoothed_best_response
+from icml26.papers.robust_ntp.learner import (
+    _count,
+    _distributions,
+    _real,
+    _ResponseMemo,
+    _tokens,
+    check_loss,
+    smoothed_best_response,
+)
 from icml26.papers.robust_ntp.models import NextTokenModel, conditionals
 
 __all__ = ["Robustified", "azuma_trigger_bound", "regret_bound", "running_regret"]
@@ -143,12 +151,14 @@ class Robustified:
             return base
         t0 = int(crossed[0]) + 1
         out = base.copy()
-        # empirical distribution of y_{t0} … y_{t−1}; uniform when empty (t = t0)
-        counts = np.zeros(self.n_tokens)
+        # empirical distribution of y_{t0} … y_{t−1}; uniform when empty (t = t0). The running counts
+        # are whole numbers (exact in float64), so the cumulative sum gives each t's counts exactly.
         out[t0] = 1.0 / self.n_tokens
-        for t in range(t0 + 1, seq.size + 1):
-            counts[seq[t - 1]] += 1
-            out[t] = counts / counts.sum()
+        after = seq[t0:]
+        onehot = np.zeros((after.size, self.n_tokens))
+        onehot[np.arange(after.size), after] = 1.0
+        counts = np.cumsum(onehot, axis=0)
+        out[t0 + 1:] = counts / counts.sum(axis=1, keepdims=True)
         return out
 
     def conditional(self, history: Sequence[int]) -> np.ndarray:
@@ -171,22 +181,21 @@ class RobustStream:
         self.trigger: int | None = None
         self.counts = np.zeros(robust.n_tokens)
         self._base_p: np.ndarray | None = None
+        self._memo = _ResponseMemo(robust.loss, robust.beta)  # a repeated conditional is checked and answered once
 
     def predict(self) -> np.ndarray:
         if self.trigger is not None:
             total = self.counts.sum()
             return self.counts / total if total else np.full(self.robust.n_tokens, 1.0 / self.robust.n_tokens)
         if self._base_p is None:
-            self._base_p = _distributions("the model's conditional", self.robust.model.conditional(self.history),
-                                          self.robust.n_tokens)
+            self._base_p = self._memo.checked("the model's conditional", self.robust.model.conditional(self.history))
         return self._base_p.copy()
 
     def observe(self, token: int) -> None:
         if isinstance(token, bool) or not isinstance(token, (int, np.integer)) or not 0 <= token < self.robust.n_tokens:
             raise ValueError(f"token {token} is out of range 0..{self.robust.n_tokens - 1}")
         if self.trigger is None:
-            p = self.predict()
-            q = smoothed_best_response(p, self.robust.loss, self.robust.beta)
+            q = self._memo.response(self.predict())
             self.learner_loss += float(q @ self.robust.loss[:, token])
             self.action_loss += self.robust.loss[:, token]
             self.history.append(int(token))
