@@ -391,6 +391,27 @@ def test_experiment_config_validation():
     assert not hasattr(Config(), "shuffle_gap_target")  # bars live in claims.py, not in the config
 
 
+
+def test_shared_step0_loss_is_each_arms_own():
+    # run() evaluates the shared initialisation once; each arm used to evaluate its own model after
+    # building its optimizer and LLR (whose first fit happens at construction): the same number
+    from icml26.common.tiny_lm import TinyLMConfig, build_model, evaluate_loss
+    from icml26.contract import RunContext
+    from icml26.papers.llr.experiment import Config, _initial_loss
+
+    cfg = Config.tiny()
+    model_config = TinyLMConfig(arch="llama", vocab_size=cfg.vocab_size, d_model=cfg.d_model,
+                                n_layers=cfg.n_layers, n_heads=cfg.n_heads, context=cfg.context)
+    valid = torch.randint(0, cfg.vocab_size, (4 * cfg.context + 1,), generator=torch.Generator().manual_seed(0))
+    ctx = RunContext(seed=5, device=torch.device("cpu"), setting="tiny", threads=1)
+    shared = _initial_loss(cfg, {"valid": valid, "model_config": model_config}, ctx)
+    model = build_model(model_config, seed=ctx.seed)
+    optimizer = torch.optim.AdamW(layerwise_param_groups(model, weight_decay=cfg.weight_decay), lr=3e-3)
+    LayerwiseLR(model, optimizer, total_steps=cfg.steps, every=cfg.every, min_eigs=cfg.min_eigs)
+    assert shared == evaluate_loss(model, valid, context=cfg.context, max_batches=cfg.eval_batches)
+    other_seed = build_model(model_config, seed=ctx.seed + 1)
+    assert shared != evaluate_loss(other_seed, valid, context=cfg.context, max_batches=cfg.eval_batches)
+
 # -- hardening (issues #18, #30) ----------------------------------------------------------------
 
 def test_rank_deficient_float32_matrix_is_refused_not_fitted_on_noise():

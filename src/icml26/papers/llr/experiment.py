@@ -211,7 +211,8 @@ def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext,
         raise ValueError(f"unknown arm {kind!r}; expected one of {ARM_KINDS}")
 
     generator = ctx.torch_generator("batches")  # the same data order for every arm
-    eval_steps, valid = [0], [evaluate_loss(model, data["valid"], context=cfg.context, max_batches=cfg.eval_batches)]
+    # the step-0 loss is that of the shared initialisation: evaluated once per run (see ``_initial_loss``)
+    eval_steps, valid = [0], [data["initial_valid"]]
     start = time.perf_counter()
     model.train()
     for step in ctx.progress(range(cfg.steps), desc=f"{kind} lr={base_lr:g}"):
@@ -234,6 +235,19 @@ def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext,
     return ArmRun(eval_steps, valid, seconds, llr.history.to_dict() if llr is not None else None,
                   multipliers=llr.multipliers if llr is not None else {},
                   mean_multiplier=parameter_weighted_mean(groups, sizes))
+
+
+def _initial_loss(cfg: Config, data: dict, ctx: RunContext) -> float:
+    """The validation loss of the initialisation every arm starts from (its step-0 point).
+
+    Every run builds its model with ``build_model(data["model_config"], seed=ctx.seed)`` and
+    evaluates it before the first step; neither the optimizer, the scheduler nor LLR's first
+    fit changes a weight, so that loss is one number, the same for every arm and base rate.
+    Evaluated once here instead of once per run (the same computation: bit-identical)."""
+    from icml26.common.tiny_lm import build_model, evaluate_loss
+
+    model = build_model(data["model_config"], seed=ctx.seed).to(ctx.device)
+    return evaluate_loss(model, data["valid"], context=cfg.context, max_batches=cfg.eval_batches)
 
 
 def _label(kind: str, lr: float) -> str:
@@ -318,6 +332,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     model_config = TinyLMConfig(arch="llama", vocab_size=config.vocab_size, d_model=config.d_model,
                                 n_layers=config.n_layers, n_heads=config.n_heads, context=config.context)
     data = {"train": train_ids, "valid": valid_ids, "model_config": model_config}
+    data["initial_valid"] = _initial_loss(config, data, ctx)
     ctx.provenance["corpus_sha256"] = corpus.sha256
     ctx.provenance["train_tokens"] = int(train_ids.numel())
 
