@@ -25,12 +25,14 @@ from torch import Tensor, nn
 from icml26.common.config import validate_numbers
 
 __all__ = [
+    "FORWARD_CHUNK",
     "LinearSchedule",
     "add_noise",
     "ddim_sample",
     "diffusion_loss",
     "eps_mse",
     "predict_eps",
+    "predict_eps_chunked",
     "train_denoiser",
 ]
 
@@ -73,6 +75,28 @@ def predict_eps(model: nn.Module, x: Tensor, t: Tensor, y: Tensor) -> Tensor:
         out = model(x, timestep=t, class_labels=y)
         return out.sample if hasattr(out, "sample") else out[0]
     return model(x, t, y)
+
+
+#: Rows per forward pass in :func:`eps_mse` and :func:`ddim_sample` (larger batches go through the
+#: network in chunks of this many). A DiT computes every sample on its own (attention within a sample,
+#: per-token norms and activation quantizers), so chunking gives the same bits (the tests check it);
+#: on one CPU thread chunks whose activations stay in cache run the 1,000-row guided DDIM batch of the
+#: reproduction about 1.5-2x faster.
+FORWARD_CHUNK = 256
+
+
+def predict_eps_chunked(model: nn.Module, x: Tensor, t: Tensor, y: Tensor, chunk: int | None = None) -> Tensor:
+    """:func:`predict_eps` on ``chunk`` rows at a time (default :data:`FORWARD_CHUNK`), concatenated.
+
+    For models that compute every row on its own (a DiT): the result is then :func:`predict_eps`'s.
+    """
+    chunk = FORWARD_CHUNK if chunk is None else chunk
+    if chunk < 1:
+        raise ValueError(f"chunk={chunk} must be at least 1")
+    if x.shape[0] <= chunk:
+        return predict_eps(model, x, t, y)
+    return torch.cat([predict_eps(model, x[i:i + chunk], t[i:i + chunk], y[i:i + chunk])
+                      for i in range(0, x.shape[0], chunk)])
 
 
 def diffusion_loss(model: nn.Module, x0: Tensor, y: Tensor, schedule: LinearSchedule, *,
@@ -118,7 +142,8 @@ def train_denoiser(model: nn.Module, images: Tensor, labels: Tensor, *, schedule
     if not 0.0 <= ema_decay < 1.0:
         raise ValueError(f"ema_decay={ema_decay} must be in [0, 1)")
     params = [p for p in model.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    # foreach: the same update as the per-tensor loop, bit for bit (tested), with fewer Python-level ops
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
 
     def lr_at(step: int) -> float:
         if step < warmup:
@@ -164,7 +189,8 @@ def eps_mse(model: nn.Module, images: Tensor, labels: Tensor, schedule: LinearSc
     """Held-out ``E‖ε − ε_θ(x_t, t, y)‖²`` (mean over pixels and images) at each of ``timesteps``.
 
     The noise is drawn once per timestep from ``generator``: the same seed gives every model
-    the same ``(x_t, ε)`` pairs.
+    the same ``(x_t, ε)`` pairs. The squared errors are summed per ``batch_size`` images; the
+    network sees at most :data:`FORWARD_CHUNK` of them at a time.
     """
     model.eval()
     out = []
@@ -176,7 +202,7 @@ def eps_mse(model: nn.Module, images: Tensor, labels: Tensor, schedule: LinearSc
         for start in range(0, images.shape[0], batch_size):
             x0, eps = images[start:start + batch_size], eps_all[start:start + batch_size]
             t = torch.full((x0.shape[0],), int(t_value), dtype=torch.long, device=images.device)
-            pred = predict_eps(model, add_noise(schedule, x0, eps, t), t, labels[start:start + batch_size])
+            pred = predict_eps_chunked(model, add_noise(schedule, x0, eps, t), t, labels[start:start + batch_size])
             total += float((pred - eps).pow(2).sum())
         out.append(total / images.numel())
     return out
@@ -193,6 +219,8 @@ def ddim_sample(model: nn.Module, labels: Tensor, shape: tuple[int, ...], schedu
         steps: DDIM steps ``S`` (``τ_i = i·⌊T/S⌋``).
         guidance: classifier-free guidance weight ``w`` (1: conditional only; needs ``null_label`` otherwise).
         clip_x0: clip ``x̂_0`` to ``[-1, 1]`` (data range) at every step.
+
+    The network sees at most :data:`FORWARD_CHUNK` rows (of the ``2B`` guided ones) at a time.
     """
     if not 1 <= steps <= schedule.steps:
         raise ValueError(f"steps={steps} must be in [1, {schedule.steps}]")
@@ -207,10 +235,10 @@ def ddim_sample(model: nn.Module, labels: Tensor, shape: tuple[int, ...], schedu
     for i, tau in enumerate(taus):
         t = torch.full((labels.shape[0],), tau, dtype=torch.long, device=device)
         if guidance == 1.0:
-            eps = predict_eps(model, x, t, labels)
+            eps = predict_eps_chunked(model, x, t, labels)
         else:
-            both = predict_eps(model, torch.cat([x, x]), torch.cat([t, t]),
-                               torch.cat([labels, torch.full_like(labels, null_label)]))
+            both = predict_eps_chunked(model, torch.cat([x, x]), torch.cat([t, t]),
+                                       torch.cat([labels, torch.full_like(labels, null_label)]))
             cond, uncond = both.chunk(2)
             # ε̂ = ε_u + w (ε_c − ε_u)
             eps = uncond + guidance * (cond - uncond)
