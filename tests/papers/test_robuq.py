@@ -655,3 +655,104 @@ def test_train_denoiser_with_ema_keeps_the_average():
     for p_ema, p0, p1 in zip(model.parameters(), start, plain.parameters()):
         torch.testing.assert_close(p_ema, 0.9 * p0 + 0.1 * p1, rtol=1e-5, atol=1e-6)
     assert len(losses) == 1 and math.isfinite(losses[0])
+
+
+# ---------------------------------------------------------------------------
+# Speed-ups that must not change a bit (the committed results stay valid)
+# ---------------------------------------------------------------------------
+def _quantized_like_the_arms(kind):
+    model = _randomised(TinyDiT())
+    if kind == "robuq":
+        return quantize_dit(model, 2, quantizer={"scale": "gauss", "grid": "midrise", "rotate": True})
+    if kind == "naive":
+        return naive_quantize_dit(model, 2)
+    return model
+
+
+@pytest.mark.parametrize("kind", ["robuq", "naive", "fp"])
+def test_chunked_forward_gives_the_bits_of_one_batch(kind, monkeypatch):
+    """eps_mse and ddim_sample run the DiT FORWARD_CHUNK rows at a time: every row is computed on its own,
+    so the samples and errors are those of one big batch, bit for bit."""
+    from icml26.papers.robuq import diffusion
+    from icml26.papers.robuq.diffusion import predict_eps_chunked
+
+    model = _quantized_like_the_arms(kind)
+    x, t, y = _inputs(600)
+    with torch.no_grad():
+        assert torch.equal(predict_eps_chunked(model, x, t, y, chunk=256), model(x, t, y))
+        assert torch.equal(predict_eps_chunked(model, x, t, y, chunk=1000), model(x, t, y))
+    labels = torch.arange(10).repeat_interleave(20)
+    images, image_labels = torch.rand(300, 1, 8, 8, generator=_gen(2)) * 2 - 1, torch.randint(0, 10, (300,))
+    runs = []
+    for chunk in (diffusion.FORWARD_CHUNK, 10 ** 6):
+        monkeypatch.setattr(diffusion, "FORWARD_CHUNK", chunk)
+        runs.append((ddim_sample(model, labels, (1, 8, 8), LinearSchedule(), generator=_gen(3), steps=3, guidance=3.0,
+                                 null_label=10),
+                     eps_mse(model, images, image_labels, LinearSchedule(), [100, 900], generator=_gen(4))))
+    assert torch.equal(runs[0][0], runs[1][0]) and runs[0][1] == runs[1][1]
+
+
+@pytest.mark.parametrize("d", [64, 256])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_folded_random_signs_rotate_to_the_bits_of_sign_flip_then_hadamard(d, dtype):
+    """rotate_tokens multiplies by the cached D·H; (x D) H multiplies the same numbers, so the bits agree."""
+    from icml26.papers.robuq.quant import random_signs
+
+    x = torch.randn(5, 16, d, generator=_gen(), dtype=dtype) * 3
+    expected = hadamard_transform(x * random_signs(d, 7).to(dtype))
+    assert torch.equal(RobustQuantizer(2, seed=7).rotate_tokens(x), expected)
+    w = torch.randn(3 * d, d, generator=_gen(1), dtype=dtype)  # a weight, rotated once by QuantLinear
+    assert torch.equal(RobustQuantizer(4, seed=7).rotate_tokens(w), hadamard_transform(w * random_signs(d, 7).to(dtype)))
+
+
+def _quantize_tokens_before(x, bits, scale, grid):
+    """quantize_tokens as it was written before the in-place rewrite (the reference of the bits)."""
+    from icml26.papers.robuq.quant import EPS, grid_levels
+
+    lo, hi, off = grid_levels(bits, grid)
+    if scale == "gauss":
+        step = gaussian_step(bits, grid) * x.detach().pow(2).mean(dim=-1, keepdim=True).sqrt()
+    else:
+        step = x.detach().abs().amax(dim=-1, keepdim=True) / min(abs(lo), abs(hi))
+    step = step.clamp_min(EPS) * 1.0
+    y = torch.clamp(x / step, lo - 0.5, hi + 0.5)
+    r = torch.clamp(torch.round(y - off) + off, lo, hi)
+    if not x.requires_grad:
+        return step * r
+    return step * (y + (r - y).detach())
+
+
+@pytest.mark.parametrize("scale,grid,bits", [("gauss", "midrise", 2), ("gauss", "midrise", 4), ("absmax", "midrise", 2),
+                                             ("absmax", "int", 2), ("gauss", "midrise", 1), ("absmax", "ternary", 2)])
+def test_quantize_tokens_keeps_the_bits_of_the_original_formula(scale, grid, bits):
+    x = torch.randn(7, 16, 64, generator=_gen()) * 2
+    x[0, 0] = 0.0  # a zero token
+    with torch.no_grad():
+        assert torch.equal(quantize_tokens(x, bits, scale=scale, grid=grid), _quantize_tokens_before(x, bits, scale, grid))
+    xa, xb = x.clone().requires_grad_(), x.clone().requires_grad_()
+    out_a = quantize_tokens(xa, bits, scale=scale, grid=grid)
+    out_b = _quantize_tokens_before(xb, bits, scale, grid)
+    assert torch.equal(out_a, out_b)
+    upstream = torch.randn(out_a.shape, generator=_gen(1))
+    out_a.backward(upstream)
+    out_b.backward(upstream)
+    assert torch.equal(xa.grad, xb.grad)
+
+
+def test_foreach_adamw_trains_to_the_bits_of_the_per_tensor_loop():
+    """train_denoiser uses AdamW(foreach=True); the update is the per-tensor loop's, bit for bit."""
+    from icml26.papers.robuq import diffusion
+
+    trained = []
+    for foreach in (False, True):
+        model = quantize_dit(_randomised(TinyDiT(TinyDiTConfig(hidden=32, depth=1, heads=2))), 2)
+        opt = torch.optim.AdamW(model.parameters(), lr=3e-3, foreach=foreach)
+        g = _gen(5)
+        for _ in range(3):
+            loss = diffusion.diffusion_loss(model, torch.rand(8, 1, 8, 8, generator=g) * 2 - 1,
+                                            torch.randint(0, 10, (8,), generator=g), LinearSchedule(), generator=g)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        trained.append([p.detach().clone() for p in model.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*trained))

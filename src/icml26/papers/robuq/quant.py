@@ -31,7 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from icml26.papers.robuq.hadamard import _resolve, hadamard_transform
+from icml26.papers.robuq.hadamard import DENSE_MAX, _resolve, hadamard, hadamard_transform
 from icml26.papers.robuq.ternary import ternarize, ternarize_ste
 
 __all__ = [
@@ -168,6 +168,24 @@ def random_signs(d: int, seed: int = 0) -> Tensor:
     return _signs(int(d), int(seed))
 
 
+_SIGNED_DENSE: dict[tuple[int, int, torch.dtype, str], Tensor] = {}
+
+
+def _signed_dense(d: int, seed: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """``D H`` as one dense ``(d, d)`` matrix (cached): the randomized rotation of a full-width block.
+
+    ``(x D) H`` and ``x (D H)`` multiply the same numbers: every product is ``±x_i H_ij`` exactly
+    (a sign flip rounds like its absolute value), so the matmul returns the same bits as rotating
+    the sign-flipped tokens, without the elementwise pass over the tokens.
+    """
+    key = (d, seed, dtype, str(device))
+    h = _SIGNED_DENSE.get(key)
+    if h is None:
+        h = (_signs(d, seed)[:, None] * hadamard(d, dtype=torch.float64)).to(dtype=dtype, device=device)
+        _SIGNED_DENSE[key] = h
+    return h
+
+
 # ---------------------------------------------------------------------------
 # Per-token uniform quantization
 # ---------------------------------------------------------------------------
@@ -206,16 +224,22 @@ def quantize_tokens(x: Tensor, bits: int, *, scale: Scale = "gauss", grid: Grid 
         # s_t = max|x_t| / (outermost symmetric level): max|x_t| lands on a level of either sign
         # (the int grid's extra negative level -2^{b-1} stays unused, as in BitNet's Q_b = 2^{b-1} − 1)
         step = x.detach().abs().amax(dim=-1, keepdim=True) / min(abs(lo), abs(hi))
-    step = step.clamp_min(EPS) * clip_multiplier
-    # y_c = clip(x / s, range of the grid's cells)
-    y = torch.clamp(x / step, lo - 0.5, hi + 0.5)
-    # nearest level k + offset, restricted to [lo, hi]
-    r = torch.clamp(torch.round(y - off) + off, lo, hi)
+    step = step.clamp_min(EPS)
+    if isinstance(clip_multiplier, Tensor) or clip_multiplier != 1.0:  # (× 1.0 changes no bit)
+        step = step * clip_multiplier
     if not (torch.is_grad_enabled() and (x.requires_grad or isinstance(clip_multiplier, Tensor)
                                          and clip_multiplier.requires_grad)):
-        return step * r
+        # no gradient: the same operations as below, in place in one buffer
+        with torch.no_grad():
+            r = torch.div(x, step).clamp_(lo - 0.5, hi + 0.5)
+            return r.sub_(off).round_().add_(off).clamp_(lo, hi).mul_(step)
+    # y_c = clip(x / s, range of the grid's cells)
+    y = torch.clamp(x / step, lo - 0.5, hi + 0.5)
+    with torch.no_grad():
+        # nearest level k + offset, restricted to [lo, hi]; then round(y_c) − y_c (no graph: it is detached)
+        shift = (y.detach() - off).round_().add_(off).clamp_(lo, hi).sub_(y.detach())
     # x̂ = s · (y_c + (round(y_c) − y_c).detach()): straight-through rounding
-    return step * (y + (r - y).detach())
+    return step * (y + shift)
 
 
 class RobustQuantizer(nn.Module):
@@ -290,7 +314,14 @@ class RobustQuantizer(nn.Module):
         if not self.rotate:
             return x
         if self.randomized:
-            x = x * random_signs(x.shape[-1], self.seed).to(dtype=x.dtype, device=x.device)
+            d = x.shape[-1]
+            n_blocks, pow2, m = _resolve(d, self.block)
+            if n_blocks == 1 and pow2 * m <= DENSE_MAX and x.is_floating_point():
+                # one full-width dense block: fold D into H (same bits as below, one pass fewer)
+                lead = x.shape[:-1]
+                return (x.contiguous().reshape(*lead, 1, d) @ _signed_dense(d, self.seed, x.dtype, x.device)
+                        ).reshape(*lead, d)
+            x = x * random_signs(d, self.seed).to(dtype=x.dtype, device=x.device)
         return hadamard_transform(x, block=self.block)
 
     def forward(self, x: Tensor) -> Tensor:
