@@ -101,6 +101,11 @@ def distribute_bound(bound: float, retain_norms: Tensor, forget_norms: Tensor) -
             raise ValueError(f"{name} must be finite and >= 0 (they are norms)")
     if retain_norms.shape != forget_norms.shape:
         raise ValueError(f"retain_norms {tuple(retain_norms.shape)} and forget_norms {tuple(forget_norms.shape)} differ")
+    return _distribute_bound(bound, retain_norms, forget_norms)
+
+
+def _distribute_bound(bound: float, retain_norms: Tensor, forget_norms: Tensor) -> Tensor:
+    """:func:`distribute_bound` without the checks (for norms the caller computed from finite gradients)."""
     products = retain_norms * forget_norms
     total = float(products.sum())
     if total <= 0.0:
@@ -115,10 +120,22 @@ _CHUNK = 1 << 20
 def _dot64(a: Tensor, b: Tensor) -> Tensor:
     """Σ a·b accumulated in float64, in chunks (no float64 copy of a whole tensor)."""
     a, b = a.reshape(-1), b.reshape(-1)
+    if a.numel() <= _CHUNK:
+        # one chunk: the loop below would add this sum to a zero (kept: it turns -0.0 into +0.0)
+        return (a * b).to(torch.float64).sum() + 0.0
     total = torch.zeros((), dtype=torch.float64, device=a.device)
     for x, y in zip(a.split(_CHUNK), b.split(_CHUNK)):
         total += (x * y).to(torch.float64).sum()
     return total
+
+
+def _in_dtypes(values: Tensor, like: Sequence[Tensor]) -> list[Tensor]:
+    """``values[t]`` (float64, one per tensor) as 0-d tensors in ``like[t]``'s dtype: the scalar
+    ``values[t].to(like[t].dtype)``, with one conversion for all when the dtypes agree."""
+    dtypes = {g.dtype for g in like}
+    if len(dtypes) == 1:
+        return list(values.to(dtypes.pop()).unbind())
+    return [v.to(g.dtype) for v, g in zip(values.unbind(), like)]
 
 
 def _clip(flat: Tensor, max_norm: float | None) -> Tensor:
@@ -265,16 +282,15 @@ class HamuOptimizer:
         raw_f = [local(g).detach() for g in forget_grads]
         group = self._group
         n = len(self.params)
-        # per tensor: ‖g_r‖², ‖g_f‖², g_r·g_f, and whether g_r, g_f hold a non-finite entry
+        # per tensor: ‖g_r‖², ‖g_f‖², g_r·g_f (columns 3-4, once non-finite flags, stay zero: a NaN or
+        # inf entry makes its tensor's float64 sum of squares NaN or inf, which the check below sees)
         stats = torch.zeros(n, 5, dtype=torch.float64, device=raw_r[0].device)
-        for t, (r, f) in enumerate(zip(raw_r, raw_f)):
-            stats[t, 0], stats[t, 1], stats[t, 2] = _dot64(r, r), _dot64(f, f), _dot64(r, f)
-            stats[t, 3] = float(not bool(torch.isfinite(r).all()))
-            stats[t, 4] = float(not bool(torch.isfinite(f).all()))
+        stats[:, :3] = torch.stack([torch.stack((_dot64(r, r), _dot64(f, f), _dot64(r, f)))
+                                    for r, f in zip(raw_r, raw_f)])
         if group is not None:
             all_reduce_(stats, group=group)
         for name, column in (("retain", 0), ("forget", 1)):
-            if bool(stats[:, 3 + column].any()) or not bool(torch.isfinite(stats[:, column]).all()):
+            if not bool(torch.isfinite(stats[:, column]).all()):
                 raise ValueError(f"the {name} gradient holds NaN or inf (is the {name} loss finite?); "
                                  "no step was taken and the parameters are unchanged")
         # clip g_r and g_f each to global norm ≤ max_grad_norm: scale factors s_r, s_f
@@ -297,7 +313,7 @@ class HamuOptimizer:
         products = retain_norm * forget_norm
         # relative: B = c · lr · Σ_l ‖g_r,l‖‖g_f,l‖ (global: c · lr · ‖g_r‖‖g_f‖)
         bound = self.bound * self.lr * float(products.sum()) if self.bound_mode == "relative" else self.bound
-        bounds = distribute_bound(bound, retain_norm, forget_norm)
+        bounds = _distribute_bound(bound, retain_norm, forget_norm)
         # R_l = lr ‖g_r,l‖
         radii = self.lr * retain_norm
 
@@ -311,23 +327,21 @@ class HamuOptimizer:
         # along g_f (as hamu_update does), and its norm from the vector itself. Each pass recomputes
         # g_⊥ tensor by tensor (no stored copy); the per-block sums are all-reduced over shards.
         safe_forget_sq = forget_sq.clamp_min(_EPS**2)
-        first = (kappa_blocks / safe_forget_sq)[block]
-        leftover = torch.zeros(n, dtype=torch.float64, device=stats.device)
+        first = _in_dtypes((kappa_blocks / safe_forget_sq)[block], raw_r)
+        leftover_parts = []
         for t in range(n):
             g_r, g_f = effective(t)
-            leftover[t] = _dot64(g_r - first[t].to(g_r.dtype) * g_f, g_f)
+            leftover_parts.append(_dot64(g_r - first[t] * g_f, g_f))
+        leftover = torch.stack(leftover_parts)
         if group is not None:
             all_reduce_(leftover, group=group)
-        second = (per_block(leftover) / safe_forget_sq)[block]
+        second = _in_dtypes((per_block(leftover) / safe_forget_sq)[block], raw_r)
 
         def g_perp(t: int) -> Tensor:
             g_r, g_f = effective(t)
-            return (g_r - first[t].to(g_r.dtype) * g_f) - second[t].to(g_r.dtype) * g_f
+            return (g_r - first[t] * g_f) - second[t] * g_f
 
-        perp = torch.zeros(n, dtype=torch.float64, device=stats.device)
-        for t in range(n):
-            residual = g_perp(t)
-            perp[t] = _dot64(residual, residual)
+        perp = torch.stack([_dot64(residual, residual) for residual in map(g_perp, range(n))])
         if group is not None:
             all_reduce_(perp, group=group)
         perp_norm = per_block(perp).sqrt()
@@ -339,18 +353,20 @@ class HamuOptimizer:
             applied = False
             self.stopped = self.stopped or self.infeasible == "stop"
         # δ_l = a_l·g_f,l + b_l·g_r,l − c_l·g_⊥,l, formed tensor by tensor (on this rank's shard)
-        coef_a, coef_b, coef_c = solved.ascent[block], solved.retain_coef[block], solved.perp_coef[block]
-        rectified = (coef_c != 0).tolist()  # one host sync, not one per tensor
+        coef_c64 = solved.perp_coef[block]
+        coef_a, coef_b = _in_dtypes(solved.ascent[block], raw_r), _in_dtypes(solved.retain_coef[block], raw_r)
+        coef_c = _in_dtypes(coef_c64, raw_r)
+        rectified = (coef_c64 != 0).tolist()  # one host sync, not one per tensor
         deltas_local: list[Tensor] = []
-        dots = torch.zeros(n, 4, dtype=torch.float64, device=stats.device)  # g_r·δ (effective), raw_f·δ, raw_r·δ, δ·δ
+        dot_rows = []  # per tensor: g_r·δ (effective), raw_f·δ, raw_r·δ, δ·δ
         for t in range(n):
             g_r, g_f = effective(t)
-            d = coef_a[t].to(g_r.dtype) * g_f + coef_b[t].to(g_r.dtype) * g_r
+            d = coef_a[t] * g_f + coef_b[t] * g_r
             if rectified[t]:
-                d = d - coef_c[t].to(g_r.dtype) * g_perp(t)
-            dots[t, 0], dots[t, 1] = _dot64(g_r, d), _dot64(raw_f[t], d)
-            dots[t, 2], dots[t, 3] = _dot64(raw_r[t], d), _dot64(d, d)
+                d = d - coef_c[t] * g_perp(t)
+            dot_rows.append(torch.stack((_dot64(g_r, d), _dot64(raw_f[t], d), _dot64(raw_r[t], d), _dot64(d, d))))
             deltas_local.append(d)
+        dots = torch.stack(dot_rows)
         if group is not None:
             all_reduce_(dots, group=group)
         # Stop: the optimum's effective retain change Σ_l g_r,l·δ_l is ≥ 0.
@@ -446,8 +462,9 @@ class HamuOptimizer:
         return info
 
 
-def _grads(loss: Tensor, params: Sequence[Tensor]) -> list[Tensor]:
+def _grads(loss: Tensor, params: Sequence[Tensor], *, retain_graph: bool = False) -> list[Tensor]:
     """∇loss for each parameter (zeros for parameters the loss does not touch), without touching
-    ``.grad``; no gradient synchronisation (use :meth:`HamuOptimizer._backward_grads` under DDP)."""
-    grads = torch.autograd.grad(loss, params, allow_unused=True)
+    ``.grad``; no gradient synchronisation (use :meth:`HamuOptimizer._backward_grads` under DDP).
+    ``retain_graph``: keep the graph for another loss on the same forward pass."""
+    grads = torch.autograd.grad(loss, params, allow_unused=True, retain_graph=retain_graph)
     return [torch.zeros_like(p) if g is None else g for p, g in zip(params, grads)]
