@@ -79,11 +79,31 @@ def _cycle(batches: Iterable[Batch]) -> Iterator[Batch]:
             raise ValueError("a batch iterable is empty; pass at least one (inputs, targets) batch")
 
 
-def _kl_to_reference(model: torch.nn.Module, reference: torch.nn.Module, x: Tensor) -> Tensor:
-    """KL(p_reference ‖ p_model), averaged over the batch."""
-    with torch.no_grad():
-        target = F.log_softmax(reference(x), dim=-1)
-    return F.kl_div(F.log_softmax(model(x), dim=-1), target, log_target=True, reduction="batchmean")
+def _kl_to_target(logits: Tensor, target: Tensor) -> Tensor:
+    """KL(p_reference ‖ p_model) from the model's logits and the reference's log-probabilities, batch mean."""
+    return F.kl_div(F.log_softmax(logits, dim=-1), target, log_target=True, reduction="batchmean")
+
+
+class _ReferenceLogProbs:
+    """log p_reference(x) of the frozen reference model, kept for the batch seen last at each slot.
+
+    The reference never changes during :func:`unlearn`, so a batch that comes again (full-batch
+    unlearning sees the same tensors at every step) gets the log-probabilities computed the first
+    time, which are what recomputing them would give.
+    """
+
+    def __init__(self, reference: torch.nn.Module) -> None:
+        self.reference = reference
+        self._last: dict[str, tuple[Tensor, Tensor]] = {}
+
+    def __call__(self, slot: str, x: Tensor) -> Tensor:
+        last = self._last.get(slot)
+        if last is not None and last[0] is x:
+            return last[1]
+        with torch.no_grad():
+            target = F.log_softmax(self.reference(x), dim=-1)
+        self._last[slot] = (x, target)  # holding x keeps its identity unique while it is cached
+        return target
 
 
 def unlearn(
@@ -176,6 +196,7 @@ def unlearn(
             reference_model = copy.deepcopy(model).eval()
             for p in reference_model.parameters():
                 p.requires_grad_(False)
+        reference_log_probs = _ReferenceLogProbs(reference_model) if needs_kl else None
 
     retain_iter, forget_iter = _cycle(retain_batches), _cycle(forget_batches)
     evaluate(0)
@@ -202,12 +223,19 @@ def unlearn(
                 history.stopped = True
                 break
         else:
-            retain_loss, forget_loss = retain_closure(), forget_closure()
             extra = {}
-            if needs_kl:
-                extra["g_retain_kl"] = _flat(_grads(_kl_to_reference(model, reference_model, xr), params))
+            if reference_log_probs is not None:
+                # one forward pass per batch serves its loss and its KL term (each gradient from its own
+                # backward pass through the shared graph: the same numbers as two forward passes)
+                logits_r, logits_f = model(xr), model(xf)
+                retain_loss, forget_loss = loss_fn(logits_r, yr), loss_fn(logits_f, yf)
+                extra["g_retain_kl"] = _flat(_grads(_kl_to_target(logits_r, reference_log_probs("retain", xr)), params,
+                                                    retain_graph=True))
                 if method == "scrub":
-                    extra["g_forget_kl"] = _flat(_grads(_kl_to_reference(model, reference_model, xf), params))
+                    extra["g_forget_kl"] = _flat(_grads(_kl_to_target(logits_f, reference_log_probs("forget", xf)),
+                                                        params, retain_graph=True))
+            else:
+                retain_loss, forget_loss = retain_closure(), forget_closure()
             try:
                 direction = BASELINES[method](_flat(_grads(retain_loss, params)), _flat(_grads(forget_loss, params)),
                                               **extra, **baseline_kwargs)
