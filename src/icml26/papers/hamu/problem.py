@@ -8,6 +8,7 @@ checkpoints with :func:`evaluate`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 from typing import Any
 
@@ -57,8 +58,9 @@ def _stratified(labels: np.ndarray, sizes: tuple[int, ...], rng: np.random.Gener
     return out
 
 
-def load_split(dataset: str, n_train: int, n_val: int, n_test: int, rng: np.random.Generator) -> DataSplit:
-    """A stratified train / validation / test draw of ``dataset`` (one of :data:`DATASETS`)."""
+@functools.lru_cache(maxsize=None)
+def _features(dataset: str) -> tuple[np.ndarray, np.ndarray]:
+    """``(x, y)`` of the whole data set before any split (read-only; cached: every replicate draws from it)."""
     if dataset == "animal_mnist":
         from icml26.common.data import load_animal_mnist
 
@@ -76,6 +78,16 @@ def load_split(dataset: str, n_train: int, n_val: int, n_test: int, rng: np.rand
         x, y = digits.data.astype(np.float32), digits.target.astype(np.int64)
     else:
         raise ValueError(f"dataset={dataset!r} must be one of {DATASETS}")
+    x.setflags(write=False)
+    y.setflags(write=False)
+    return x, y
+
+
+def load_split(dataset: str, n_train: int, n_val: int, n_test: int, rng: np.random.Generator) -> DataSplit:
+    """A stratified train / validation / test draw of ``dataset`` (one of :data:`DATASETS`)."""
+    if dataset not in DATASETS:
+        raise ValueError(f"dataset={dataset!r} must be one of {DATASETS}")
+    x, y = _features(dataset)
     train, val, test = _stratified(y, (n_train, n_val, n_test), rng)
     mean, std = x[train].mean(axis=0), x[train].std(axis=0) + 1e-3
     norm = lambda idx: ((x[idx] - mean) / std).astype(np.float32)  # noqa: E731
