@@ -484,6 +484,17 @@ def test_layer_sensitivity_is_zero_at_the_current_bits_and_grows_below():
     assert math.isclose(sens.as_dict()["blocks.0.attn.qkv"][1], by_hand, rel_tol=1e-9)
 
 
+def test_layer_sensitivity_skips_the_current_bits_without_changing_a_number():
+    """With fixed batches the current bits are not run again (Δ = 0 exactly); a callable calibration
+    (possibly random) still runs them. On the same batches both give the same table, bit for bit."""
+    model = quantize_dit(_randomised(TinyDiT()), 4)
+    batches = [_inputs(8), _inputs(8, seed=2)]
+    layers = list(quantized_layers(model))[:4]
+    skipped = layer_sensitivity(model, batches, (1, 2, 3, 4), layers=layers)
+    run_all = layer_sensitivity(model, lambda m: [m(*args) for args in batches], (1, 2, 3, 4), layers=layers)
+    assert np.array_equal(skipped.delta, run_all.delta) and np.all(skipped.delta[:, 3] == 0.0)
+
+
 def test_layer_macs_by_hand():
     model = quantize_dit(_randomised(TinyDiT()), 4)
     args = _inputs(2)

@@ -131,6 +131,10 @@ def layer_sensitivity(model: nn.Module, calib: Sequence[tuple] | Callable[[nn.Mo
             quantizer = all_layers[names[i]].quantizer
             original = quantizer.bits  # type: ignore[union-attr]
             for k, b in enumerate(options):
+                if b == original and not callable(calib):
+                    # the reference itself (fixed batches, eval mode): the same forward pass, Δ = 0 exactly
+                    delta[i, k] = 0.0
+                    continue
                 quantizer.bits = b  # type: ignore[union-attr]
                 out = run(model)
                 out = out if isinstance(out, list) else [_output(out)]

@@ -66,8 +66,9 @@ def ternarize(w: Tensor, per_channel: bool = False) -> tuple[Tensor, Tensor]:
 
 def ternarize_ste(w: Tensor, per_channel: bool = False) -> Tensor:
     """``Ŵ`` in the forward pass, the identity in the backward pass: ``W + (Ŵ - W).detach()``."""
-    w_hat, _ = ternarize(w, per_channel=per_channel)
-    return w + (w_hat - w).detach()
+    with torch.no_grad():  # the detached part: no autograd graph for it
+        shift = ternarize(w, per_channel=per_channel)[0] - w
+    return w + shift
 
 
 class TernaryLinear(nn.Module):
