@@ -171,6 +171,12 @@ def random_signs(d: int, seed: int = 0) -> Tensor:
 _SIGNED_DENSE: dict[tuple[int, int, torch.dtype, str], Tensor] = {}
 
 
+def _is_one_dense_block(d: int, block: int | None) -> bool:
+    """Whether :func:`hadamard_transform` rotates width ``d`` by one cached dense ``(d, d)`` matmul."""
+    n_blocks, pow2, m = _resolve(d, block)
+    return n_blocks == 1 and pow2 * m <= DENSE_MAX
+
+
 def _signed_dense(d: int, seed: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``D H`` as one dense ``(d, d)`` matrix (cached): the randomized rotation of a full-width block.
 
@@ -315,8 +321,7 @@ class RobustQuantizer(nn.Module):
             return x
         if self.randomized:
             d = x.shape[-1]
-            n_blocks, pow2, m = _resolve(d, self.block)
-            if n_blocks == 1 and pow2 * m <= DENSE_MAX and x.is_floating_point():
+            if x.is_floating_point() and _is_one_dense_block(d, self.block):
                 # one full-width dense block: fold D into H (same bits as below, one pass fewer)
                 lead = x.shape[:-1]
                 return (x.contiguous().reshape(*lead, 1, d) @ _signed_dense(d, self.seed, x.dtype, x.device)
