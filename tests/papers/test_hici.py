@@ -313,6 +313,56 @@ def test_s2attn_partition_is_causal_and_roll_leaks(one_thread):
         assert (diff > 1e-4) == leaks, (roll, diff)
 
 
+def last_logits(model, x, start: int = 0):
+    """Logits at the last token of ``x[:, start:]`` fed at its original positions."""
+    extra = {"position_ids": torch.arange(start, x.shape[1]).unsqueeze(0)} if start else {}
+    with torch.no_grad():
+        return model(input_ids=x[:, start:], use_cache=False, logits_to_keep=1, **extra).logits[:, -1]
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3, 4])
+@pytest.mark.parametrize("g", [8, 7])
+def test_s2attn_receptive_field_is_exact_and_tight(layers, g, one_thread):
+    """Cut to receptive_field(G, L) trailing tokens: the last logits are unchanged; one group less changes them."""
+    model = s2attn.patch(llama(2, layers=layers, seed=layers), g)
+    x = ids(8 * g, seed=layers)
+    c = s2attn.receptive_field(g, layers)
+    assert c % g == 0 and c == g * (layers // 2 + 1)
+    whole = last_logits(model, x)
+    torch.testing.assert_close(last_logits(model, x, 8 * g - c), whole, atol=1e-6, rtol=0)
+    if c > g:  # one group less reaches back to tokens that changed
+        assert float((last_logits(model, x, 8 * g - c + g) - whole).abs().max()) > 1e-4
+    # block-local attention (no shift): one group
+    assert s2attn.receptive_field(g, layers, shift=False) == g
+    local = hici.patch(llama(2, layers=layers, seed=layers), HiCIConfig(num_slots=0, num_global=0, segment_size=g))
+    torch.testing.assert_close(last_logits(local, x, 7 * g), last_logits(local, x), atol=1e-6, rtol=0)
+    with pytest.raises(ValueError, match="num_layers"):
+        s2attn.receptive_field(g, 0)
+
+
+def test_topic_accuracy_on_the_receptive_field_equals_the_whole_document(one_thread):
+    """topic_accuracy(context=...) of the S²-Attn and block-local models: the same hits as on whole documents."""
+    from icml26.papers.hici.training import topic_accuracy
+
+    task = TopicRetrievalTask(num_topics=4, content_vocab=24, segment_tokens=8, topic_tokens_each=6)
+    docs = task.sample(12, 6, np.random.default_rng(0))
+    config = transformers.LlamaConfig(vocab_size=task.vocab_size, hidden_size=32, intermediate_size=48,
+                                      num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                      max_position_embeddings=256)
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    base = transformers.LlamaForCausalLM(config).eval()
+    for model, c in ((s2attn.patch(copy.deepcopy(base), 8), s2attn.receptive_field(8, 3)),
+                     (hici.patch(copy.deepcopy(base), HiCIConfig(num_slots=0, num_global=0, segment_size=8)), 8)):
+        whole = last_logits(model, docs.input_ids)
+        torch.testing.assert_close(last_logits(model, docs.input_ids, 48 - c), whole, atol=1e-6, rtol=0)
+        np.testing.assert_array_equal(topic_accuracy(model, docs, task, batch_size=5, context=c),
+                                      topic_accuracy(model, docs, task, batch_size=5))
+    assert topic_accuracy(base, docs, task, context=1000).shape == (12,)  # longer than the documents: all of them
+    with pytest.raises(ValueError, match="context"):
+        topic_accuracy(base, docs, task, context=0)
+
+
 # ---------------------------------------------------------------------------------------------
 # modes, PEFT, position interpolation, bad input
 # ---------------------------------------------------------------------------------------------

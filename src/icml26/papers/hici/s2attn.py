@@ -24,7 +24,7 @@ from torch import Tensor, nn
 from icml26.papers.hici.attention import apply_rope, block_local_attention, segment_attention
 from icml26.papers.hici.patch import _TAG, _project_heads, attention_layers, check_causal_mask
 
-__all__ = ["patch", "s2_attention", "set_inference_mode"]
+__all__ = ["patch", "receptive_field", "s2_attention", "set_inference_mode"]
 
 _MODES = ("s2", "full")
 
@@ -66,6 +66,35 @@ def s2_attention(query: Tensor, key: Tensor, value: Tensor, *, group_size: int, 
         shifted = block_local_attention(q2, k2, v2, group_size=group_size, offset=offset, scaling=scaling,
                                         dropout=dropout)
     return torch.cat([plain, shifted], dim=1)
+
+
+def receptive_field(group_size: int, num_layers: int, *, shift: bool = True) -> int:
+    """Trailing tokens that the last token's output depends on, after ``num_layers`` S²-Attn layers.
+
+    Cut a sequence (N and the cut multiples of G) to its last ``c`` tokens, kept at their original
+    positions: the plain groups and the shifted partition (``roll=False``) stay aligned, except the
+    shifted heads' first group, which lost the tokens before the cut. The outputs that may differ
+    form a prefix of the cut sequence: ``G/2`` tokens after the first layer, and each further layer
+    extends it to the end of the plain group (multiples of G) or of the shifted group (G/2 + multiples
+    of G) it reaches, so after L layers ``w_L = floor(L/2) G + (L mod 2) floor(G/2)`` tokens. For any
+    ``c > w_L`` the last token's output is computed from the same values by the same operations; the
+    smallest multiple of G is ``c = G (floor(L/2) + 1)``. Without the shift (block-local attention)
+    ``c = G``. :func:`icml26.papers.hici.training.topic_accuracy` evaluates on such a cut (``context``).
+
+    Args:
+        group_size: G.
+        num_layers: L, the model's decoder layers (all S²-Attn).
+        shift: as in :func:`patch` (``roll=True``, the wrap-around, reaches the whole sequence: no bound).
+
+    Returns:
+        ``c``, a multiple of G.
+    """
+    for name, value in (("group_size", group_size), ("num_layers", num_layers)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} must be a positive integer")
+    if not shift or group_size < 2:
+        return group_size
+    return group_size * (num_layers // 2 + 1)
 
 
 def _s2_forward(self: nn.Module, hidden_states: Tensor, position_embeddings=None, attention_mask=None, cache=None,

@@ -128,14 +128,30 @@ def lora_extension(model: nn.Module, *, rank: int, alpha: float, lr: float, hici
 
 @torch.no_grad()
 def topic_accuracy(model: nn.Module, docs: TopicDocuments, task: TopicRetrievalTask, *, batch_size: int = 100,
-                   device="cpu") -> np.ndarray:
-    """Per document, whether the argmax over the T topic tokens at ``QUERY`` is the answer: ``(n,)`` bool."""
+                   device="cpu", context: int | None = None) -> np.ndarray:
+    """Per document, whether the argmax over the T topic tokens at ``QUERY`` is the answer: ``(n,)`` bool.
+
+    Args:
+        context: feed only the last ``context`` tokens of each document, at their original positions
+            (None, or at least the document length: the whole document). The result is the same
+            whenever the model's last-token output depends on those tokens only (its attention's
+            receptive field): one segment for block-local attention,
+            :func:`icml26.papers.hici.s2attn.receptive_field` for S²-Attn; never for full attention
+            or HiCI (its global context pools every earlier segment).
+    """
+    if context is not None and (isinstance(context, bool) or not isinstance(context, int) or context < 1):
+        raise ValueError(f"context={context!r} must be a positive integer or None")
     model.eval()
     topics = torch.as_tensor(task.topic_tokens, device=device)
+    length = docs.input_ids.shape[1]
+    start = 0 if context is None else max(0, length - context)
+    extra = {}
+    if start > 0:  # the positions the tokens have in the whole document (RoPE), as the model would make them
+        extra["position_ids"] = torch.arange(start, length, device=device).unsqueeze(0)
     hits = []
     for i in range(0, len(docs), batch_size):
         part = docs.batch(slice(i, i + batch_size)).to(device)
-        logits = model(input_ids=part.input_ids, use_cache=False, logits_to_keep=1).logits[:, -1]
+        logits = model(input_ids=part.input_ids[:, start:], use_cache=False, logits_to_keep=1, **extra).logits[:, -1]
         predicted = topics[logits[:, topics].argmax(-1)]
         hits.append((predicted == part.answer).cpu().numpy())
     return np.concatenate(hits)
