@@ -496,6 +496,32 @@ def test_topic_chains_follow_their_transition_matrix():
         assert np.abs(freq - trans[topic]).max() < 0.12
 
 
+def test_attention_benchmark_keeps_the_fastest_interleaved_run(monkeypatch, one_thread):
+    """One untimed warm-up per arm, then `repeats` rounds of the arms in turn; each arm keeps its minimum."""
+    from icml26.papers.hici import benchmark
+
+    calls: list[int] = []
+    fake = iter([9.0, 9.0, 9.0,                  # warm-up, every arm at the smallest N (not kept)
+                 0.5, 0.7, 0.9, 0.4, 0.8, 0.6,   # N = 64: two rounds of full, hici_fixed_g, hici_ratio
+                 2.0, 3.0, 4.0, 1.0, 5.0, 3.5])  # N = 128
+
+    def timed(model, x, device):
+        calls.append(x.shape[1])
+        return next(fake)
+
+    monkeypatch.setattr(benchmark, "_forward_backward", timed)
+    small = HiCIConfig(**SMALL)
+    out = benchmark.time_attention_blocks((64, 128), hidden=32, heads=4, segment_size=16, hici=small, repeats=2)
+    assert calls == [64] * 3 + [64] * 6 + [128] * 6
+    assert out.sizes == [64, 128]
+    assert out.seconds == {"full": [0.4, 1.0], "hici_fixed_g": [0.7, 3.0], "hici_ratio": [0.6, 3.5]}
+    monkeypatch.undo()
+    real = benchmark.time_attention_blocks((64, 128), hidden=32, heads=4, segment_size=16, hici=small, repeats=1)
+    assert all(len(v) == 2 and all(t > 0 for t in v) for v in real.seconds.values())
+    with pytest.raises(ValueError, match="repeats"):
+        benchmark.time_attention_blocks((64,), hidden=32, repeats=0)
+
+
 def test_analysis_by_hand():
     assert hici.accuracy([1, 2, 3, 4], [1, 0, 3, 0]) == 0.5
     sizes = [1024, 2048, 4096, 8192]

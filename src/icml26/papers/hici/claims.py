@@ -53,7 +53,7 @@ ARMS = declare_arms(
                  "alone."),
     ArmSpec("hici_fixed_g", "method", space={"segment": (256,), "hidden": (256,)}, trials=1, select_on=_FIXED,
             note="Timing arm: one Llama attention block patched with HiCI at G = 256 and the authors' 7B module sizes "
-                 "(B = 512, s = 128, M = 8, K = 4), forward + backward, median of bench_repeats runs; seconds are "
+                 "(B = 512, s = 128, M = 8, K = 4), forward + backward, fastest of bench_repeats runs; seconds are "
                  "in the result's provenance (hici_attention_seconds), not in metrics."),
     ArmSpec("full_sdpa", "baseline", space={"hidden": (256,)}, trials=1, select_on=_FIXED,
             note="Timing arm: the same block (same weights) in full causal SDPA attention, timed interleaved with "

@@ -110,7 +110,7 @@ class Config:
     bench_segment: int = 256
     """G of the fixed-segment HiCI arm of the benchmark."""
     bench_repeats: int = 3
-    """Timed forward+backward runs per arm and size (the median is kept)."""
+    """Timed forward+backward runs per arm and size, interleaved (the fastest is kept: load only adds time)."""
     stdlib_steps: int = 300
     """Extension steps of the stdlib perplexity section (0: skipped)."""
 
