@@ -361,6 +361,14 @@ def test_topic_accuracy_on_the_receptive_field_equals_the_whole_document(one_thr
     assert topic_accuracy(base, docs, task, context=1000).shape == (12,)  # longer than the documents: all of them
     with pytest.raises(ValueError, match="context"):
         topic_accuracy(base, docs, task, context=0)
+    # the batch size changes only the speed: documents are independent
+    patched = hici.patch(copy.deepcopy(base), HiCIConfig(segment_size=8, **SMALL), seed=0)
+    for model in (base, patched):
+        hits = topic_accuracy(model, docs, task, batch_size=1)
+        for size in (5, 12, None):
+            np.testing.assert_array_equal(topic_accuracy(model, docs, task, batch_size=size), hits)
+    with pytest.raises(ValueError, match="batch_size"):
+        topic_accuracy(base, docs, task, batch_size=0)
 
 
 # ---------------------------------------------------------------------------------------------
