@@ -361,14 +361,44 @@ def test_topic_accuracy_on_the_receptive_field_equals_the_whole_document(one_thr
     assert topic_accuracy(base, docs, task, context=1000).shape == (12,)  # longer than the documents: all of them
     with pytest.raises(ValueError, match="context"):
         topic_accuracy(base, docs, task, context=0)
-    # the batch size changes only the speed: documents are independent
+    # the batch size changes only the speed (documents are independent), and so does the last-layer window
     patched = hici.patch(copy.deepcopy(base), HiCIConfig(segment_size=8, **SMALL), seed=0)
     for model in (base, patched):
         hits = topic_accuracy(model, docs, task, batch_size=1)
         for size in (5, 12, None):
             np.testing.assert_array_equal(topic_accuracy(model, docs, task, batch_size=size), hits)
+        for window in (8, 16, 48):
+            np.testing.assert_array_equal(topic_accuracy(model, docs, task, window=window), hits)
     with pytest.raises(ValueError, match="batch_size"):
         topic_accuracy(base, docs, task, batch_size=0)
+
+
+@pytest.mark.parametrize("build", [lambda: llama(4), lambda: llama(2), lambda: qwen3(2)],
+                         ids=["llama", "llama-gqa", "qwen3-gqa"])
+def test_last_layer_window_gives_the_last_rows_of_the_whole_forward(build, one_thread):
+    """The last layer on the last `window` positions: the same logits there, in every attention mode."""
+    from icml26.papers.hici.readout import last_layer_window
+
+    base = build()
+    x = ids(32)
+    hici_model = hici.patch(copy.deepcopy(base), HiCIConfig(segment_size=8, **SMALL), seed=0)
+    models = {"full": base, "hici": hici_model, "s2": s2attn.patch(copy.deepcopy(base), 8),
+              "hici-full": hici.set_inference_mode(copy.deepcopy(hici_model), "full")}
+    for name, model in models.items():
+        whole = logits(model, x)
+        for window in (8, 16, 32, 40):
+            with last_layer_window(model, window):
+                part = logits(model, x)
+            assert part.shape[1] == min(window, 32), name
+            torch.testing.assert_close(part, whole[:, -part.shape[1]:], atol=1e-6, rtol=0, msg=name)
+        torch.testing.assert_close(logits(model, x), whole, atol=0, rtol=0)  # the layer is restored
+    with last_layer_window(hici_model, 12), pytest.raises(ValueError, match="multiple of the segment length"):
+        logits(hici_model, x)
+    with last_layer_window(base, 8), pytest.raises(ValueError, match="KV cache"):
+        base(input_ids=x, use_cache=True)
+    with pytest.raises(ValueError, match="window"):
+        with last_layer_window(base, 0):
+            pass
 
 
 # ---------------------------------------------------------------------------------------------

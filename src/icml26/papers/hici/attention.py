@@ -13,7 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["block_local_attention", "segment_mask", "segment_attention", "repeat_kv", "rotate_half", "apply_rope"]
+__all__ = ["apply_rope", "block_local_attention", "repeat_kv", "rope", "rotate_half", "segment_attention",
+           "segment_mask"]
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -22,10 +23,15 @@ def rotate_half(x: Tensor) -> Tensor:
     return torch.cat((-x2, x1), dim=-1)
 
 
-def apply_rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
-    """RoPE on ``q, k`` ``(b, heads, N, hd)`` with ``cos, sin`` ``(b, N, hd)``: ``x cos + rotate_half(x) sin``."""
+def rope(x: Tensor, cos: Tensor, sin: Tensor) -> Tensor:
+    """RoPE on ``x`` ``(b, heads, N, hd)`` with ``cos, sin`` ``(b, N, hd)``: ``x cos + rotate_half(x) sin``."""
     cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
-    return q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
+    return x * cos + rotate_half(x) * sin
+
+
+def apply_rope(q: Tensor, k: Tensor, cos: Tensor, sin: Tensor) -> tuple[Tensor, Tensor]:
+    """RoPE on ``q, k`` ``(b, heads, N, hd)`` with ``cos, sin`` ``(b, N, hd)`` (:func:`rope` on each)."""
+    return rope(q, cos, sin), rope(k, cos, sin)
 
 
 def repeat_kv(x: Tensor, n_rep: int) -> Tensor:

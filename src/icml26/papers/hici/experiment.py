@@ -11,7 +11,9 @@
    (b) LongLoRA S²-Attn (group 128, no-wrap partition), (c) chunked attention without slots (HiCI with
    M = K = 0), (d) full-attention fine-tuning.
 4. Accuracy on ``eval_docs`` documents at 512 and 1024 tokens, every arm in its chunked mode (HiCI,
-   S²-Attn, block-local; block-local for (d)) and in full mode.
+   S²-Attn, block-local; block-local for (d)) and in full mode. Only the logits at ``QUERY`` are read:
+   the block-local and S²-Attn modes see only their receptive field (:func:`_eval_context`) and the
+   last layer computes the last segment only (:mod:`icml26.papers.hici.readout`), the same numbers.
 5. Strict causality of the trained HiCI model; the attention block (d = 256, forward + backward) timed
    at N = 1k-8k for full SDPA, HiCI with G = 256 and HiCI at ratio 1/4, side by side.
 6. Full setting only: perplexity of ``pretrained_tiny_lm(TinyLMConfig(arch="llama"))`` (stdlib corpus)
@@ -284,8 +286,9 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         for mode in ("chunked", "full"):
             evaluated = _set_mode(arm, wrapped, mode, config)
             for name, docs in eval_docs.items():
-                row[f"acc_{name}_{mode}"] = float(topic_accuracy(evaluated, docs, task, device=device,
-                                                                  context=_eval_context(arm, mode, config)).mean())
+                hits = topic_accuracy(evaluated, docs, task, device=device, context=_eval_context(arm, mode, config),
+                                      window=g)
+                row[f"acc_{name}_{mode}"] = float(hits.mean())
         metrics[arm] = row
 
     ctx.stage("attention-block benchmark")

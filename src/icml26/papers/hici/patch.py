@@ -30,11 +30,11 @@ import torch
 from torch import Tensor, nn
 
 from icml26.common.extras import require
-from icml26.papers.hici.attention import apply_rope, segment_attention
+from icml26.papers.hici.attention import rope, segment_attention
 from icml26.papers.hici.config import INFERENCE_MODES, HiCIConfig
 from icml26.papers.hici.modules import GlobalIntegrator, LocalConstructor
 
-__all__ = ["attention_layers", "hici_parameters", "is_patched", "patch", "set_inference_mode"]
+__all__ = ["attention_layers", "hici_attention", "hici_parameters", "is_patched", "patch", "set_inference_mode"]
 
 _SUPPORTED = ("LlamaForCausalLM", "Qwen3ForCausalLM")
 _TAG = "_icml26_attention"
@@ -102,42 +102,64 @@ def check_causal_mask(attention_mask: Tensor | None, seq_len: int) -> None:
                          "batch sequences of equal length, or call set_inference_mode(model, 'full')")
 
 
+def _tail(x: Tensor, dim: int, start: int) -> Tensor:
+    """``x`` from index ``start`` on along ``dim``; ``x`` itself when ``start == 0`` (no extra node in autograd)."""
+    return x if start == 0 else x.narrow(dim, start, x.shape[dim] - start)
+
+
 def _hici_forward(self: nn.Module, hidden_states: Tensor, position_embeddings: tuple[Tensor, Tensor] | None = None,
                   attention_mask: Tensor | None = None, cache=None, **kwargs):
     """The patched ``self_attn.forward`` (bound per instance); the signature of transformers 5.x."""
     if cache is None:
         cache = kwargs.pop("past_key_values", None)
     kwargs.pop("past_key_values", None)
-    config: HiCIConfig = self.hici_config
     if self.hici_mode == "full":
         return type(self).forward(self, hidden_states, position_embeddings=position_embeddings,
                                   attention_mask=attention_mask, cache=cache, **kwargs)
+    return hici_attention(self, hidden_states, position_embeddings, attention_mask, cache), None
+
+
+def hici_attention(attn: nn.Module, hidden_states: Tensor, position_embeddings: tuple[Tensor, Tensor] | None,
+                   attention_mask: Tensor | None = None, cache=None, *, window: int | None = None) -> Tensor:
+    """HiCI attention of a patched ``self_attn`` ``attn`` (hici mode): ``(b, N, d) -> (b, window, d)``.
+
+    Args:
+        window: compute the output of the last ``window`` positions only (a multiple of G; default N).
+            Keys, values and every segment's slots are computed as for the whole sequence, so these
+            rows equal the corresponding rows of the whole output.
+    """
+    config: HiCIConfig = attn.hici_config
     if position_embeddings is None:
         raise ValueError("position_embeddings (cos, sin) are required: call the patched layer through the model")
-    if cache is not None and cache.get_seq_length(self.layer_idx) > 0:
+    if cache is not None and cache.get_seq_length(attn.layer_idx) > 0:
         raise ValueError("hici mode cannot continue from a KV cache (token-by-token generation); "
                          "call set_inference_mode(model, 'full') before generate()")
     b, n, d = hidden_states.shape
     g = config.segment_length(n)
     s = n // g
+    window = n if window is None else window
+    if isinstance(window, bool) or not isinstance(window, int) or not 0 < window <= n or window % g:
+        raise ValueError(f"window={window!r} must be a multiple of the segment length G={g} in [G, N={n}]")
     check_causal_mask(attention_mask, n)
-    q = _project_heads(self, self.q_proj, hidden_states, "q_norm").transpose(1, 2)  # (b, H, N, hd)
-    k = _project_heads(self, self.k_proj, hidden_states, "k_norm").transpose(1, 2)  # (b, H_kv, N, hd)
-    v = _project_heads(self, self.v_proj, hidden_states, "", False).transpose(1, 2)
+    start = n - window
+    queries = _tail(hidden_states, 1, start)
+    q = _project_heads(attn, attn.q_proj, queries, "q_norm").transpose(1, 2)  # (b, H, window, hd)
+    k = _project_heads(attn, attn.k_proj, hidden_states, "k_norm").transpose(1, 2)  # (b, H_kv, N, hd)
+    v = _project_heads(attn, attn.v_proj, hidden_states, "", False).transpose(1, 2)
     cos, sin = position_embeddings
-    q, k = apply_rope(q, k, cos, sin)
+    q, k = rope(q, _tail(cos, 1, start), _tail(sin, 1, start)), rope(k, cos, sin)
     if cache is not None:
-        cache.update(k, v, self.layer_idx)  # the prefill of a later full-mode continuation
+        cache.update(k, v, attn.layer_idx)  # the prefill of a later full-mode continuation
     prefix_k = prefix_v = prefix_valid = None
     if config.num_slots > 0:
-        slots = self.local_constructor(hidden_states.view(b, s, g, d))  # (b, S, M, d)
+        slots = attn.local_constructor(hidden_states.view(b, s, g, d))  # (b, S, M, d)
         shift = config.causal_mode in ("causal_shift", "causal_shift_g")
-        parts, valid = [], []
+        parts = []
         if config.num_global > 0:
             if config.causal_mode == "none":
-                glob = self.global_integrator(slots).unsqueeze(1).expand(b, s, config.num_global, d)
+                glob = attn.global_integrator(slots).unsqueeze(1).expand(b, s, config.num_global, d)
             else:
-                glob = self.global_integrator.forward_causal(slots)  # G_i from segments 0..i
+                glob = attn.global_integrator.forward_causal(slots)  # G_i from segments 0..i
             parts.append(glob)
         if config.causal_mode != "causal_shift_g":
             parts.append(slots)
@@ -149,13 +171,16 @@ def _hici_forward(self: nn.Module, hidden_states: Tensor, position_embeddings: t
         if shift:
             prefix_valid[0] = False
         use_norm = config.slot_qk_norm
-        prefix_k = _project_heads(self, self.k_proj, prefix, "k_norm", use_norm).permute(0, 3, 1, 2, 4)
-        prefix_v = _project_heads(self, self.v_proj, prefix, "", False).permute(0, 3, 1, 2, 4)
-    out = segment_attention(q, k, v, segment_size=g, prefix_key=prefix_k, prefix_value=prefix_v,
-                            prefix_valid=prefix_valid, scaling=self.scaling,
-                            dropout=self.attention_dropout if self.training else 0.0)
-    out = out.transpose(1, 2).reshape(b, n, -1)
-    return self.o_proj(out), None
+        first = start // g  # the window's segments
+        prefix_k = _project_heads(attn, attn.k_proj, prefix, "k_norm", use_norm).permute(0, 3, 1, 2, 4)
+        prefix_v = _project_heads(attn, attn.v_proj, prefix, "", False).permute(0, 3, 1, 2, 4)
+        prefix_k, prefix_v = _tail(prefix_k, 2, first), _tail(prefix_v, 2, first)
+        prefix_valid = _tail(prefix_valid, 0, first)
+    out = segment_attention(q, _tail(k, 2, start), _tail(v, 2, start), segment_size=g, prefix_key=prefix_k,
+                            prefix_value=prefix_v, prefix_valid=prefix_valid, scaling=attn.scaling,
+                            dropout=attn.attention_dropout if attn.training else 0.0)
+    out = out.transpose(1, 2).reshape(b, window, -1)
+    return attn.o_proj(out)
 
 
 def patch(model: nn.Module, config: HiCIConfig | None = None, *, seed: int | None = None) -> nn.Module:

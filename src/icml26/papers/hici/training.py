@@ -7,11 +7,13 @@ Library-grade helpers the experiment composes (they import nothing from ``experi
 * :func:`pretrain_on_documents`: AdamW (warm-up, cosine) on freshly drawn documents;
 * :func:`lora_extension`: wraps a (patched) model with PEFT LoRA on q/k/v/o, makes embeddings and
   norms trainable (LongLoRA's "LoRA+") and HiCI's modules trainable at their own learning rate;
-* :func:`train_steps` and :func:`topic_accuracy`.
+* :func:`train_steps` and :func:`topic_accuracy` (which computes only what the logits at ``QUERY``
+  need: cache-sized batches, the attention's receptive field, the last layer on the last positions).
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
 from typing import Callable
@@ -23,9 +25,10 @@ from torch import nn
 
 from icml26.common.extras import require
 from icml26.papers.hici.data import TopicDocuments, TopicRetrievalTask
+from icml26.papers.hici.readout import last_layer_window
 
-__all__ = ["EVAL_BATCH_TOKENS", "TrainLog", "lora_extension", "pretrain_on_documents", "retrieval_loss", "topic_accuracy",
-           "train_steps"]
+__all__ = ["EVAL_BATCH_TOKENS", "TrainLog", "lora_extension", "pretrain_on_documents", "retrieval_loss",
+           "topic_accuracy", "train_steps"]
 
 
 @dataclasses.dataclass
@@ -134,7 +137,7 @@ EVAL_BATCH_TOKENS = 8192
 
 @torch.no_grad()
 def topic_accuracy(model: nn.Module, docs: TopicDocuments, task: TopicRetrievalTask, *, batch_size: int | None = None,
-                   device="cpu", context: int | None = None) -> np.ndarray:
+                   device="cpu", context: int | None = None, window: int | None = None) -> np.ndarray:
     """Per document, whether the argmax over the T topic tokens at ``QUERY`` is the answer: ``(n,)`` bool.
 
     Documents are independent (no padding, no cross-document attention), so the batch size changes
@@ -148,6 +151,9 @@ def topic_accuracy(model: nn.Module, docs: TopicDocuments, task: TopicRetrievalT
             receptive field): one segment for block-local attention,
             :func:`icml26.papers.hici.s2attn.receptive_field` for S²-Attn; never for full attention
             or HiCI (its global context pools every earlier segment).
+        window: compute the last decoder layer for the last ``window`` fed positions only
+            (:func:`icml26.papers.hici.readout.last_layer_window`; in HiCI mode a multiple of G). The
+            logits at ``QUERY`` are the same; None: the whole layer.
     """
     if context is not None and (isinstance(context, bool) or not isinstance(context, int) or context < 1):
         raise ValueError(f"context={context!r} must be a positive integer or None")
@@ -162,10 +168,13 @@ def topic_accuracy(model: nn.Module, docs: TopicDocuments, task: TopicRetrievalT
         extra["position_ids"] = torch.arange(start, length, device=device).unsqueeze(0)
     if batch_size is None:
         batch_size = max(1, EVAL_BATCH_TOKENS // (length - start))
+    windowed = window is not None and window < length - start
     hits = []
-    for i in range(0, len(docs), batch_size):
-        part = docs.batch(slice(i, i + batch_size)).to(device)
-        logits = model(input_ids=part.input_ids[:, start:], use_cache=False, logits_to_keep=1, **extra).logits[:, -1]
-        predicted = topics[logits[:, topics].argmax(-1)]
-        hits.append((predicted == part.answer).cpu().numpy())
+    with last_layer_window(model, window) if windowed else contextlib.nullcontext():
+        for i in range(0, len(docs), batch_size):
+            part = docs.batch(slice(i, i + batch_size)).to(device)
+            logits = model(input_ids=part.input_ids[:, start:], use_cache=False, logits_to_keep=1,
+                           **extra).logits[:, -1]
+            predicted = topics[logits[:, topics].argmax(-1)]
+            hits.append((predicted == part.answer).cpu().numpy())
     return np.concatenate(hits)
