@@ -340,8 +340,8 @@ def test_s2attn_receptive_field_is_exact_and_tight(layers, g, one_thread):
         s2attn.receptive_field(g, 0)
 
 
-def test_topic_accuracy_on_the_receptive_field_equals_the_whole_document(one_thread):
-    """topic_accuracy(context=...) of the S²-Attn and block-local models: the same hits as on whole documents."""
+def test_topic_accuracy_shortcuts_give_the_same_hits(one_thread):
+    """topic_accuracy's receptive-field cut (S²-Attn, block-local), batch size and last-layer window: same hits."""
     from icml26.papers.hici.training import topic_accuracy
 
     task = TopicRetrievalTask(num_topics=4, content_vocab=24, segment_tokens=8, topic_tokens_each=6)
