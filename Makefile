@@ -33,9 +33,10 @@ report: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -m "not slow" -q -n 2 --dist loadfile $(PYTEST_ARGS)
 
-## Whole reproductions and long trainings.
+## Whole reproductions (every committed result's first seed rerun and judged against the committed
+## seeds): two pytest workers, one torch thread each, the papers dealt out one by one.
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m slow -q -n 2 --dist load $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache
