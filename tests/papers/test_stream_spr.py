@@ -767,6 +767,145 @@ def test_a_step_whose_projection_overflows_is_skipped():
     assert u[1][0] > float(torch.finfo(torch.float32).max)  # the float64 answer is out of range
 
 
+
+# ---------------------------------------------------------------------------
+# Fast paths: the same numbers as the straightforward code they replace (bit for bit)
+# ---------------------------------------------------------------------------
+class _ReferenceOrth:
+    """orth exactly as first written: elementwise finiteness tests, per-tensor arithmetic, copy into c."""
+
+    def __init__(self, beta, eps, source):
+        self.beta, self.eps, self.source, self.momentum, self.skipped = beta, eps, source, None, 0
+
+    @staticmethod
+    def _dot(a, b):
+        return sum((torch.vdot(x.reshape(-1), y.reshape(-1)) for x, y in zip(a, b)),
+                   start=torch.zeros((), dtype=a[0].dtype))
+
+    @staticmethod
+    def _finite(ts):
+        return bool(torch.stack([torch.isfinite(t).all() for t in ts]).all())
+
+    def __call__(self, g):
+        from icml26.papers.stream_spr.orth import _projection_rescaled, _safe_ratio
+
+        if self.momentum is None:
+            self.momentum = [torch.zeros_like(x) for x in g]
+        c = self.momentum
+        if not self._finite(g):
+            self.skipped += 1
+            return [torch.zeros_like(x) for x in g], "gradient"
+        num, den = self._dot(g, c), self._dot(c, c) + self.eps
+        if bool(torch.isfinite(num)) and bool(torch.isfinite(den)):
+            coef = _safe_ratio(num, den)
+            u = [x - coef * m for x, m in zip(g, c)]
+        else:
+            u = _projection_rescaled(g, c, self.eps)
+        if not self._finite(u):
+            self.skipped += 1
+            return [torch.zeros_like(x) for x in g], "projected"
+        new_c = [m.clone() for m in c]
+        torch._foreach_mul_(new_c, self.beta)
+        torch._foreach_add_(new_c, u if self.source == "projected" else g, alpha=1.0 - self.beta)
+        if not self._finite(new_c):
+            self.skipped += 1
+            return [torch.zeros_like(x) for x in g], "overflows"
+        torch._foreach_copy_(c, new_c)
+        return u, None
+
+    def decay(self):
+        if self.momentum is not None:
+            torch._foreach_mul_(self.momentum, self.beta)
+
+
+@pytest.mark.parametrize("source", ["projected", "raw"])
+@pytest.mark.parametrize("eps", [0.0, 1e-8])
+def test_orth_fast_paths_give_the_reference_numbers_bit_for_bit(source, eps, caplog):
+    gen = torch.Generator().manual_seed(7)
+    shapes = [(16, 19, 3, 3), (16,), (64, 32), (5,)]
+    fast, ref = OrthogonalMomentum(0.99, eps=eps, momentum_source=source), _ReferenceOrth(0.99, eps, source)
+    for step in range(60):
+        g = [torch.randn(*s, generator=gen) * 10.0 ** float(torch.randint(-6, 2, (), generator=gen)) for s in shapes]
+        if step % 7 == 3:  # a zero gradient, a NaN, an inf, huge finite values, a projection that overflows
+            kind = (step // 7) % 5
+            if kind == 0:
+                g = [torch.zeros_like(x) for x in g]
+            elif kind == 1:
+                g[2][3, 4] = math.nan
+            elif kind == 2:
+                g[0][1, 2, 0, 0] = -math.inf
+            elif kind == 3:
+                g = [x * 1e30 for x in g]
+            else:
+                g = [torch.full_like(x, 3e38) for x in g]
+        if step % 5 == 4:
+            fast.decay()
+            ref.decay()
+            continue
+        want, why = ref(g)
+        with caplog.at_level("WARNING"):
+            got = fast(g)
+        assert all(torch.equal(a, b) for a, b in zip(got, want)), step
+        assert all(torch.equal(a, b) for a, b in zip(fast.momentum, ref.momentum)), step
+        assert fast.skipped == ref.skipped
+        if why is not None and fast.skipped == 1:  # the first skip is logged with its reason
+            assert {"gradient": "NaN or inf", "projected": "projected gradient", "overflows": "overflows"}[why] \
+                in caplog.text
+    assert ref.skipped >= 3
+
+
+def test_all_finite_trusts_only_finite_sums():
+    from icml26.papers.stream_spr.orth import _all_finite
+
+    big = torch.full((4,), 3e38)  # finite entries whose sum overflows: the elementwise test decides
+    assert _all_finite([torch.ones(3), big]) and _all_finite([torch.zeros(0), torch.ones(2)])
+    for bad in (math.nan, math.inf, -math.inf):
+        assert not _all_finite([torch.ones(3), torch.tensor([1.0, bad])])
+    assert not _all_finite([torch.tensor([math.inf, -math.inf])])  # a NaN sum
+
+
+@pytest.mark.parametrize("eps", [0.0, 1e-8])
+def test_project_out_cosines_equals_the_three_calls(eps):
+    from icml26.papers.stream_spr.orth import project_out_cosines
+
+    gen = torch.Generator().manual_seed(3)
+    for scale in (1e-6, 1.0, 1e3):
+        s = [torch.randn(16, 4, 3, 3, generator=gen) * scale, torch.randn(16, generator=gen)]
+        r = [torch.randn(16, 4, 3, 3, generator=gen), torch.randn(16, generator=gen) * scale]
+        for ref in (r, [torch.zeros_like(x) for x in r]):
+            out, before, after = project_out_cosines(s, ref, eps)
+            want = project_out(s, ref, eps)
+            assert all(torch.equal(a, b) for a, b in zip(out, want))
+            assert before == cosine(s, ref) and after == cosine(want, ref)
+    assert project_out_cosines([], []) == ([], 0.0, 0.0)
+
+
+def test_trace_optimizer_zero_grad_in_place_matches_the_base_class():
+    net = build_network((5,), 2, generator=torch.Generator().manual_seed(0))
+    opt = ObGD(net.parameters())
+    net(torch.ones(1, 5)).sum().backward()
+    grads = [p.grad for p in net.parameters()]
+    opt.zero_grad(set_to_none=False)
+    assert all(p.grad is g and not g.requires_grad and torch.equal(g, torch.zeros_like(g))
+               for p, g in zip(net.parameters(), grads))  # zeroed in place, as torch.optim does
+    opt.zero_grad()
+    assert all(p.grad is None for p in net.parameters())
+
+
+def test_spr_rollout_checks_and_encodes_its_actions_once_with_the_same_values():
+    gen = torch.Generator().manual_seed(1)
+    encoder = build_network((10, 10, 4), 3, generator=gen).encoder
+    head = SPRHead(encoder, encoder.latent_shape, 3, generator=gen)
+    obs, actions = torch.randn(4, 10, 10, 4, generator=gen), torch.tensor([2, 0, 1])
+    z, rolled = encoder(obs[:1]), []
+    for k in range(3):  # the module called step by step, as before
+        z = head.transition(z, actions[k:k + 1])
+        rolled.append(z)
+    want = head.predictor(head.projection(torch.cat(rolled)))
+    assert torch.equal(head(encoder, obs, actions).predictions, want)
+    with pytest.raises(ValueError, match="actions must lie"):
+        head(encoder, obs, torch.tensor([0, 3, 1]))
+
 def test_the_spr_agent_survives_a_nan_spr_gradient():
     from icml26.papers.stream_spr import stream_wrappers
 

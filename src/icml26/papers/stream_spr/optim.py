@@ -92,6 +92,34 @@ class _TraceOptimizer(torch.optim.Optimizer):
             out.append(state["trace"])
         return out
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """As :meth:`torch.optim.Optimizer.zero_grad`, with a faster ``set_to_none=False``.
+
+        The agents zero the gradients in place every step (``set_to_none=False``, so ``backward``
+        accumulates into the same tensors); that path detaches the gradients as the base class does
+        and zeroes them all with one ``torch._foreach_zero_`` (the base class zeroes them one at a
+        time inside a profiler range, several times slower for these small networks). The
+        gradients end as the same zeros either way.
+        """
+        if set_to_none:
+            super().zero_grad(set_to_none=True)
+            return
+        dense = []
+        for p in self.params:
+            grad = p.grad
+            if grad is None:
+                continue
+            if grad.grad_fn is not None:
+                grad.detach_()
+            else:
+                grad.requires_grad_(False)
+            if grad.is_sparse:
+                grad.zero_()
+            else:
+                dense.append(grad)
+        if dense:
+            torch._foreach_zero_(dense)
+
     def reset_traces(self) -> None:
         """z ← 0 (for example when an episode is cut short outside :meth:`step`)."""
         for z in self.traces():

@@ -88,11 +88,19 @@ class TransitionModel(nn.Module):
 
     def forward(self, z: torch.Tensor, actions: torch.Tensor) -> torch.Tensor:
         """z: (batch, *latent_shape); actions: (batch,) integers → (batch, *latent_shape)."""
+        return self.step_onehot(z, self.one_hot(actions, z.dtype))
+
+    def one_hot(self, actions: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The checked one-hot rows ``(batch, n_actions)`` of integer ``actions`` (batch,)."""
         if not isinstance(actions, torch.Tensor) or actions.is_floating_point() or actions.is_complex():
             raise TypeError("actions must be an integer tensor (batch,)")
         if actions.numel() and (int(actions.min()) < 0 or int(actions.max()) >= self.n_actions):
             raise ValueError(f"actions must lie in 0 .. {self.n_actions - 1}, got {actions.tolist()}")
-        onehot = F.one_hot(actions.long(), self.n_actions).to(z.dtype)
+        return F.one_hot(actions.long(), self.n_actions).to(dtype)
+
+    def step_onehot(self, z: torch.Tensor, onehot: torch.Tensor) -> torch.Tensor:
+        """:meth:`forward` from the actions' one-hot rows (:meth:`one_hot`), so that a rollout checks
+        and encodes its K actions once rather than once per step (the same values)."""
         if z.dim() == 4:
             onehot = onehot[:, :, None, None].expand(-1, -1, z.shape[2], z.shape[3])
         return self.body(torch.cat([z, onehot], dim=1))
@@ -182,10 +190,16 @@ class SPRHead(nn.Module):
             raise ValueError(f"a window of K={depth} actions needs K+1 observations, got {observations.shape[0]}")
         z = encoder(observations[:1])
         rolled = []
-        for k in range(depth):
-            # ẑ_k = h(ẑ_{k−1}, a_{t−K+k−1})
-            z = self.transition(z, actions[k:k + 1])
-            rolled.append(z)
+        if isinstance(self.transition, TransitionModel):
+            onehots = self.transition.one_hot(actions, z.dtype)  # the K actions checked and encoded once
+            for k in range(depth):
+                # ẑ_k = h(ẑ_{k−1}, a_{t−K+k−1})
+                z = self.transition.step_onehot(z, onehots[k:k + 1])
+                rolled.append(z)
+        else:
+            for k in range(depth):
+                z = self.transition(z, actions[k:k + 1])
+                rolled.append(z)
         # ŷ_k = q(g(ẑ_k)), the K projections batched (the same loss as one by one)
         predictions = self.predictor(self.projection(torch.cat(rolled)))
         with torch.no_grad():

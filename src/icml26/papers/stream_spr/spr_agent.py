@@ -43,7 +43,7 @@ from .agents import (
 from .networks import HeadActivation, StreamNetwork
 from icml26.common.argcheck import check_real
 
-from .orth import MomentumSource, OrthogonalMomentum, cosine, project_out
+from .orth import MomentumSource, OrthogonalMomentum, cosine, project_out_cosines
 from .spr import Alignment, SPRHead, SPRWindow, TargetInit
 
 __all__ = ["LR_PRESETS", "LearningRates", "StreamQSPR"]
@@ -185,11 +185,12 @@ class StreamQSPR(_EpsilonGreedyAgent):
         with torch.no_grad():
             # s = −α_SPR · w · u_enc
             encoder_step = [-scale * u for u in per_group["encoder"]]
-            info.cos_before = cosine(encoder_step, rl_encoder)
             if self.orth2:
-                # orth²: s ← s − (⟨s, Δ_RL⟩ / ‖Δ_RL‖²) Δ_RL
-                encoder_step = project_out(encoder_step, rl_encoder, self.projection_eps)
-            info.cos_after = cosine(encoder_step, rl_encoder)
+                # orth²: s ← s − (⟨s, Δ_RL⟩ / ‖Δ_RL‖²) Δ_RL, with cos(s, Δ_RL) before and after
+                encoder_step, info.cos_before, info.cos_after = project_out_cosines(
+                    encoder_step, rl_encoder, self.projection_eps)
+            else:
+                info.cos_before = info.cos_after = cosine(encoder_step, rl_encoder)
             torch._foreach_add_(self.groups["encoder"], encoder_step)
             for name in names[1:]:
                 # θ_G ← θ_G − α_SPR · w · u_G
