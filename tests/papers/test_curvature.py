@@ -735,3 +735,72 @@ def test_layerwise_analysis_reports_the_models_loss_and_rows(small_model):
     ce = torch.nn.functional.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
     assert res.mean_loss == pytest.approx(float(ce), rel=1e-5)
     np.testing.assert_array_equal(res.row, np.repeat(np.arange(5), 16))
+
+
+# ---------------------------------------------------------------------------
+# Faster paths that must give the same numbers as the straightforward code, bit for bit
+# ---------------------------------------------------------------------------
+def test_next_token_entropy_in_blocks_equals_one_pass(monkeypatch):
+    from icml26.papers.curvature import entropy as entropy_module
+
+    logits = torch.randn(3, 7, 500, generator=_gen(5)) * 4
+    logits[1, 2] = float("nan")  # a broken row stays NaN in its block
+    logits[2, 3, :10] = -float("inf")  # masked words contribute nothing
+    whole = entropy_module._entropy_last_dim(logits)
+    monkeypatch.setattr(entropy_module, "_CHUNK", 3 * 500)  # blocks of 3 rows, the last one short
+    blocked = next_token_entropy(logits)
+    torch.testing.assert_close(blocked, whole, rtol=0, atol=0, equal_nan=True)  # bit for bit
+    assert torch.isnan(blocked[1, 2]) and torch.isfinite(blocked[2, 3])
+    # other layouts take the one-pass path
+    for x, dim in ((logits.transpose(0, 1), -1), (logits.transpose(1, 2), 1)):
+        torch.testing.assert_close(next_token_entropy(x, dim), entropy_module._entropy_last_dim(x, dim),
+                                   rtol=0, atol=0, equal_nan=True)
+
+
+def test_cached_prefix_pass_skips_the_head_with_the_same_numbers(small_model, monkeypatch):
+    from icml26.papers.curvature import perturb
+
+    assert perturb._last_logits_only(small_model) == {"logits_to_keep": 1}
+    ids = torch.randint(0, SMALL.vocab_size, (6, 14), generator=_gen(44))
+    fast = perturb.perturbation_sweep(small_model, ids, 1, (0.01, 0.1), generator=_gen(9), use_cache=True)
+    monkeypatch.setattr(perturb, "_last_logits_only", lambda model: {})  # the head over every prefix position
+    full = perturb.perturbation_sweep(small_model, ids, 1, (0.01, 0.1), generator=_gen(9), use_cache=True)
+    for name in ("aligned", "misaligned", "state_norm", "target_distance"):
+        assert torch.equal(getattr(fast, name), getattr(full, name)), name
+
+
+def test_window_bootstrap_shares_the_weights_across_rows_with_the_same_tokens():
+    from scipy import stats as sps
+
+    from icml26.papers.curvature.stats import cluster_bootstrap_spearman
+
+    def reference(xs, ys, clusters, n_boot, rng):  # the loop as first written: everything per row
+        _, index = np.unique(clusters, return_inverse=True)
+        k = int(index.max()) + 1
+        counts = rng.multinomial(k, np.full(k, 1.0 / k), size=n_boot).astype(np.float64)
+        low, high = np.full(len(xs), np.nan), np.full(len(xs), np.nan)
+        for row, xr in enumerate(xs):
+            ok = np.isfinite(xr) & np.isfinite(ys)
+            if ok.sum() < 3:
+                continue
+            rx, ry = sps.rankdata(xr[ok]), sps.rankdata(ys[ok])
+            w = counts[:, index[ok]]
+            total = w.sum(axis=1)
+            mx, my = (w @ rx) / total, (w @ ry) / total
+            cov = (w @ (rx * ry)) / total - mx * my
+            vx, vy = (w @ (rx * rx)) / total - mx**2, (w @ (ry * ry)) / total - my**2
+            q = (1 - 0.95) / 2
+            low[row], high[row] = np.quantile(cov / np.sqrt(vx * vy), [q, 1 - q])
+        return low, high
+
+    rng = np.random.default_rng(6)
+    y = rng.normal(size=3000)
+    xs = rng.normal(size=(6, 3000)) + 0.2 * y
+    xs[2, 5] = np.nan  # a row with other finite tokens, then rows sharing the first row's again
+    xs[4, :2998] = np.nan  # too few finite tokens: NaN interval
+    clusters = np.arange(3000) // 6
+    got = cluster_bootstrap_spearman(xs, y, clusters, n_boot=300, rng=np.random.default_rng(8))
+    want = reference(xs, y, clusters, 300, np.random.default_rng(8))
+    for a, b in zip(got, want):
+        assert np.array_equal(a, b, equal_nan=True)
+    assert np.isnan(got[0][4]) and np.isfinite(got[0][[0, 1, 2, 3, 5]]).all()

