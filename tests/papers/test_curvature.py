@@ -804,3 +804,14 @@ def test_window_bootstrap_shares_the_weights_across_rows_with_the_same_tokens():
     for a, b in zip(got, want):
         assert np.array_equal(a, b, equal_nan=True)
     assert np.isnan(got[0][4]) and np.isfinite(got[0][[0, 1, 2, 3, 5]]).all()
+
+
+def test_curvature_from_angles_equals_contextual_curvature():
+    from icml26.papers.curvature.geometry import curvature_from_angles
+
+    traj = torch.randn(2, 3, 11, 6, generator=_gen(12))
+    traj[0, 1, 4] = traj[0, 1, 5]  # a zero-length step: NaN angles and windows
+    for window in (1, 3, 9, 10):
+        want = contextual_curvature(traj, window)
+        torch.testing.assert_close(curvature_from_angles(turning_angles(traj), window), want,
+                                   rtol=0, atol=0, equal_nan=True)

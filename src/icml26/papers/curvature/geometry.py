@@ -33,7 +33,8 @@ from torch import Tensor
 
 from icml26.common.argcheck import check_real
 
-__all__ = ["contextual_curvature", "extrapolation_target", "mean_curvature", "turning_angles"]
+__all__ = ["contextual_curvature", "curvature_from_angles", "extrapolation_target", "mean_curvature",
+           "turning_angles"]
 
 
 def _numpy_in_out(fn):
@@ -103,10 +104,22 @@ def contextual_curvature(traj: Tensor, window: int = 3, *, eps: float = 1e-8) ->
         raise ValueError(f"window={window!r} must be a positive integer (the number of angles averaged)")
     x = _check_trajectory(traj, 1)
     T = x.shape[-2]
-    out = torch.full((*x.shape[:-2], T), float("nan"), dtype=x.dtype, device=x.device)
+    if T < window + 2:
+        return torch.full((*x.shape[:-2], T), float("nan"), dtype=x.dtype, device=x.device)
+    return curvature_from_angles(turning_angles(x, eps=eps), window)
+
+
+def curvature_from_angles(angles: Tensor, window: int) -> Tensor:
+    """:func:`contextual_curvature` from the trajectory's :func:`turning_angles` ``(..., T - 2)``, for a
+    caller that needs the angles too (the same numbers as computing them again).
+
+    Returns:
+        ``(..., T)``; NaN for ``t < W + 1``.
+    """
+    T = angles.shape[-1] + 2
+    out = torch.full((*angles.shape[:-1], T), float("nan"), dtype=angles.dtype, device=angles.device)
     if T < window + 2:
         return out
-    angles = turning_angles(x, eps=eps)  # (..., T-2); index k = vertex k+1
     # kappa(t; W) = (1/W) sum_{j=t-W}^{t-1} phi_j  ->  angle indices t-W-1 .. t-2
     windows = angles.unfold(-1, window, 1)  # (..., T-W-1, W), window i ends at angle i+W-1
     out[..., window + 1 :] = windows.mean(-1)

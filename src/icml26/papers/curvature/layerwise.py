@@ -26,7 +26,7 @@ from torch import Tensor, nn
 from icml26.common.argcheck import check_int
 from icml26.common.progress import progress
 from icml26.papers.curvature.entropy import next_token_entropy
-from icml26.papers.curvature.geometry import contextual_curvature, turning_angles
+from icml26.papers.curvature.geometry import contextual_curvature, curvature_from_angles, turning_angles
 from icml26.papers.curvature.hooks import num_layers
 from icml26.papers.curvature.stats import partial_correlation, pearson, spearman
 
@@ -197,10 +197,12 @@ def layerwise_curvature_entropy(
         vertex_ok = (m[:, :-2] & m[:, 1:-1] & m[:, 2:]).to(device) if T >= 3 else None
         kappa_rows, angle_sum, angle_count = [], np.zeros(n_layers + 1), np.zeros(n_layers + 1)
         for layer, hidden in enumerate(out.hidden_states):
-            kappa = contextual_curvature(hidden, window, eps=eps)
+            # the angles once, for kappa and for the mean curvature (contextual_curvature computes the same)
+            angles = turning_angles(hidden, eps=eps) if T >= 3 else None
+            kappa = contextual_curvature(hidden, window, eps=eps) if angles is None else \
+                curvature_from_angles(angles, window)
             kappa_rows.append(kappa[keep_dev].double().cpu().numpy())
             if vertex_ok is not None:
-                angles = turning_angles(hidden, eps=eps)
                 ok = vertex_ok & torch.isfinite(angles)
                 angle_sum[layer] = float(angles[ok].double().sum())
                 angle_count[layer] = float(ok.sum())
