@@ -134,7 +134,6 @@ def project_out(update: T, reference: T, eps: float = 0.0) -> T:
     return out[0] if single else out
 
 
-
 def _cosine_of(aa: float, bb: float, ab: float) -> float:
     """:func:`cosine` from the inner products ``⟨a, a⟩``, ``⟨b, b⟩`` and ``⟨a, b⟩`` (as Python floats)."""
     if aa == 0.0 or bb == 0.0:
