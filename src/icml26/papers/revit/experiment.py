@@ -272,6 +272,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         CHECKS["rotated_mse_ratio"].measure(ratio_vit),
         CHECKS["gain_vs_identity"].measure(gain_identity),
         CHECKS["rot0_vs_vit_aug"].measure(ratio_aug_rot0, note=f"ReViT local kernel: {config.local_kernel}"),
+        CHECKS["rotated_vs_vit_aug"].measure(metrics["ReViT"]["mse_rotated"] / metrics["ViT+aug"]["mse_rotated"],
+                                             note="the strongest baseline on the rotated test flows"),
     ]
 
     # --- curves --------------------------------------------------------------------------
