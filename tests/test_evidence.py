@@ -253,3 +253,21 @@ def test_budget_dependent_when_the_larger_budget_flips_a_headline_verdict(aggreg
     same["config"] = {"steps": 4}
     status, reason = claim_across_budgets(main, {"budget_x4": same})
     assert status == "supported" and "the same at the larger budget" in reason
+
+
+def test_a_larger_budget_that_is_only_less_resolved_is_not_a_flip(aggregate):
+    """Unresolved at the larger budget with its mean on the same side: the same direction, not budget-dependent;
+    with its mean on the other side of the target: budget-dependent."""
+    main = copy.deepcopy(aggregate)
+    main["claim"]["checks"][0]["budget"] = "steps"
+    same_side = aggregate_results([_seed_result(0, 0.2), _seed_result(1, -0.1), _seed_result(2, 0.5)])
+    same_side["config"] = {"steps": 3}
+    same_side["claim"]["checks"][0]["budget"] = "steps"
+    assert same_side["claim"]["checks"][0]["verdict"] == "unresolved"
+    status, reason = claim_across_budgets(main, {"budget_x3": same_side})
+    assert status == "supported" and "same direction, not resolved there" in reason
+    other_side = aggregate_results([_seed_result(0, -0.5), _seed_result(1, 0.1), _seed_result(2, -0.3)])
+    other_side["config"] = {"steps": 3}
+    other_side["claim"]["checks"][0]["budget"] = "steps"
+    assert other_side["claim"]["checks"][0]["verdict"] == "unresolved"
+    assert claim_across_budgets(main, {"budget_x3": other_side})[0] == "budget-dependent"

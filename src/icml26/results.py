@@ -506,19 +506,39 @@ def claim_across_budgets(data: Mapping[str, Any],
     if not larger:
         return status, reason + " (one budget only: no further run at >= 3x " + \
             ", ".join(sorted({c["budget"] for c in headline_budget})) + ")"
-    flips = []
+    flips, weaker = [], []
     for name, run in larger.items():
         other = {c.get("id"): c for c in run["claim"]["checks"]}
         for c in headline_budget:
             o = other.get(c.get("id"))
-            mine = c["verdict"] if "verdict" in c else ("held" if c["passed"] else "not held")
-            theirs = None if o is None else (o["verdict"] if "verdict" in o else ("held" if o["passed"] else "not held"))
-            if theirs is not None and theirs != mine:
-                flips.append(f"{c.get('id')} {mine} at {c['budget']}={data['config'].get(c['budget'])}, {theirs} at "
-                             f"{run['config'].get(c['budget'])} ({name})")
+            if o is None:
+                continue
+            mine, theirs = _verdict_of_check(c), _verdict_of_check(o)
+            where = (f"{c.get('id')} {mine} at {c['budget']}={data['config'].get(c['budget'])}, {theirs} at "
+                     f"{run['config'].get(c['budget'])} ({name})")
+            if mine == theirs:
+                continue
+            # A flip: the two budgets' means lie on opposite sides of the target and one of them is resolved
+            # (an interval that is merely wider at the larger budget, same side, is a matter of units).
+            opposite = {mine, theirs} == {"held", "not held"}
+            crossed = _holds(c.get("value"), c) != _holds(o.get("value"), o)
+            if opposite or crossed:
+                flips.append(where)
+            else:
+                weaker.append(where)
     if flips:
         return "budget-dependent", "the verdict changes with the training budget: " + "; ".join(flips)
+    if weaker:
+        return status, reason + " (at the larger budget the same direction, not resolved there: " + "; ".join(weaker) + ")"
     return status, reason + f" (the same at the larger budget: {', '.join(sorted(larger))})"
+
+
+def _verdict_of_check(c: Mapping[str, Any]) -> str:
+    return c["verdict"] if "verdict" in c else ("held" if c["passed"] else "not held")
+
+
+def _holds(value: Any, c: Mapping[str, Any]) -> bool | None:
+    return None if value is None else bool(_OPS[c["op"]](value, c["target"]))
 
 
 def _source_text(c: Mapping[str, Any]) -> str:
