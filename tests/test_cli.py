@@ -207,3 +207,15 @@ def test_internal_error_is_not_reported_as_a_user_error(fake_paper, tmp_path, ca
     assert main(["run", "zz_fake", "--out", str(tmp_path), "fail=true"]) == 1
     err = capsys.readouterr().err
     assert "internal error" in err and "asked to fail" in err
+
+
+def test_info_shows_roles_status_units_and_arms(capsys):
+    """A real paper: the committed status, checks grouped by role with the units that would resolve
+    them, and the declared arms."""
+    assert main(["info", "hamu"]) == 0
+    out = capsys.readouterr().out
+    assert "status:" in out and "in the committed result" in out
+    assert out.index("[headline: decides the claim]") < out.index("[supporting: scored]") \
+        < out.index("[diagnostic: reported, never scored]")
+    assert "forget-set draws" in out and "compares hamu_q_layerwise vs graddiff" in out
+    assert "arms (as declared in claims.py" in out and "graddiff (baseline)" in out
