@@ -449,6 +449,19 @@ def test_fold_score_is_the_zsl_accuracy_of_held_out_seen_classes():
             return torch.as_tensor(rows[idx])
 
     folds = [np.array([0, 1, 2]), np.array([3, 4, 5])]
-    score = fold_score(lambda p: Oracle(), {}, views, torch.as_tensor(rows), views, x, y, seen, folds)
+    score = fold_score(lambda p: Oracle(), {}, views, torch.as_tensor(rows), views, x, y, seen, folds, "zsl")
     # classes 0-2 have distinct directions (perfect); 3-5 have zero rows in 3 dims (ties: the first wins)
     assert score == pytest.approx((1.0 + 1 / 3) / 2)
+    # the oracle's rows are exact: no row error
+    assert fold_score(lambda p: Oracle(), {}, views, torch.as_tensor(rows), views, x, y, seen, folds) == 0.0
+
+    class Half(Oracle):
+        def expand(self, v):
+            return 0.5 * super().expand(v)
+
+    # every held-out row at half its length: error ‖w/2‖² per class over the mean ‖w‖² of all seen rows
+    expected = -np.mean([(0.25 * (rows[f] ** 2).sum(1)).mean() for f in folds]) / (rows ** 2).sum(1).mean()
+    assert fold_score(lambda p: Half(), {}, views, torch.as_tensor(rows), views, x, y, seen, folds) == \
+        pytest.approx(expected)
+    with pytest.raises(ValueError, match="metric"):
+        fold_score(lambda p: Oracle(), {}, views, torch.as_tensor(rows), views, x, y, seen, folds, "auc")
