@@ -371,7 +371,7 @@ def _outcome(config: Config, ctx: RunContext, arms: dict[str, ArmScores], ceilin
     for name, s in arms.items():
         metrics[name] = {k: v for k, v in dataclasses.asdict(s).items() if k != "per_class"}
     metrics[METHOD_ARM].update(n_groups=float(extras["n_groups"]), ari=extras["ari"])
-    for name, chosen in extras["alphas"].items():  # what the leave-one-seen-class-out selection chose
+    for name, chosen in extras["alphas"].items():  # what the shared tuner chose
         metrics[name].update(coarse_alpha=float(chosen["coarse"]), refiner_used=float(chosen["kind"] != "none"))
     ctx.provenance["zs_expand_chosen_alphas"] = extras["alphas"]
     metrics["ceiling_own_images"] = {k: v for k, v in ceiling.items() if k != "per_class"}
