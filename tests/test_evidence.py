@@ -265,9 +265,57 @@ def test_a_larger_budget_that_is_only_less_resolved_is_not_a_flip(aggregate):
     same_side["claim"]["checks"][0]["budget"] = "steps"
     assert same_side["claim"]["checks"][0]["verdict"] == "unresolved"
     status, reason = claim_across_budgets(main, {"budget_x3": same_side})
-    assert status == "supported" and "same direction, not resolved there" in reason
+    assert status == "supported" and "same side of the target at both budgets, resolved at only one" in reason
     other_side = aggregate_results([_seed_result(0, -0.5), _seed_result(1, 0.1), _seed_result(2, -0.3)])
     other_side["config"] = {"steps": 3}
     other_side["claim"]["checks"][0]["budget"] = "steps"
     assert other_side["claim"]["checks"][0]["verdict"] == "unresolved"
     assert claim_across_budgets(main, {"budget_x3": other_side})[0] == "budget-dependent"
+
+
+def _two_headlines(values_a, values_b, config):
+    """An aggregate of three seeds with two headline checks a (>= 0, budget steps) and b (>= 0, budget
+    rounds)."""
+    seeds = []
+    for s, (a, b) in enumerate(zip(values_a, values_b)):
+        r = _seed_result(s, a)
+        second = dict(r["claim"]["checks"][0], id="b", name="b", value=b, passed=b >= 0.0)
+        r["claim"]["checks"].append(second)
+        r["config"] = dict(config)
+        seeds.append(r)
+    declared = annotate(declare(CheckSpec("h", "h", ">=", 0.0, "ours", "r"), CheckSpec("b", "b", ">=", 0.0, "ours", "r")),
+                        headline=("h", "b"), budget={"h": "steps", "b": "rounds"})
+    return aggregate_results(seeds, declared=declared)
+
+
+def test_an_aggregate_carries_each_checks_budget_field_from_the_declarations():
+    data = _two_headlines([1.0, 1.2, 0.9], [1.0, 1.1, 1.3], {"steps": 1, "rounds": 1, "lr": 0.1})
+    assert [c.get("budget") for c in data["claim"]["checks"]] == ["steps", "rounds"]
+    validate(json.loads(json.dumps(data)))
+
+
+def test_a_larger_run_is_read_only_for_the_checks_whose_own_budget_it_triples():
+    main = _two_headlines([1.0, 1.2, 0.9], [1.0, 1.1, 1.3], {"steps": 1, "rounds": 1, "lr": 0.1})
+    # steps x3, rounds unchanged: read for h only; b stays at one budget
+    longer = _two_headlines([1.0, 1.1, 1.2], [-1.0, -1.1, -1.3], {"steps": 3, "rounds": 1, "lr": 0.1})
+    status, reason = claim_across_budgets(main, {"budget_x3": longer})
+    assert status == "supported" and "one budget only for rounds" in reason
+    # another field changed too: not the same comparison at another budget
+    other = _two_headlines([-1.0, -1.1, -1.2], [1.0, 1.1, 1.3], {"steps": 3, "rounds": 1, "lr": 0.2})
+    assert claim_across_budgets(main, {"budget_x3": other})[1].endswith(
+        "(one budget only: no further run at >= 3x rounds, steps)")
+    # h flips at 3x steps: budget-dependent
+    flipped = _two_headlines([-1.0, -1.1, -1.2], [1.0, 1.1, 1.3], {"steps": 3, "rounds": 1, "lr": 0.1})
+    assert claim_across_budgets(main, {"budget_x3": flipped})[0] == "budget-dependent"
+
+
+def test_a_claim_refuted_at_both_budgets_stays_refuted_when_another_headline_flips():
+    main = _two_headlines([1.0, 1.2, 0.9], [-1.0, -1.1, -1.3], {"steps": 1, "rounds": 1})
+    assert main["claim"]["status"] == "refuted"
+    longer = _two_headlines([-1.0, -1.1, -1.2], [-1.0, -1.1, -1.3], {"steps": 3, "rounds": 3})
+    status, reason = claim_across_budgets(main, {"budget_x3": longer})
+    assert status == "refuted" and "the claim's status does not" in reason and "h held at steps=1" in reason
+    # a headline check the larger run did not measure is named, not taken as agreeing
+    partial = copy.deepcopy(longer)
+    partial["claim"]["checks"] = [c for c in partial["claim"]["checks"] if c["id"] != "b"]
+    assert "not measured at the larger budget: b (budget_x3)" in claim_across_budgets(main, {"budget_x3": partial})[1]

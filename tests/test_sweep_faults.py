@@ -171,3 +171,38 @@ def test_a_seed_that_cannot_be_written_is_recorded_and_the_others_kept(fake_pape
     done = sw.sweep("zz_fake", "0-2", setting="quick", out=tmp_path, workers=1, progress=False)
     assert [f["seed"] for f in done.failed] == [1] and "No space left" in done.failed[0]["error"]
     assert done.aggregate.data["seeds"] == [0, 2]
+
+
+def test_a_seed_that_fails_now_is_not_counted_from_its_older_result(fake_paper, tmp_path, monkeypatch):
+    import errno
+
+    import icml26.sweep as sw
+    from icml26.runner import write_result as real_write
+
+    sw.sweep("zz_fake", "0-1", setting="quick", out=tmp_path, workers=1, progress=False)
+
+    def full_disk(folder, data, figures):
+        if folder.name == "1":
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(folder, data, figures)
+
+    import icml26.runner as runner_module
+
+    monkeypatch.setattr(sw, "write_result", full_disk, raising=False)
+    monkeypatch.setattr(runner_module, "write_result", full_disk)
+    done = sw.sweep("zz_fake", "1-2", setting="quick", out=tmp_path, workers=1, progress=False)
+    data = done.aggregate.data
+    assert data["seeds"] == [0, 2] and [f["seed"] for f in data["failed_seeds"]] == [1]
+
+
+def test_a_single_seed_of_another_configuration_never_overwrites_a_swept_seed(fake_paper, tmp_path):
+    from icml26 import runner
+    from icml26.sweep import sweep
+
+    sweep("zz_fake", "0-1", setting="quick", out=tmp_path, workers=1, progress=False)
+    seed0 = tmp_path / "zz_fake" / "seeds" / "0" / "result.json"
+    before = seed0.read_bytes()
+    data, figures = runner.execute("zz_fake", "tiny", 0, render=False, progress=False)
+    with pytest.raises(ValueError, match="another configuration"):
+        runner.write_run(tmp_path / "zz_fake", data, figures)
+    assert seed0.read_bytes() == before

@@ -298,6 +298,9 @@ def aggregate_results(results: Sequence[Mapping[str, Any]], failed: Sequence[Map
         per_seed = [next(c for c in r["claim"]["checks"] if (c.get("id") or c["name"]) == key) for r in results]
         spec = (declared or {}).get(key)
         checks.append(aggregate_check(per_seed, role=getattr(spec, "role", None), unit=unit))
+        budget = getattr(spec, "budget", None) if spec is not None else per_seed[0].get("budget")
+        if budget:  # the training-budget field the report reads a further run's budget from
+            checks[-1]["budget"] = budget
     curves, dropped = aggregate_curves([r["curves"] for r in results])
     notes = [f"Aggregate of {len(results)} seed(s) {seeds}. {VERDICT_RULE}"]
     if failed:

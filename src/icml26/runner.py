@@ -226,9 +226,10 @@ def write_run(folder: Path, data: Mapping[str, Any], figures: Mapping[str, bytes
     key = data["paper"]
     if not (folder / "seeds").is_dir():
         return Result(dict(data), path=write_result(folder, data, figures))
-    from icml26.sweep import aggregate_folder
+    from icml26.sweep import aggregate_folder, seeds_in
 
     seed = int(data["seed"])
+    seeds_in(folder, key, data["config_hash"])  # another configuration's seeds: refuse before writing anything
     write_result(folder / "seeds" / str(seed), data, figures)
     merged, merged_figures = aggregate_folder(key, folder, {}, expect=data["config_hash"])
     log.warning("%s: %s holds a sweep; seed %d was written to seeds/%d and the aggregate rebuilt over seeds %s",

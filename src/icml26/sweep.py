@@ -216,6 +216,8 @@ def aggregate_folder(key: str, folder: Path | None, fresh: Mapping[int, Mapping[
     spec = registry.get(key)
     kept = dict(seeds_in(folder, key, expect)) if folder is not None else {}
     kept.update({int(s): dict(d) for s, d in fresh.items()})
+    for f in failed:  # a seed that failed now is not counted from an older result left in its folder
+        kept.pop(int(f["seed"]), None)
     if not kept:
         raise ValueError(f"{key}: no seed result to aggregate" + (f" in {folder}/seeds" if folder else ""))
     hashes = {d.get("config_hash") or config_hash(key, d["setting"], d["config"]) for d in kept.values()}
