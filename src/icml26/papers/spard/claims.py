@@ -58,12 +58,14 @@ ARMS = declare_arms(
                  "evaluations."),
     ArmSpec("penalty", "baseline", space={**_SHARED, "lam": (1.0,)}, trials=1, select_on=_FIXED,
             metrics="penalty (random data)", reason=_RANDOM,
-            note="L_task + lam L_safe each step; lam = 1 is ours. The run's lam = 10 arm (not a check): ASR 0.343."),
+            note="L_task + lam L_safe each step; lam = 1 is ours. The run's lam = 10 arm (not a check): ASR 0.380 "
+                 "over ten seeds."),
     ArmSpec("lisa", "baseline", space={**_SHARED, "rho": (1.0,), "lisa_phase": (10,)}, trials=1, select_on=_FIXED,
             metrics="Lisa (random data)", reason=_RANDOM,
             note="Lisa-style alternation, 10 task then 10 safety steps, proximal rho/2 ||theta - theta_switch||^2; "
                  "rho = 1 and the phases are ours, not the authors'. The run's rho = 10 arm (not a check) reaches "
-                 "ASR 0.093 at 2.7 task points below SFT, against SPARD's 0.085 at 1.0."),
+                 "ASR 0.129 at 2.6 task points below SFT, against SPARD's 0.058 at 1.0 (ten seeds): SPARD / Lisa "
+                 "rho = 10 per seed 0.54 [0.07, 1.02], against the headline's <= 0.5."),
     ArmSpec("spag_random", "control", space={**_SHARED, "p": (0.03,), "tau_floor": (0.0,), "tol": (0.1,),
                                              "trust_radius": (1.0,)},
             trials=1, select_on=_FIXED, metrics="SPAG+random p=3%",
