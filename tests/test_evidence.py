@@ -319,3 +319,18 @@ def test_a_claim_refuted_at_both_budgets_stays_refuted_when_another_headline_fli
     partial = copy.deepcopy(longer)
     partial["claim"]["checks"] = [c for c in partial["claim"]["checks"] if c["id"] != "b"]
     assert "not measured at the larger budget: b (budget_x3)" in claim_across_budgets(main, {"budget_x3": partial})[1]
+
+
+def test_the_summary_table_says_at_how_many_budgets_the_claim_was_read(aggregate):
+    from icml26.results import _summary_table
+
+    main = copy.deepcopy(aggregate)
+    main["claim"]["checks"][0]["budget"] = "steps"
+    assert "✅ supported (one budget)" in _summary_table({"zz": main})
+    same = aggregate_results([_seed_result(0, 1.0), _seed_result(1, 1.1), _seed_result(2, 1.3)])
+    same["config"] = {"steps": 3}
+    assert "✅ supported (two budgets)" in _summary_table({"zz": main}, {"zz": {"budget_x3": same}})
+    # the same side at the larger budget but unresolved there: still read at two budgets
+    wide = aggregate_results([_seed_result(0, 0.2), _seed_result(1, -0.1), _seed_result(2, 0.5)])
+    wide["config"] = {"steps": 3}
+    assert "✅ supported (two budgets)" in _summary_table({"zz": main}, {"zz": {"budget_x3": wide}})

@@ -442,8 +442,15 @@ def checks_table(data: Mapping[str, Any]) -> str:
 
 
 def claim_line(data: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """One line: the claim's status and why (with the budget cross-check where a further run has one)."""
-    status, reason = claim_across_budgets(data, runs or {})
+    """One line: the claim's status and why (with the budget cross-check where a further run has one;
+    ``runs=None``: the run's own status only, as for a further run that is itself the second budget)."""
+    if runs is None:
+        claim = data["claim"]
+        status, reason = claim.get("status"), claim.get("reason")
+        if not status or not reason:
+            status, reason = _claim_status(claim["checks"])
+        return f"{_STATUS_MARK.get(status, status)}: {reason}"
+    status, reason = claim_across_budgets(data, runs)
     return f"{_STATUS_MARK.get(status, status)}: {reason}"
 
 
@@ -706,8 +713,9 @@ def _summary_table(results: Mapping[str, Mapping[str, Any]],
     rows = []
     for key, data in results.items():
         status, why = claim_across_budgets(data, (extra or {}).get(key, {}))
-        budgets = (" (one budget)" if "(one budget only" in why
-                   else " (two budgets)" if "the same at the larger budget" in why else "")
+        # read at two budgets when any headline budget check was compared with a budget_x<k> run
+        budgets = (" (one budget)" if "(one budget only:" in why
+                   else " (two budgets)" if status != "budget-dependent" and "budget_x" in why else "")
         rows.append([
             f"[{key}](results/README.md#{key})",
             data["setting"],
@@ -820,7 +828,7 @@ def _paper_section(data: Mapping[str, Any], results_dir: Path, readme_dir: Path,
         f"(setting `{data['setting']}`, {_seed_text(data)}, {prov['wall_time_s']:.0f} s on "
         f"{prov['threads']} thread(s), {md_escape(prov['utc'])}); do not edit._",
         "",
-        f"Claim: {claim_line(data, runs)} · checks held: {counts_text(data)}",
+        f"Claim: {claim_line(data, (runs or {}) if name is None else None)} · checks held: {counts_text(data)}",
         "",
         *_tables_notes_figures(data, results_dir, readme_dir, alt=lambda fig: fig, name=name),
     ]
