@@ -367,10 +367,12 @@ def run_jobs(jobs: Sequence[tuple[Any, tuple]], workers: int, finished, *, fn=No
                         if codes.get(pid) not in (None, 0, -signal.SIGTERM)}
             if not culprits:  # e.g. killed with SIGTERM: every job that was running is a suspect
                 culprits = {tag: codes.get(pid) for pid, tag in running.items()}
-            if not culprits:  # a worker died between jobs: nothing is lost, run them again (twice at most)
+            if not culprits:  # a worker died between jobs: nothing is lost, run them again (twice in a row at most)
                 stalls += 1
                 if stalls >= 2:
                     culprits = {tag: None for tag in lost_tags}
+            else:
+                stalls = 0
             for tag, args in lost:
                 if tag in culprits:
                     finished(tag, None, WorkerDied(_signal_text(culprits[tag])))
