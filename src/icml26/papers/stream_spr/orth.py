@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Literal, Sequence, TypeVar
+from typing import Any, Literal, Sequence, TypeVar
 
 import torch
 
@@ -123,15 +123,22 @@ def project_out(update: T, reference: T, eps: float = 0.0) -> T:
         (documented; :class:`OrthogonalMomentum` is the one that guards its state).
     """
     check_real(eps, "eps", low=0.0)
-    lu, single = _as_list(update)
-    lr, _ = _as_list(reference)
-    if len(lu) != len(lr) or any(u.shape != r.shape for u, r in zip(lu, lr)):
-        raise ValueError("project_out: update and reference must have the same tensors and shapes")
+    lu, lr, single = _pair(update, reference, "project_out")
     if not lu:
         return []
     coef = _safe_ratio(_dot(lu, lr), _dot(lr, lr) + eps)
     out = [u - coef * r for u, r in zip(lu, lr)]
     return out[0] if single else out
+
+
+def _pair(update: Any, reference: Any, fn: str) -> tuple[list[torch.Tensor], list[torch.Tensor], bool]:
+    """``update`` and ``reference`` as lists of tensors with equal shapes, and whether ``update`` was
+    a single tensor; a mismatch raises ``ValueError`` naming ``fn``."""
+    lu, single = _as_list(update)
+    lr, _ = _as_list(reference)
+    if len(lu) != len(lr) or any(u.shape != r.shape for u, r in zip(lu, lr)):
+        raise ValueError(f"{fn}: update and reference must have the same tensors and shapes")
+    return lu, lr, single
 
 
 def _cosine_of(aa: float, bb: float, ab: float) -> float:
@@ -158,10 +165,7 @@ def project_out_cosines(update: Sequence[torch.Tensor], reference: Sequence[torc
         ``(projected update, cos before, cos after)``.
     """
     check_real(eps, "eps", low=0.0)
-    lu, _ = _as_list(update)
-    lr, _ = _as_list(reference)
-    if len(lu) != len(lr) or any(u.shape != r.shape for u, r in zip(lu, lr)):
-        raise ValueError("project_out: update and reference must have the same tensors and shapes")
+    lu, lr, _ = _pair(update, reference, "project_out_cosines")
     if not lu:
         return [], 0.0, 0.0
     uu, rr, ur = _dot(lu, lu), _dot(lr, lr), _dot(lu, lr)
