@@ -153,43 +153,38 @@ def test_a_sweep_never_mixes_configurations_and_a_single_seed_joins_a_sweep(fake
     assert after["claim"] == before["claim"] and after["seeds"] == before["seeds"]
 
 
-def test_a_seed_that_cannot_be_written_is_recorded_and_the_others_kept(fake_paper, tmp_path, monkeypatch):
+def _full_disk_for_seed(monkeypatch, seed: int) -> None:
+    """Writing seed ``seed``'s result raises ENOSPC (as a full disk would); every other write goes through."""
     import errno
 
+    import icml26.runner as runner_module
     import icml26.sweep as sw
-    from icml26.runner import write_result as real_write
+
+    real_write = runner_module.write_result
 
     def full_disk(folder, data, figures):
-        if folder.name == "1":
+        if folder.name == str(seed):
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(folder, data, figures)
 
     monkeypatch.setattr(sw, "write_result", full_disk, raising=False)
-    import icml26.runner as runner_module
-
     monkeypatch.setattr(runner_module, "write_result", full_disk)
+
+
+def test_a_seed_that_cannot_be_written_is_recorded_and_the_others_kept(fake_paper, tmp_path, monkeypatch):
+    import icml26.sweep as sw
+
+    _full_disk_for_seed(monkeypatch, 1)
     done = sw.sweep("zz_fake", "0-2", setting="quick", out=tmp_path, workers=1, progress=False)
     assert [f["seed"] for f in done.failed] == [1] and "No space left" in done.failed[0]["error"]
     assert done.aggregate.data["seeds"] == [0, 2]
 
 
 def test_a_seed_that_fails_now_is_not_counted_from_its_older_result(fake_paper, tmp_path, monkeypatch):
-    import errno
-
     import icml26.sweep as sw
-    from icml26.runner import write_result as real_write
 
     sw.sweep("zz_fake", "0-1", setting="quick", out=tmp_path, workers=1, progress=False)
-
-    def full_disk(folder, data, figures):
-        if folder.name == "1":
-            raise OSError(errno.ENOSPC, "No space left on device")
-        return real_write(folder, data, figures)
-
-    import icml26.runner as runner_module
-
-    monkeypatch.setattr(sw, "write_result", full_disk, raising=False)
-    monkeypatch.setattr(runner_module, "write_result", full_disk)
+    _full_disk_for_seed(monkeypatch, 1)
     done = sw.sweep("zz_fake", "1-2", setting="quick", out=tmp_path, workers=1, progress=False)
     data = done.aggregate.data
     assert data["seeds"] == [0, 2] and [f["seed"] for f in data["failed_seeds"]] == [1]
