@@ -4,6 +4,7 @@ run's checks, and the named random streams."""
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -58,10 +59,10 @@ def test_finish_checks_orders_fills_and_refuses():
 
 
 def test_named_streams():
-    ctx = RunContext(seed=3, device="cpu", setting="tiny", threads=1, streams={"legacy": 7})
-    # a declared name keeps the numbers of the old bare-offset API
-    assert np.array_equal(ctx.rng("legacy", 2).random(4), np.random.default_rng([3, 9]).random(4))
-    assert np.array_equal(ctx.rng(9).random(4), np.random.default_rng([3, 9]).random(4))
+    ctx = RunContext(seed=3, device="cpu", setting="tiny", threads=1)
+    # the name is part of the entropy: [seed, crc32(name), index]
+    expected = np.random.default_rng([3, zlib.crc32(b"forget"), 2]).random(4)
+    assert np.array_equal(ctx.rng("forget", 2).random(4), expected)
     a, b = ctx.rng("forget").random(4), ctx.rng("init").random(4)
     assert not np.array_equal(a, b)
     assert np.array_equal(a, RunContext(seed=3, device="cpu", setting="quick", threads=2).rng("forget").random(4))
@@ -71,11 +72,26 @@ def test_named_streams():
     import torch
 
     assert torch.equal(torch.rand(3, generator=t1), torch.rand(3, generator=t2))
+    assert t1.initial_seed() == ctx.seed_for("init", 1)
     assert isinstance(ctx.seed_for("sklearn"), int)
     with pytest.raises(TypeError, match="stream"):
         ctx.rng(1.5)
+    with pytest.raises(TypeError, match="integer offsets were retired"):
+        ctx.rng(9)
     with pytest.raises(ValueError, match="index"):
         ctx.rng("x", -1)
+    with pytest.raises(ValueError, match="index"):
+        ctx.rng("x", True)
+
+
+def test_declared_streams_are_enforced():
+    ctx = RunContext(seed=0, device="cpu", setting="tiny", threads=1, streams={"data": "the data"})
+    ctx.rng("data")
+    ctx.rng("tune:some_arm")  # the shared tuner's streams need no declaration
+    with pytest.raises(KeyError, match="'model' is not declared in the experiment's STREAMS"):
+        ctx.seed_for("model")
+    with pytest.raises(TypeError, match="STREAMS must map"):
+        RunContext(seed=0, device="cpu", setting="tiny", threads=1, streams={"data": 0})
 
 
 def test_probe_needs_one_expectation_and_a_doc():

@@ -15,7 +15,8 @@ A paper folder ``icml26/papers/<key>/`` holds, beside its library code:
     each into a check with ``CHECKS[id].measure(value)``; the runner refuses a check that is
     not declared or whose bar differs from the declaration, and records a declared check that
     was not measured as not held. Optional: ``plot(data) -> {file: Figure}`` drawn from the
-    result's JSON only, and ``STREAMS`` (named random streams, see :meth:`RunContext.rng`).
+    result's JSON only, and ``STREAMS`` (name -> what the stream draws; every name the
+    experiment draws from, see :meth:`RunContext.rng`).
 
 ``probes.py``
     ``MODULES``: a :class:`ModuleCase` per ``nn.Module`` the paper exports, for the
@@ -445,6 +446,10 @@ def _stream_key(name: str) -> int:
     return zlib.crc32(name.encode("utf-8"))
 
 
+TUNER_STREAM_PREFIX = "tune:"
+"""Streams ``tune:<arm id>`` belong to :meth:`RunContext.tune`; an experiment need not declare them."""
+
+
 @dataclasses.dataclass
 class RunContext:
     """What the runner hands an experiment: seed, device, random streams, progress, provenance."""
@@ -457,39 +462,50 @@ class RunContext:
     show_progress: bool | None = None
     provenance: dict[str, Any] = dataclasses.field(default_factory=dict)
     """Extra provenance an experiment records (corpus hash, cache keys …)."""
-    streams: Mapping[str, int] = dataclasses.field(default_factory=dict)
-    """Named random streams of the experiment (its ``STREAMS``): name -> legacy integer offset."""
+    streams: Mapping[str, str] | None = None
+    """The experiment's ``STREAMS`` (name -> what the stream draws). When given, only these names
+    (and the tuner's ``tune:<arm id>``) may be drawn from; ``None`` accepts any name."""
     tuning: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     """What :meth:`tune` chose, per arm (written to the result's ``arms``)."""
 
-    def _entropy(self, stream: str | int, index: int) -> list[int]:
-        if isinstance(stream, bool) or not isinstance(stream, (str, int)):
-            raise TypeError(f"stream={stream!r} must be a name (str) or a legacy integer offset")
-        if not isinstance(index, (int, np.integer)) or index < 0:
+    def __post_init__(self) -> None:
+        if self.streams is not None:
+            for name, what in self.streams.items():
+                if not isinstance(name, str) or not name or not isinstance(what, str):
+                    raise TypeError(f"STREAMS must map a stream's name to a description of what it draws "
+                                    f"(str -> str); got {name!r}: {what!r}")
+
+    def _entropy(self, stream: str, index: int) -> list[int]:
+        if not isinstance(stream, str) or not stream:
+            raise TypeError(f"stream={stream!r} must be a stream's name (a non-empty str); integer offsets "
+                            "were retired because two offsets could name the same stream")
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or index < 0:
             raise ValueError(f"index={index!r} must be a non-negative integer")
-        if isinstance(stream, int):
-            return [self.seed, stream + int(index)]
-        if stream in self.streams:
-            # A stream declared with a legacy offset keeps the numbers of the bare-offset API.
-            return [self.seed, int(self.streams[stream]) + int(index)]
+        if (self.streams is not None and stream not in self.streams
+                and not stream.startswith(TUNER_STREAM_PREFIX)):
+            raise KeyError(f"stream {stream!r} is not declared in the experiment's STREAMS "
+                           f"({', '.join(sorted(self.streams)) or 'none'}); declare it with what it draws")
+        # The name is part of the entropy, so two names can never share a stream.
         return [self.seed, _stream_key(stream), int(index)]
 
-    def rng(self, stream: str | int = 0, index: int = 0) -> np.random.Generator:
+    def rng(self, stream: str, index: int = 0) -> np.random.Generator:
         """A NumPy generator for the named ``stream`` (and replicate ``index``) of this run's seed.
 
-        Different names give independent streams; the same (seed, name, index) the same numbers.
+        The entropy is ``[seed, crc32(stream), index]``: different names give independent streams
+        (a registry-wide test checks every declared name and index < 100 for distinct seeds); the
+        same (seed, name, index) gives the same numbers.
         """
         return np.random.default_rng(self._entropy(stream, index))
 
-    def torch_generator(self, stream: str | int = 0, index: int = 0):
+    def torch_generator(self, stream: str, index: int = 0):
         """A CPU ``torch.Generator`` for the named ``stream`` (see :meth:`rng`)."""
         import torch
 
         g = torch.Generator()
-        g.manual_seed(int(np.random.SeedSequence(self._entropy(stream, index)).generate_state(1)[0]))
+        g.manual_seed(self.seed_for(stream, index))
         return g
 
-    def seed_for(self, stream: str | int, index: int = 0) -> int:
+    def seed_for(self, stream: str, index: int = 0) -> int:
         """A 32-bit integer seed for libraries that take one (scikit-learn, gymnasium …)."""
         return int(np.random.SeedSequence(self._entropy(stream, index)).generate_state(1)[0])
 

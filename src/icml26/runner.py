@@ -99,6 +99,12 @@ def _implemented_spec(key: str) -> registry.PaperSpec:
     return spec
 
 
+def _declared_streams(module: Any) -> dict[str, str] | None:
+    """The experiment's ``STREAMS`` (name -> what it draws), or ``None`` when it declares none."""
+    streams = getattr(module, "STREAMS", None)
+    return None if streams is None else dict(streams)
+
+
 def check_out(out: str | os.PathLike, key: str) -> Path:
     """The folder ``<out>/<key>`` a run will write, created and proven writable now.
 
@@ -259,7 +265,7 @@ def execute(
     n_threads = set_threads(threads)
     seed_everything(seed)
     ctx = RunContext(seed=seed, device=dev, setting=setting, threads=n_threads,
-                     show_progress=progress, streams=dict(getattr(module, "STREAMS", {})))
+                     show_progress=progress, streams=_declared_streams(module))
 
     log.info("running %s (%s, seed %d) on %s", key, setting, seed, dev)
     code = _git_commit()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import zlib
 
 import numpy as np
 import pytest
@@ -502,15 +503,16 @@ def test_rotation_spread_and_summary_match_a_hand_computation():
         relative_gain(1.0, 0.0)
 
 
-def test_named_init_stream_reproduces_the_legacy_entropy():
+def test_init_stream_gives_every_replicate_and_arm_its_own_seed():
     from icml26.contract import RunContext
     from icml26.papers.revit.experiment import STREAMS, _init_seed
 
     ctx = RunContext(seed=7, device=torch.device("cpu"), setting="tiny", threads=1, streams=STREAMS)
-    for replicate in range(3):
-        for arm in range(3):
-            legacy = int(np.random.SeedSequence([7, 1 + replicate, arm]).generate_state(1)[0])
-            assert _init_seed(ctx, replicate, arm) == legacy
+    seeds = {(r, a): _init_seed(ctx, r, a) for r in range(8) for a in range(4)}
+    assert len(set(seeds.values())) == len(seeds)
+    # the 64-bit index is read as two 32-bit words: (replicate, arm) -> [seed, crc32("init"), replicate, arm]
+    words = [7, zlib.crc32(b"init"), 2, 3]
+    assert seeds[2, 3] == int(np.random.SeedSequence(words).generate_state(1)[0])
 
 
 # --------------------------------------------------------------------------- bilinear local kernel (issue #30)

@@ -1008,17 +1008,14 @@ def test_paired_gaps_by_hand():
         paired_gaps({"a": [1.0, 2.0]}, {"a": [1.0]})
 
 
-def test_named_agent_stream_reproduces_the_legacy_seed():
+def test_agent_and_probe_streams_give_every_game_and_seed_its_own_seed():
     from icml26.contract import RunContext
     from icml26.papers.stream_spr.experiment import STREAMS
 
     ctx = RunContext(seed=3, device=torch.device("cpu"), setting="tiny", threads=1, streams=STREAMS)
-    for game in range(3):
-        for seed in range(3):
-            legacy = int(np.random.SeedSequence([3, game, seed]).generate_state(1)[0] % (2**31 - 1))
-            assert ctx.seed_for("agent", game + (seed << 32)) % (2**31 - 1) == legacy
-        legacy_probe = int(np.random.SeedSequence([3, 10_000 + game]).generate_state(1)[0] % (2**31 - 1))
-        assert ctx.seed_for("probe", game) % (2**31 - 1) == legacy_probe
+    agents = {ctx.seed_for("agent", game + (seed << 32)) % (2**31 - 1) for game in range(5) for seed in range(5)}
+    probes = {ctx.seed_for("probe", game) % (2**31 - 1) for game in range(5)}
+    assert len(agents) == 25 and len(probes) == 5 and not agents & probes
 
 
 # ---------------------------------------------------------------------------

@@ -53,10 +53,12 @@ EFG_ARMS = {"kuhn_poker": tuple(MATRIX_ARMS) + ("cfr_plus",),
 symmetric-reference baseline and CFR+, the comparison issue #29 asks for)."""
 KUHN_VALUE = -1.0 / 18.0  # player 0's value of Kuhn poker (OpenSpiel's cfr_test)
 
-#: Named random streams (name -> the integer offset of the earlier bare-offset API, so numbers stay).
-STREAMS = {"games": 0, "tuning_games": 1}
-"""``games``: the seed of the torch generator that draws the evaluation games; ``tuning_games``:
-the held-out games the shared tuning protocol picks every arm's parameters on."""
+STREAMS: dict[str, str] = {
+    "games": "the evaluation games (the seed of the torch generator that draws them)",
+    "tuning_games": "the held-out games the shared tuning protocol picks every arm's parameters on",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 
 @dataclasses.dataclass

@@ -43,14 +43,14 @@ __all__ = ["CHECKS", "COVERAGES", "Config", "FUSION_ARMS", "STREAMS", "plot", "r
 
 log = logging.getLogger(__name__)
 
-STREAMS = {
-    "data": 0,              # synthetic nights; index = replicate
-    "view_batches": 1000,   # mini-batch order of the evidential views; index = replicate
-    "late_batches": 2000,   # mini-batch order of the late-fusion network; index = replicate
-    "corruption": 10_000,   # EOG corruption; index = 100 * replicate + position of pi in the sorted fractions
+STREAMS: dict[str, str] = {
+    "data": "the synthetic nights; index = replicate",
+    "view_batches": "mini-batch order of the evidential views; index = replicate",
+    "late_batches": "mini-batch order of the late-fusion network; index = replicate",
+    "corruption": "EOG corruption; index = 100 replicate + position of pi in the sorted fractions",
 }
-"""Named random streams, each mapped to the integer offset the pre-contract code used. (Model
-initialisation seeds torch's global generator with ``1000 * seed + replicate``, as before.)"""
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 VIEWS = ("eeg", "eog", "emg", "fused")
 ABLATION_VIEWS = ("eeg", "eog5", "emg", "fused")

@@ -65,16 +65,16 @@ from icml26.papers.curvature.regularizer import CurvatureLoss
 
 __all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
 
-STREAMS = {
-    "prefixes": 1,       # which held-out prefixes are perturbed
-    "perturbation": 2,   # the misaligned control's random directions
-    "pretrained": 3,     # which windows the pretrained model reads
-    "bootstrap": 4,      # the window bootstrap of the pretrained correlations
+STREAMS: dict[str, str] = {
+    "prefixes": "which held-out prefixes are perturbed",
+    "perturbation": "the misaligned control's random directions",
+    "pretrained": "which windows the pretrained model reads",
+    "bootstrap": "the window bootstrap of the pretrained correlations",
+    "pretrained_prefixes": "the pretrained arm's perturbed prefixes",
+    "pretrained_perturbation": "the pretrained arm's misaligned directions",
 }
-"""Named random streams, each mapped to the integer offset the pre-contract code used. (The
-model's initialisation and data order use ``seed`` itself, through the shared tiny-LM code.) Streams
-added later are named only: ``pretrained_prefixes`` (the pretrained arm's perturbed prefixes) and
-``pretrained_perturbation`` (its misaligned directions)."""
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 
 @dataclasses.dataclass

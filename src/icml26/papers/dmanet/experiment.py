@@ -57,14 +57,14 @@ __all__ = ["CHECKS", "Config", "DATASETS", "MODELS", "STREAMS", "plot", "run"]
 
 log = logging.getLogger(__name__)
 
-STREAMS = {
-    "chaotic": 0,    # initial states of the aliasing-Lorenz series
-    "batches": 100,  # mini-batch order of every fit; index = replicate
-    "time_batches": 200,  # mini-batch order of the filter_axis="time" family; index = replicate
+STREAMS: dict[str, str] = {
+    "chaotic": "initial states of the aliasing-Lorenz series",
+    "batches": "mini-batch order of every fit; index = replicate",
+    "time_batches": "mini-batch order of the filter_axis='time' family; index = replicate",
+    "strided_batches": "mini-batch order of the strided family; index = replicate",
 }
-"""Named random streams, each mapped to the integer offset the pre-contract code used. (Model
-initialisation seeds torch's global generator with ``1000 * seed + replicate``, as before, so
-every arm starts from the same seed.)"""
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 MODELS = ("dmanet", "dmanet_no_filter", "dmanet_nyquist", "timemixer_pool", "dlinear", "patchtst")
 DATASETS = ("chaotic", "taylor", "sunspots")

@@ -56,8 +56,16 @@ from icml26.papers.fox.training import TrainConfig, trained_tiny_llava
 __all__ = ["ARMS", "CHECKS", "Config", "STREAMS", "plot", "run"]
 
 ARMS = ("Fox", "vanilla", "VCD", "SID", "PAI", "Fox all layers")
-STREAMS = {}
-"""Named random streams: ``model`` (training seed), ``eval_scenes``, ``pope``, ``pope_stats``, ``vcd_noise``."""
+STREAMS: dict[str, str] = {
+    "model": "the tiny LLaVA's training seed",
+    "eval_scenes": "the evaluation scenes",
+    "pope": "the POPE questions; index = kind",
+    "pope_stats": "the scenes POPE's frequency and co-occurrence statistics count",
+    "vcd_noise": "VCD's image noise",
+    "sampling": "the sampled decoding",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 
 @dataclasses.dataclass

@@ -68,10 +68,13 @@ __all__ = ["BASELINE_ARMS", "CHECKS", "HAMU_ARMS", "STREAMS", "Config", "Matched
 HAMU_ARMS = ("hamu_q_layerwise", "hamu_q_global")
 BASELINE_ARMS = ("graddiff", "finetune", "gradient_ascent", "neggrad_plus", "scrub", "pcgrad", "gru")
 
-#: Named random streams (name -> the integer offset of the earlier bare-offset API, so numbers stay).
-STREAMS = {"forget_split": 0, "model_init": 0}
-"""``data_split`` (index: replicate): the train / validation / test draw; ``forget_split``: the forget
-sets and the MIA test samples; ``model_init``: the MLPs' initialisation and Adam's batch order."""
+STREAMS: dict[str, str] = {
+    "data_split": "the train / validation / test draw; index = replicate",
+    "forget_split": "the forget sets and the MIA test samples; index = replicate",
+    "model_init": "the MLPs' initialisation and Adam's batch order; index = replicate",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 
 @dataclasses.dataclass

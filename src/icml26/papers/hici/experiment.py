@@ -45,7 +45,17 @@ from icml26.papers.hici.training import lora_extension, pretrain_on_documents, t
 
 __all__ = ["CHECKS", "Config", "STREAMS", "run"]
 
-STREAMS = {"pretrain": 1, "finetune": 2, "eval": 3, "leak": 4}
+STREAMS: dict[str, str] = {
+    "pretrain": "the base model's pre-training batches",
+    "finetune": "every arm's fine-tuning batches",
+    "eval": "the evaluation prompts",
+    "leak": "the leakage probe's prompts",
+    "init": "the base model's initialisation",
+    "hici_init": "HiCI's added modules' initialisation",
+    "stdlib": "the standard-library perplexity section's batch order",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 ARMS = ("hici", "s2attn", "chunked", "full_ft")
 LLAMA2_7B_PARAMS = 6_738_415_616  # LLaMA-2-7B, counted from its Hugging Face checkpoint
 LLAMA2_7B_LAYERS, LLAMA2_7B_WIDTH = 32, 4096

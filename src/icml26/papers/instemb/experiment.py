@@ -41,7 +41,31 @@ from icml26.papers.instemb.evaluation import ArmMetrics, AttrWorldEval
 from icml26.papers.instemb.figures import plot
 from icml26.papers.instemb.sft import answer_accuracy, supervised_finetune
 
-__all__ = ["CHECKS", "Config", "plot", "run"]
+__all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
+
+STREAMS: dict[str, str] = {
+    "attrworld_sft": "the SFT texts",
+    "attrworld_train": "the training texts",
+    "attrworld_eval": "the evaluation texts",
+    "sts_pairs": "the STS pairs",
+    "kmeans": "the clustering metric's k-means",
+    "init": "the tiny Llama's initialisation",
+    "sft_batches": "the SFT batch order",
+    "lookahead": "InstEmb's lookahead sampling",
+    "batches": "the training batch order",
+    "minilm_train": "tier minilm: training texts",
+    "minilm_eval": "tier minilm: evaluation texts",
+    "minilm_sts_pairs": "tier minilm: STS pairs",
+    "minilm_lookahead": "tier minilm: lookahead sampling",
+    "minilm_batches": "tier minilm: batch order",
+    "smollm2_train": "tier smollm2: training texts",
+    "smollm2_eval": "tier smollm2: evaluation texts",
+    "smollm2_sts_pairs": "tier smollm2: STS pairs",
+    "smollm2_lookahead": "tier smollm2: lookahead sampling",
+    "smollm2_batches": "tier smollm2: batch order",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 TIERS = ("minilm", "smollm2")
 

@@ -51,9 +51,11 @@ __all__ = ["ARM_KINDS", "CHECKS", "Config", "STREAMS", "plot", "run"]
 ARM_KINDS = ("LLR", "uniform", "uniform-matched", "kind-static", "shuffled", "LLR-mean")
 QUICK_ARMS = ("LLR", "uniform", "uniform-matched", "kind-static", "shuffled")
 
-STREAMS = {"batches": 0}
-"""Named random streams (name -> the integer offset the pre-contract code used): ``batches``
-is the training data order, the same for every arm."""
+STREAMS: dict[str, str] = {
+    "batches": "the training data order, the same for every arm",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 
 @dataclasses.dataclass

@@ -60,12 +60,15 @@ from .sections import (
 
 __all__ = ["CHECKS", "STREAMS", "Config", "plot", "run"]
 
-#: Named random streams (name -> the integer offset of the earlier bare-offset API, so numbers stay).
-STREAMS = {"mixture": 1, "noise": 21, "digits": 31, "digits_pool": 32}
-"""``mixture``: the synthetic data; ``certified_mixture``: the data of the clipped run (with the
-planted canaries); ``noise``: the noise draws; ``digits``: D_u and the digits non-members' labels;
-``digits_pool``: the digits batch order. The models are initialised from ``seed + 0/1/2/3``
-(softmax / MLP / digits / clipped softmax) directly, and the public bases from fixed public seeds."""
+STREAMS: dict[str, str] = {
+    "mixture": "the synthetic data",
+    "certified_mixture": "the data of the clipped run (with the planted canaries)",
+    "noise": "the noise draws",
+    "digits": "D_u and the digits non-members' labels",
+    "digits_pool": "the digits batch order",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 ARMS = ("lmcleaner", "lmcleaner_tail", "lmcleaner_ggn", "lmcleaner_fisher", "lmcleaner_rank1", "replay", "retrain",
         "gradient_ascent", "neggrad_plus", "no_op")

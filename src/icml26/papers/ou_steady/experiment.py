@@ -82,12 +82,13 @@ DESIGNS = ("knockout_per_component", "knockout_root_only", "soft_drift_per_compo
 #: compares a rerun with the committed seeds to 1e-9).
 DETERMINISTIC_ACROSS_CPUS = True
 
-#: Named random streams (name -> the integer offset the earlier bare-offset API used, so numbers stay).
-STREAMS = {"system": 0}
-"""``system``: system ``i`` draws its process, soft interventions and held-out intervention from
-``rng("system", i)``; ``knockout``: its knockout targets (the first stable node from a random draw per component);
-``samples``: the samples of data setting
-``s`` of system ``i`` from ``rng("samples", 64·i + s)`` (every setting and regime its own draw)."""
+STREAMS: dict[str, str] = {
+    "system": "system i's process, soft interventions and held-out intervention; index = i",
+    "knockout": "system i's knockout targets (the first stable node of a random draw per component); index = i",
+    "samples": "the samples of data setting s of system i; index = 64 i + s",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 
 @dataclasses.dataclass

@@ -39,12 +39,13 @@ log = logging.getLogger(__name__)
 ARMS = ("ReViT", "ViT", "ViT+aug")
 ROTATIONS = (0, 1, 2, 3)
 
-STREAMS = {
-    "data": 0,      # the Navier–Stokes training and test sets (one generator, train drawn first)
-    "init": 1,      # model initialisation; index = replicate + arm·2³² (see _init_seed)
-    "batches": 100,  # minibatch order and augmentation; index = replicate
+STREAMS: dict[str, str] = {
+    "data": "the Navier-Stokes training and test sets (one generator, train drawn first)",
+    "init": "model initialisation; index = replicate + arm 2^32 (see _init_seed)",
+    "batches": "minibatch order and augmentation; index = replicate",
 }
-"""Named random streams, each mapped to the integer offset the pre-contract code used."""
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 
 @dataclasses.dataclass
@@ -158,9 +159,8 @@ def _model(arm: str, config: Config) -> torch.nn.Module:
 def _init_seed(ctx: RunContext, replicate: int, arm: int) -> int:
     """The torch seed of one model: stream ``init``, index ``replicate + arm·2³²``.
 
-    SeedSequence reads the entropy ``[seed, 1 + replicate + arm·2³²]`` as the 32-bit words
-    ``[seed, 1 + replicate, arm]``, the entropy the pre-contract code passed, so the weights
-    are unchanged.
+    SeedSequence reads the entropy ``[seed, crc32("init"), replicate + arm·2³²]`` as the 32-bit
+    words ``[seed, crc32("init"), replicate, arm]``: one stream per (replicate, arm).
     """
     return ctx.seed_for("init", replicate + (arm << 32))
 

@@ -54,7 +54,20 @@ from icml26.papers.robuq.digits import DigitImages, DigitScorer, load_digit_imag
 from icml26.papers.robuq.figures import plot
 from icml26.papers.robuq.quant import RobustQuantizer
 
-__all__ = ["CHECKS", "Config", "plot", "run"]
+__all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
+
+STREAMS: dict[str, str] = {
+    "fp_init": "the FP denoiser's initialisation",
+    "fp_train": "the FP training batches",
+    "eval_noise": "the evaluation noise",
+    "samples": "the DDIM samples' noise",
+    "qat": "the QAT batches",
+    "calib": "the calibration batch",
+    "split": "the digits split",
+    "classifier": "the digit scorer's initialisation",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 #: Arms in the order of the result (the method first, full precision and real data last).
 ARMS = ("robuq_ampn_a2", "robuq_a2", "robuq_a4", "hadamard_absmax_a2", "naive_a2", "naive_int_a2", "naive_a4",

@@ -45,11 +45,14 @@ from icml26.papers.robust_ntp.figures import plot
 
 __all__ = ["CHECKS", "STREAMS", "Config", "ExactSection", "HorizonResult", "StudentSection", "plot", "run"]
 
-#: Named random streams (name -> the integer offset of the earlier bare-offset API, so numbers stay).
-STREAMS = {"horizon": 0, "distill_histories": 100, "distill_eval": 101, "curve_histories": 200}
-"""``horizon``: every game and sample at the i-th T of ``horizons`` (index i); ``distill_histories``:
-the students' training histories; ``distill_eval``: D's sequences for the students' TV;
-``curve_histories``: the budget curve's histories (index ``10 * budget + replicate``)."""
+STREAMS: dict[str, str] = {
+    "horizon": "every game and sample at the i-th T of horizons; index = i",
+    "distill_histories": "the students' training histories",
+    "distill_eval": "D's sequences for the students' TV",
+    "curve_histories": "the budget curve's histories; index = 10 budget + replicate",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 
 @dataclasses.dataclass

@@ -34,9 +34,24 @@ __all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
 
 log = logging.getLogger(__name__)
 
-STREAMS: dict[str, int] = {}
-"""Named random streams (all by name, indexed by replicate): ``split``, ``augment``, ``shift``,
-``attack``, ``init``, ``base_order``, ``ft_order``, ``safety_order``, ``random_select``, ``text``, ``lm``."""
+STREAMS: dict[str, str] = {
+    "split": "the digits split; index = replicate",
+    "augment": "augmentation; index = replicate",
+    "shift": "the user distribution's shift; index = replicate",
+    "attack": "the harmful fine-tuning data; index = replicate",
+    "init": "the MLP's initialisation; index = replicate",
+    "base_order": "the base model's batch order; index = replicate",
+    "ft_order": "the user fine-tuning batch order; index = replicate",
+    "safety_order": "the safety data's batch order; index = replicate",
+    "random_select": "the random-selection baseline; index = 16 replicate + k's position",
+    "text": "the text-selection section",
+    "lm": "the LM section's data",
+    "lm_init": "the LM section's model initialisation",
+    "lm_order": "the LM section's task batch order",
+    "lm_safety_order": "the LM section's safety batch order",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 BASELINE_NAMES = ("SafeInstr", "penalty", "Lisa")
 

@@ -35,11 +35,12 @@ from .runs import ARMS, RunSummary, collect_probe_states, run_one
 
 __all__ = ["ARMS", "CHECKS", "Config", "RunSummary", "STREAMS", "plot", "run"]
 
-STREAMS = {
-    "probe": 10_000,  # the random policy collecting each game's probe states; index = game
-    "agent": 0,       # an agent's seed; index = game + (seed << 32), as SeedSequence([seed, game, seed_index])
+STREAMS: dict[str, str] = {
+    "probe": "the random policy collecting each game's probe states; index = game",
+    "agent": "an agent's seed; index = game + (seed index << 32)",
 }
-"""Named random streams, each mapped to the integer offset the pre-contract code used."""
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 log = logging.getLogger(__name__)
 

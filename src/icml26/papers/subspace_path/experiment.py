@@ -37,9 +37,19 @@ from icml26.papers.subspace_path.claims import CHECKS
 
 __all__ = ["ABLATIONS", "ARMS", "CHECKS", "STREAMS", "Config", "run"]
 
-STREAMS = {"init": 0, "train": 1, "pools": 2, "scenarios": 3, "random_heads": 4, "speed": 5, "pathways": 6}
-"""Named random streams: model initialisation, training batches, domain pools, scenarios, random-head
-masks, speed masks, planted pathways."""
+STREAMS: dict[str, str] = {
+    "init": "model initialisation",
+    "train": "training batches",
+    "pools": "domain pools",
+    "scenarios": "scenarios",
+    "random_heads": "random-head masks; index = draw",
+    "speed": "speed masks",
+    "pathways": "planted pathways",
+    "probes": "the probe prompts",
+    "real_docs": "the real model's documents",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 ARMS = ("SubspacePath", "global_gradient", "wanda_sp", "random", "oracle", "planted_pathway",
         "no_whitelist", "random_axes", "dbs_axes", "no_mixing")

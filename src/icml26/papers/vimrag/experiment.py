@@ -36,10 +36,14 @@ __all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
 
 log = logging.getLogger(__name__)
 
-STREAMS: dict[str, int] = {}
-"""Named random streams (no legacy offsets): ``reader`` (the digits split and the reader), ``episodes``
-(the main episodes), ``control`` (the control episodes), ``search`` (the search task; index = replicate,
-shared by GGPO and GRPO)."""
+STREAMS: dict[str, str] = {
+    "reader": "the digits split and the reader",
+    "episodes": "the main episodes",
+    "control": "the control episodes",
+    "search": "the search task; index = replicate, shared by GGPO and GRPO",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 MAIN_POLICIES = ("graph_modulated", "uniform", "recency", "priority_only")
 REACH_LEVEL, REACH_WINDOW = 0.8, 10  # the issue's 80 % success, over a trailing window of iterations

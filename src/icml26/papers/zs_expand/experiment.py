@@ -44,12 +44,22 @@ from icml26.papers.zs_expand.semantics import encode_descriptions
 from icml26.papers.zs_expand.structure import GroupClusterer
 from icml26.papers.zs_expand.synthesis import ClassifierExpander
 
-__all__ = ["ARMS", "CHECKS", "ArmScores", "Config", "class_folds", "fold_score", "plot", "run", "score_rows"]
+__all__ = ["ARMS", "CHECKS", "ArmScores", "Config", "class_folds", "fold_score", "STREAMS", "plot", "run", "score_rows"]
+
+STREAMS: dict[str, str] = {
+    "benchmark": "the granularity benchmark's draw",
+    "head": "the seen classes' logistic heads",
+    "mlp_init": "the shared-MLP baseline's initialisation",
+    "icis_init": "ICIS's initialisation",
+    "tune_folds": "the class folds of the shared tuning",
+    "real_split": "the real section's split",
+    "real_cnn": "the real section's CNN",
+}
+"""Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
+stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 log = logging.getLogger(__name__)
 
-# Named random streams: "benchmark" (the draw), "head", "mlp_init", "icis_init", "tune_folds", "tune:<arm>",
-# "real_split", "real_cnn".
 
 METHOD_ARM = "zs_expand"
 ARMS = (METHOD_ARM, "zs_expand_no_invariance", "zs_expand_no_refiner", "zs_expand_oracle_groups", "shared_mlp",
