@@ -42,6 +42,7 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import numpy as np
 
+from icml26.common.stats import t_half_width, t_interval
 from icml26.contract import OPS, ROLES
 
 __all__ = [
@@ -78,21 +79,7 @@ def mean_interval(values: Iterable[float], confidence: float = CONFIDENCE) -> di
     ``sd`` uses ``ddof=1``; with ``n = 1`` the interval is the single value and ``sd`` is ``None``;
     with ``n = 0`` every statistic is ``None``.
     """
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence={confidence} must be in (0, 1)")
-    x = np.asarray([v for v in values if v is not None], dtype=np.float64)
-    x = x[np.isfinite(x)]
-    n = int(x.size)
-    if n == 0:
-        return {"mean": None, "sd": None, "n": 0, "ci_low": None, "ci_high": None}
-    mean = float(x.mean())
-    if n == 1:
-        return {"mean": mean, "sd": None, "n": 1, "ci_low": mean, "ci_high": mean}
-    from scipy import stats
-
-    sd = float(x.std(ddof=1))
-    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n))
-    return {"mean": mean, "sd": sd, "n": n, "ci_low": mean - half, "ci_high": mean + half}
+    return t_interval(values, confidence).as_dict()
 
 
 def verdict(op: str, target: float, low: float | None, high: float | None) -> str:
@@ -141,10 +128,8 @@ def n_to_resolve(op: str, target: float, mean: float | None, sd: float | None,
         return None
     if sd == 0.0:
         return 2
-    from scipy import stats
-
     def half(n: int) -> float:
-        return float(stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / math.sqrt(n))
+        return t_half_width(sd, n, confidence)
 
     if half(limit) >= distance:
         return None

@@ -438,7 +438,7 @@ def test_analysis_by_hand():
     assert accuracy_drop_points(0.97, 0.955) == pytest.approx(1.5)
     assert category_coverage([7, 7, 9]) == 2 and category_coverage([7, 8, 1], (7, 8, 9)) == 2
     assert ratio_to_best(0.05, {"a": 0.4, "b": 0.2}) == (0.25, "b")
-    assert ratio_to_best(0.1, {"a": 0.0})[0] == math.inf
+    assert math.isnan(ratio_to_best(0.1, {"a": 0.0})[0])  # no ratio to a zero reference
     assert worst_gap({0.01: 0.2, 0.03: 0.1}, {0.01: 0.3, 0.03: 0.05}) == (pytest.approx(0.05), 0.03)
     assert is_refusal("I'm sorry, but I can't help with that.") and is_refusal("I’m unable to do that")
     assert not is_refusal("Sure, here is how.")

@@ -19,6 +19,7 @@ from typing import Callable, Mapping, Sequence
 import numpy as np
 import torch
 
+from icml26.common.stats import log_ratio_interval, ratio
 from icml26.papers.dmanet.spectral import aliasing_leakage
 
 __all__ = ["HorizonSummary", "PairedRatio", "RidgeAliasing", "cascade_leakage", "mse_ratio", "paired_ratio",
@@ -79,10 +80,9 @@ def summarize_fits(mse: Sequence[float], mae: Sequence[float]) -> HorizonSummary
 
 
 def mse_ratio(method: float, baseline: float) -> float:
-    """``method / baseline`` (below 1: the method's error is lower); NaN when either is missing."""
-    if not (math.isfinite(method) and math.isfinite(baseline)) or baseline == 0:
-        return math.nan
-    return method / baseline
+    """``method / baseline`` (below 1: the method's error is lower): :func:`icml26.common.stats.ratio`,
+    NaN when either is missing or the baseline is 0."""
+    return ratio(method, baseline)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,13 +200,6 @@ def paired_ratio(method: Sequence[float], baseline: Sequence[float], confidence:
         raise ValueError("method and baseline must be equal-length, non-empty sequences (one value per seed)")
     if not (np.all(a > 0) and np.all(b > 0) and np.isfinite(a).all() and np.isfinite(b).all()):
         raise ValueError("errors must be finite and positive")
-    if not 0 < confidence < 1:
-        raise ValueError(f"confidence={confidence} must be in (0, 1)")
-    logs = np.log(a / b)
-    mean = float(logs.mean())
-    ci = None
-    if logs.size > 1:
-        from scipy import stats
-        half = float(stats.t.ppf(0.5 + confidence / 2, logs.size - 1) * logs.std(ddof=1) / math.sqrt(logs.size))
-        ci = (math.exp(mean - half), math.exp(mean + half))
-    return PairedRatio(ratio=math.exp(mean), ci=ci, wins=int((a < b).sum()), n=int(a.size))
+    interval = log_ratio_interval(a, b, confidence)
+    ci = (interval.low, interval.high) if interval.n > 1 else None
+    return PairedRatio(ratio=interval.mean, ci=ci, wins=int((a < b).sum()), n=interval.n)

@@ -6,10 +6,11 @@ Each is tested against a hand computation in ``tests/papers/test_hamu.py``.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Sequence
 
 import numpy as np
+
+from icml26.common.stats import paired_interval as common_paired_interval
 
 __all__ = [
     "MatchedPoint",
@@ -148,22 +149,8 @@ def paired_interval(method: Sequence[float], baseline: Sequence[float], *, scale
     """``(mean, low, high)`` of ``scale`` × (method − baseline), paired per replicate: Student's t
     interval ``mean ± t_{(1+confidence)/2, n−1}·sd/√n`` (``sd`` with ddof 1). Pairs holding NaN are
     dropped; one pair gives the single value as both ends; none gives NaNs."""
-    a, b = np.asarray(method, dtype=np.float64), np.asarray(baseline, dtype=np.float64)
-    if a.shape != b.shape or a.ndim != 1:
-        raise ValueError(f"method {a.shape} and baseline {b.shape} must be 1-D of one length (paired replicates)")
-    if not 0.0 < confidence < 1.0:
-        raise ValueError(f"confidence={confidence} must be in (0, 1)")
-    diff = scale * (a - b)
-    diff = diff[np.isfinite(diff)]
-    if diff.size == 0:
-        return math.nan, math.nan, math.nan
-    mean = float(diff.mean())
-    if diff.size == 1:
-        return mean, mean, mean
-    from scipy import stats
-
-    half = float(stats.t.ppf(0.5 + confidence / 2, diff.size - 1) * diff.std(ddof=1) / math.sqrt(diff.size))
-    return mean, mean - half, mean + half
+    interval = common_paired_interval(method, baseline, scale=scale, confidence=confidence)
+    return interval.mean, interval.low, interval.high
 
 
 def smallest_increase(values: Sequence[float]) -> float:

@@ -10,6 +10,8 @@ from typing import Sequence
 
 from torch import Tensor
 
+from icml26.common.stats import ratio
+
 __all__ = [
     "accuracy_drop_points",
     "decay_ratio",
@@ -84,13 +86,6 @@ def ga_equal_compute_score(residuals: Sequence[float], reference_acc: Sequence[f
 def accuracy_drop_points(clean: float, noisy: float) -> float:
     """100 × (clean − noisy) accuracy, in points."""
     return 100 * (clean - noisy)
-
-
-def ratio(numerator: float, denominator: float) -> float:
-    """``numerator / denominator``; ``inf`` for x / 0 with x > 0, NaN for 0 / 0."""
-    if denominator == 0:
-        return math.inf if numerator > 0 else math.nan
-    return numerator / denominator
 
 
 def per_request_mu(epsilon: float, delta: float) -> float:

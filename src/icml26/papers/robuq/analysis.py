@@ -15,6 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
+from icml26.common.stats import ratio
+
 __all__ = [
     "class_accuracy",
     "excess_kurtosis",
@@ -114,14 +116,6 @@ def class_accuracy(predicted: np.ndarray, labels: np.ndarray) -> float:
     if p.shape != y.shape or p.ndim != 1 or p.size == 0:
         raise ValueError(f"predicted {p.shape} and labels {y.shape} must be non-empty 1-D arrays of one length")
     return float(np.mean(p == y))
-
-
-def ratio(value: float, reference: float) -> float:
-    """``value / reference`` (e.g. ε-MSE of RobuQ over naive); NaN if ``reference`` is 0 or not finite."""
-    value, reference = float(value), float(reference)
-    if reference == 0 or not np.isfinite(reference):
-        return float("nan")
-    return value / reference
 
 
 def gain_points(accuracy: float, reference: float) -> float:

@@ -9,6 +9,8 @@ from typing import Iterable
 
 import numpy as np
 
+from icml26.common.stats import ratio
+
 __all__ = ["markov_conditionals", "max_ratio", "ratio", "regret_per_round", "trigger_rate"]
 
 
@@ -17,14 +19,6 @@ def regret_per_round(regret: float, horizon: int) -> float:
     if horizon < 1:
         raise ValueError(f"horizon={horizon} must be at least 1")
     return float(regret) / horizon
-
-
-def ratio(numerator: float, denominator: float) -> float:
-    """``numerator / denominator``; ``inf`` for x / 0 with x > 0, NaN for 0 / 0 (never a ZeroDivisionError)."""
-    numerator, denominator = float(numerator), float(denominator)
-    if denominator == 0.0:
-        return float("inf") if numerator > 0 else float("nan")
-    return numerator / denominator
 
 
 def max_ratio(values: Iterable[float], bound: float) -> float:

@@ -9,6 +9,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from icml26.common.stats import ratio
+
 __all__ = [
     "REFUSAL_MARKERS",
     "accuracy",
@@ -78,16 +80,13 @@ def category_coverage(selected_categories: Iterable, categories: Iterable | None
 def ratio_to_best(value: float, baselines: Mapping[str, float]) -> tuple[float, str]:
     """``value / min(baselines)`` and the name of the best (lowest) baseline.
 
-    For lower-is-better metrics such as ASR. A best baseline of 0 gives ``inf`` (or ``nan`` if
-    ``value`` is 0 too): no ratio can be met then.
+    For lower-is-better metrics such as ASR. A best baseline of 0 gives NaN
+    (:func:`icml26.common.stats.ratio`): no ratio can be met then.
     """
     if not baselines:
         raise ValueError("baselines is empty")
     name = min(baselines, key=lambda k: baselines[k])
-    best = float(baselines[name])
-    if best == 0.0:
-        return (float("nan") if value == 0 else float("inf")), name
-    return float(value) / best, name
+    return ratio(value, baselines[name]), name
 
 
 def worst_gap(method: Mapping, reference: Mapping) -> tuple[float, object]:

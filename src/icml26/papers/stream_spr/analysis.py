@@ -20,6 +20,8 @@ from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from icml26.common.stats import t_interval
+
 __all__ = ["average_curves", "binned_means", "finite_mean", "first_crossing", "games_won", "last_fraction_return",
            "paired_gaps", "return_curve", "return_ratio", "window_minimum"]
 
@@ -90,11 +92,9 @@ def games_won(method: Mapping[str, float], baseline: Mapping[str, float]) -> int
 def paired_gaps(method: Mapping[str, Sequence[float]], baseline: Mapping[str, Sequence[float]],
                 confidence: float = 0.95) -> dict[str, dict[str, float | int | None]]:
     """Per game, ``method[g][i] - baseline[g][i]`` over seeds ``i``: mean, sd, n and a Student t
-    interval (:func:`icml26.aggregate.mean_interval`). Both sides must list the same games, one
+    interval (:func:`icml26.common.stats.t_interval`). Both sides must list the same games, one
     value per seed, in seed order. A seed whose value is NaN on either side (no episode ended) is
     left out of that game's pairs, and ``n`` says how many pairs remain."""
-    from icml26.aggregate import mean_interval
-
     if set(method) != set(baseline):
         raise ValueError(f"method and baseline must list the same games, got {sorted(method)} and {sorted(baseline)}")
     out = {}
@@ -102,5 +102,5 @@ def paired_gaps(method: Mapping[str, Sequence[float]], baseline: Mapping[str, Se
         m, b = list(method[game]), list(baseline[game])
         if len(m) != len(b):
             raise ValueError(f"game {game!r}: {len(m)} method seeds but {len(b)} baseline seeds; they pair by seed")
-        out[game] = mean_interval([x - y for x, y in zip(m, b)], confidence)
+        out[game] = t_interval([x - y for x, y in zip(m, b)], confidence).as_dict()
     return out

@@ -16,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from icml26.common.stats import ratio
+
 __all__ = ["gzsl_scores", "harmonic_mean", "intervention_variance", "per_class_accuracy", "ratio",
            "restricted_predictions"]
 
@@ -112,11 +114,3 @@ def intervention_variance(view_weights: Any) -> float:
     if power == 0:
         raise ValueError("view_weights is all zero: the relative variance is undefined")
     return float(w.var(axis=2).sum(-1).mean() / power)
-
-
-def ratio(numerator: float, denominator: float) -> float:
-    """``numerator / denominator``; NaN when the denominator is 0 or either is NaN."""
-    n, d = float(numerator), float(denominator)
-    if math.isnan(n) or math.isnan(d) or d == 0:
-        return math.nan
-    return n / d
