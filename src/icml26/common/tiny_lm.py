@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 from pathlib import Path
 from typing import Any, Callable, Literal
 
@@ -35,6 +34,7 @@ from icml26.common.corpus import Corpus, stdlib_corpus
 from icml26.common.extras import require
 from icml26.common.hf import quiet_transformers
 from icml26.common.progress import progress
+from icml26.common.schedule import warmup_cosine
 
 __all__ = [
     "PretrainConfig",
@@ -255,11 +255,7 @@ def _param_groups(model, weight_decay: float):
 
 def lr_at(step: int, cfg: PretrainConfig) -> float:
     """Learning rate at ``step``: linear warm-up then cosine decay to ``min_lr_ratio * lr``."""
-    if step < cfg.warmup:
-        return cfg.lr * (step + 1) / cfg.warmup
-    progress_ = (step - cfg.warmup) / max(1, cfg.steps - cfg.warmup)
-    cosine = 0.5 * (1.0 + math.cos(math.pi * min(1.0, progress_)))
-    return cfg.lr * (cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * cosine)
+    return warmup_cosine(step, cfg.steps, warmup=cfg.warmup, floor=cfg.min_lr_ratio, peak=cfg.lr)
 
 
 def pretrain(

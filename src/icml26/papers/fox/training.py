@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import math
 import time
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,17 @@ from icml26.common.cache import config_hash, entry, load_entry
 from icml26.common.extras import require
 from icml26.common.hf import quiet_transformers
 from icml26.common.progress import progress as progress_bar
+from icml26.common.schedule import warmup_cosine
 from icml26.papers.fox.model import TinyVLMConfig, build_tiny_llava, caption_prompt, pixel_values, question_prompt
-from icml26.papers.fox.scenes import COLOURS, SHAPES, SceneConfig, ShapeVocab, caption_tokens, render_scenes, sample_scenes
+from icml26.papers.fox.scenes import (
+    COLOURS,
+    SHAPES,
+    SceneConfig,
+    ShapeVocab,
+    caption_tokens,
+    render_scenes,
+    sample_scenes,
+)
 
 __all__ = [
     "TrainConfig", "TrainedVLM", "pretrain_vision", "trained_tiny_llava", "train_tiny_llava", "training_batch",
@@ -169,10 +177,7 @@ def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, tra
          for (vision, decay), params in groups.items()], lr=train_config.lr, betas=(0.9, 0.98))
 
     def factor(step: int) -> float:
-        if step < train_config.warmup:
-            return (step + 1) / train_config.warmup
-        t = (step - train_config.warmup) / max(1, train_config.steps - train_config.warmup)
-        return 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(1.0, t)))
+        return warmup_cosine(step, train_config.steps, warmup=train_config.warmup, floor=0.1)
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
     losses: list[float] = []

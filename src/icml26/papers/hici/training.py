@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import math
 from typing import Callable
 
 import numpy as np
@@ -24,6 +23,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from icml26.common.extras import require
+from icml26.common.schedule import warmup_cosine
 from icml26.papers.hici.data import TopicDocuments, TopicRetrievalTask
 from icml26.papers.hici.readout import last_layer_window
 
@@ -52,13 +52,6 @@ def retrieval_loss(logits: torch.Tensor, docs: TopicDocuments, answer_weight: fl
     return lm, answer
 
 
-def _lr(step: int, steps: int, warmup: int, peak: float, floor: float = 0.1) -> float:
-    if step < warmup:
-        return peak * (step + 1) / warmup
-    progress = min(1.0, (step - warmup) / max(1, steps - warmup))
-    return peak * (floor + (1 - floor) * 0.5 * (1 + math.cos(math.pi * progress)))
-
-
 def train_steps(model: nn.Module, optimizer: torch.optim.Optimizer, task: TopicRetrievalTask, *, steps: int,
                 batch_size: int, num_segments: int | tuple[int, ...], rng: np.random.Generator, answer_weight: float,
                 warmup: int = 10, grad_clip: float = 1.0, progress: Callable | None = None,
@@ -78,7 +71,7 @@ def train_steps(model: nn.Module, optimizer: torch.optim.Optimizer, task: TopicR
     loop = progress(range(steps)) if progress is not None else range(steps)
     for step in loop:
         for group, peak in zip(optimizer.param_groups, peaks):
-            group["lr"] = _lr(step, steps, warmup, peak)
+            group["lr"] = warmup_cosine(step, steps, warmup=warmup, floor=0.1, peak=peak)
         docs = task.sample(batch_size, cycle[step % len(cycle)], rng).to(device)
         logits = model(input_ids=docs.input_ids, use_cache=False).logits
         lm, answer = retrieval_loss(logits, docs, answer_weight)

@@ -17,6 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from icml26.common.progress import progress
+from icml26.common.schedule import warmup_cosine
 from icml26.papers.instemb.data import Example
 
 __all__ = ["answer_accuracy", "sft_rows", "supervised_finetune"]
@@ -57,11 +58,7 @@ def supervised_finetune(model: Any, tokenizer: Any, examples: Sequence[Example],
     losses: list[float] = []
     model.train()
     for step in progress(range(steps), enabled=show_progress, desc="SFT"):
-        if step < warmup:
-            lr_now = lr * (step + 1) / warmup
-        else:
-            frac = (step - warmup) / max(1, steps - warmup)
-            lr_now = lr * (min_lr_ratio + (1 - min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * frac)))
+        lr_now = warmup_cosine(step, steps, warmup=warmup, floor=min_lr_ratio, peak=lr)
         for group in optimizer.param_groups:
             group["lr"] = lr_now
         idx = torch.randint(len(rows), (batch_size,), generator=generator).tolist()

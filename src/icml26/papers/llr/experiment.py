@@ -33,6 +33,7 @@ import numpy as np
 import torch
 
 from icml26.common.config import validate_numbers
+from icml26.common.schedule import warmup_cosine
 from icml26.contract import Outcome, RunContext
 from icml26.papers.llr.analysis import (
     best_rate,
@@ -153,11 +154,8 @@ class Config:
 
 def _lr_factor(step: int, cfg: Config) -> float:
     """Base schedule: linear warm-up, then cosine decay to ``min_lr_ratio``."""
-    warmup = max(1, round(cfg.warmup_fraction * cfg.steps))
-    if step < warmup:
-        return (step + 1) / warmup
-    progress = min(1.0, (step - warmup) / max(1, cfg.steps - warmup))
-    return cfg.min_lr_ratio + (1.0 - cfg.min_lr_ratio) * 0.5 * (1.0 + math.cos(math.pi * progress))
+    return warmup_cosine(step, cfg.steps, warmup=max(1, round(cfg.warmup_fraction * cfg.steps)),
+                         floor=cfg.min_lr_ratio)
 
 
 @dataclasses.dataclass

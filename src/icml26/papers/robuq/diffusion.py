@@ -16,13 +16,13 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Callable, Sequence
 
 import torch
 from torch import Tensor, nn
 
 from icml26.common.config import validate_numbers
+from icml26.common.schedule import warmup_cosine
 
 __all__ = [
     "FORWARD_CHUNK",
@@ -146,9 +146,7 @@ def train_denoiser(model: nn.Module, images: Tensor, labels: Tensor, *, schedule
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
 
     def lr_at(step: int) -> float:
-        if step < warmup:
-            return (step + 1) / warmup
-        return 0.5 * (1.0 + math.cos(math.pi * (step - warmup) / max(1, steps - warmup)))
+        return warmup_cosine(step, steps, warmup=warmup)
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
     ema = [p.detach().clone() for p in params] if ema_decay > 0 else None

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import math
 
 import numpy as np
 import torch
@@ -26,6 +25,7 @@ from torch import nn
 
 from icml26.common.config import validate_numbers
 from icml26.common.progress import progress
+from icml26.common.schedule import warmup_cosine
 from icml26.papers.robust_ntp.adversaries import EpsilonGreedy, ImitateThenSwitch, play
 from icml26.papers.robust_ntp.learner import _count, _generator, _real, _tokens, check_loss
 from icml26.papers.robust_ntp.models import (
@@ -166,7 +166,7 @@ def distill(
     opt = torch.optim.AdamW(student.parameters(), lr=cfg.lr, weight_decay=0.01)
     student.train()
     for step in progress(range(cfg.steps), enabled=show_progress, desc="distill"):
-        lr = cfg.lr * 0.5 * (1 + math.cos(math.pi * step / cfg.steps))
+        lr = warmup_cosine(step, cfg.steps, peak=cfg.lr)
         for group in opt.param_groups:
             group["lr"] = lr
         idx = torch.randint(0, len(ids_t), (cfg.batch_size,), generator=g)

@@ -35,6 +35,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from icml26.common.schedule import warmup_cosine
 from icml26.papers.subspace_path.capture import Batch
 
 __all__ = [
@@ -232,8 +233,7 @@ def train_skills(model: nn.Module, skills: Sequence[str], *, steps: int, batch_s
     iterator = range(steps) if progress is None else progress(range(steps), desc="train tiny Llama on six skills")
     running = math.nan
     for step in iterator:
-        scale = (step + 1) / warmup if step < warmup else 0.5 * (1 + math.cos(math.pi * (step - warmup) /
-                                                                             max(1, steps - warmup)))
+        scale = warmup_cosine(step, steps, warmup=warmup)
         for group in optimizer.param_groups:
             group["lr"] = lr * max(scale, 0.02)
         picks = rng.choice(len(skills), size=batch_size)
