@@ -83,7 +83,7 @@ FAKE_CHECKS = declare(
 def _fake_run(config: FakeConfig, ctx) -> Outcome:
     if config.fail:
         raise RuntimeError("asked to fail")
-    rng = ctx.rng()
+    rng = ctx.rng("noise")
     noise = float(rng.normal())
     method = config.scale * (2.0 + noise)
     baseline = 1.0 + noise

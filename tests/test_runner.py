@@ -102,3 +102,65 @@ def test_provenance_names_the_commit_the_run_started_on(fake_paper, monkeypatch)
     monkeypatch.setattr(runner, "_git_commit", lambda: ("c" * 40, False))
     prov = runner.run("zz_fake", seed=1, out=None).data["provenance"]
     assert prov["git_commit"] == "c" * 40 and "git_commit_at_end" not in prov
+
+
+def test_a_run_plan_is_built_once_validated_and_picklable(fake_paper, tmp_path):
+    import pickle
+
+    from icml26.runner import RunPlan, build_config, execute, execute_plan
+
+    plan = RunPlan.build("zz_fake", setting="quick", seeds="0-2", overrides={"steps": "7"}, threads=2, out=tmp_path)
+    assert plan.seeds == (0, 1, 2) and plan.config == build_config("zz_fake", "quick", {"steps": 7})
+    assert plan.folder == tmp_path / "zz_fake" and plan.folder.is_dir() and plan.threads == 2
+    assert pickle.loads(pickle.dumps(plan)) == plan
+    data, _ = execute_plan(plan.replace(threads=1), 1, render=False)
+    assert data["metrics"] == execute("zz_fake", "quick", 1, {"steps": 7}, threads=1, render=False)[0]["metrics"]
+    assert data["provenance"]["threads"] == 1
+    for bad, match in [({"setting": "fast"}, "setting"), ({"threads": 0}, "threads"), ({"seeds": "2-1"}, "seed"),
+                       ({"overrides": {"nope": 1}}, "nope"), ({"device": "tpu"}, "tpu")]:
+        with pytest.raises(ValueError, match=match):
+            RunPlan.build("zz_fake", out=None, **bad)
+    with pytest.raises(ValueError, match="one seed"):
+        from icml26.runner import run_plan
+
+        run_plan(plan)
+
+
+def test_the_runner_alone_sets_threads_capped_by_what_the_experiment_declares(fake_paper, monkeypatch):
+    import sys
+
+    import torch
+
+    from icml26.runner import RunPlan, execute_plan
+
+    experiment = sys.modules["icml26.papers.zz_fake.experiment"]
+    assert RunPlan.build("zz_fake", threads=2, out=None).threads == 2
+    monkeypatch.setattr(experiment, "THREADS", 1, raising=False)
+    plan = RunPlan.build("zz_fake", threads=2, out=None)
+    assert plan.threads == 1
+    seen = []
+    real = experiment.run
+
+    def recording(config, ctx):
+        seen.append((torch.get_num_threads(), ctx.threads))
+        return real(config, ctx)
+
+    monkeypatch.setattr(experiment, "run", recording)
+    execute_plan(plan, 0, render=False)
+    assert seen == [(1, 1)]
+
+
+def test_no_paper_sets_torch_threads_itself():
+    """The runner sets threads (an experiment declares THREADS or a config field ``threads``); the two
+    exceptions are measurement protocols: stream_spr's own worker processes, subspace_path's timings."""
+    import re
+    from pathlib import Path
+
+    import icml26
+
+    allowed = {("stream_spr", "runs.py"), ("stream_spr", "experiment.py"), ("subspace_path", "experiment.py")}
+    found = set()
+    for path in (Path(icml26.__file__).parent / "papers").rglob("*.py"):
+        if re.search(r"set_num_threads\(|torch_threads\(", path.read_text(encoding="utf-8")):
+            found.add((path.parent.name, path.name))
+    assert found <= allowed, sorted(found - allowed)

@@ -118,10 +118,10 @@ def test_a_crashing_seed_is_recorded_and_the_others_kept(tmp_path, monkeypatch):
 
     real = sw._job
 
-    def flaky(key, setting, seed, *rest):
+    def flaky(plan, seed, *rest):
         if seed == 1:
             raise RuntimeError("boom on seed 1")
-        return real(key, setting, seed, *rest)
+        return real(plan, seed, *rest)
 
     monkeypatch.setattr(sw, "_job", flaky)
     done = sweep(PAPER, "0-2", setting="tiny", out=tmp_path, workers=1, progress=False)
@@ -157,10 +157,10 @@ def test_an_interrupted_sweep_keeps_the_finished_seeds(tmp_path, monkeypatch):
 
     real = sw._job
 
-    def interrupted(key, setting, seed, *rest):
+    def interrupted(plan, seed, *rest):
         if seed == 2:
             raise KeyboardInterrupt
-        return real(key, setting, seed, *rest)
+        return real(plan, seed, *rest)
 
     monkeypatch.setattr(sw, "_job", interrupted)
     with pytest.raises(KeyboardInterrupt):

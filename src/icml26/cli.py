@@ -189,27 +189,26 @@ def _spec(key: str) -> registry.PaperSpec:
         raise CliError(exc.args[0]) from None
 
 
-def _run_one(key: str, args: argparse.Namespace, overrides: dict[str, str]):
+def _plan(key: str, args: argparse.Namespace, overrides: dict[str, str]):
+    """The run's :class:`~icml26.runner.RunPlan`, built once; everything a user can get wrong fails here."""
+    from icml26.runner import RunPlan
+
+    seeds = args.seeds if args.seeds is not None else (args.seed,)
+    threads = 1 if args.seeds is not None else args.threads  # a sweep's jobs run at one thread each
+    return RunPlan.build(key, setting=_setting(args), seeds=seeds, overrides=overrides, device=args.device,
+                         threads=threads, out=args.out)
+
+
+def _run_one(plan, args: argparse.Namespace):
     from icml26 import runner
 
+    progress = None if not args.no_progress else False
     if args.seeds is not None:
-        from icml26.sweep import sweep
+        from icml26.sweep import sweep_plan
 
-        done = sweep(key, args.seeds, setting=_setting(args), overrides=overrides, device=args.device,
-                     out=args.out, workers=args.workers, backend=args.backend, address=args.address,
-                     progress=None if not args.no_progress else False)
+        done = sweep_plan(plan, workers=args.workers, backend=args.backend, address=args.address, progress=progress)
         return done.aggregate
-    return runner.run(
-        key,
-        quick=args.quick,
-        seed=args.seed,
-        overrides=overrides,
-        tiny=args.tiny,
-        device=args.device,
-        out=args.out,
-        threads=args.threads,
-        progress=None if not args.no_progress else False,
-    )
+    return runner.run_plan(plan, progress=progress)
 
 
 def _setting(args: argparse.Namespace) -> str:
@@ -219,7 +218,7 @@ def _setting(args: argparse.Namespace) -> str:
 def _cmd_run(args: argparse.Namespace) -> int:
     from icml26.common.extras import MissingExtraError
     from icml26.common.seeding import resolve_device
-    from icml26.runner import PaperNotImplementedError, build_config, check_out
+    from icml26.runner import PaperNotImplementedError, check_out
 
     overrides = _parse_overrides(args.overrides)
     if args.threads is not None and args.threads < 1:
@@ -253,14 +252,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         # Everything a user can get wrong is checked before any work: a ValueError here is
         # theirs (exit 2); one raised inside the run is a bug and gets a traceback (exit 1).
         try:
-            setting = _setting(args)
-            build_config(spec.key, setting, overrides)
-            if args.out is not None:
-                check_out(args.out, spec.key)
+            plan = _plan(spec.key, args, overrides)
         except (PaperNotImplementedError, MissingExtraError, ValueError, TypeError) as exc:
             raise CliError(str(exc)) from None
         try:
-            result = _run_one(spec.key, args, overrides)
+            result = _run_one(plan, args)
         except MissingExtraError as exc:
             raise CliError(str(exc)) from None
         print(result.verdict())
@@ -286,7 +282,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         print(f"=== {key}", flush=True)
         start = time.perf_counter()
         try:
-            result = _run_one(key, args, {})
+            result = _run_one(_plan(key, args, {}), args)
         except Exception as exc:  # carry on past a failure, and record it
             traceback.print_exc()
             summary.append({"paper": key, "status": "failed", "error": f"{type(exc).__name__}: {exc}",

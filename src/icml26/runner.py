@@ -5,6 +5,12 @@ An experiment module (``icml26/papers/<key>/experiment.py``) follows
 ``CHECKS`` (the paper's ``claims.py``), ``run(config, ctx) -> Outcome`` and optionally
 ``plot(data)`` and ``STREAMS``.
 
+:class:`RunPlan` is one run decided before any work: the paper, its setting and seeds, the
+config built and validated once, the device, the torch threads and the output folder. The CLI,
+:func:`run`, :func:`icml26.sweep.sweep` and every sweep worker take a plan; nothing builds the
+config a second time, and the runner alone sets torch's threads (an experiment that needs fewer
+declares ``THREADS``, or a config field ``threads``, and the plan caps the count).
+
 :func:`run` checks the output folder, seeds everything, sets threads, times the run,
 puts the measured checks in declaration order (refusing undeclared ones or moved bars),
 records provenance, validates the result, and writes the PNGs and then ``result.json``
@@ -26,7 +32,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any, Literal, Mapping
+from typing import Any, Literal, Mapping, Sequence
 
 import numpy as np
 import torch
@@ -34,7 +40,7 @@ import torch
 from icml26 import registry
 from icml26.common.config import apply_overrides, config_to_dict
 from icml26.common.extras import MissingExtraError
-from icml26.common.seeding import resolve_device, seed_everything, set_threads
+from icml26.common.seeding import default_threads, resolve_device, seed_everything, set_threads
 from icml26.contract import Outcome, RunContext, finish_checks
 from icml26.results import (
     SCHEMA_VERSION,
@@ -48,13 +54,17 @@ from icml26.results import (
 __all__ = [
     "PaperNotImplementedError",
     "RunContext",
+    "RunPlan",
     "build_config",
     "arms_record",
     "check_out",
     "claim_block",
     "config_hash",
     "execute",
+    "execute_plan",
+    "implemented_spec",
     "render_figures",
+    "render_with",
     "run",
     "write_result",
     "write_run",
@@ -70,7 +80,7 @@ class PaperNotImplementedError(RuntimeError):
 
 def build_config(key: str, setting: Setting = "quick", overrides: Mapping[str, Any] | None = None):
     """The config of ``key`` for ``setting`` with ``overrides`` applied (validated)."""
-    spec = _implemented_spec(key)
+    spec = implemented_spec(key)
     module = spec.load_experiment()
     cls = module.Config
     if setting == "full":
@@ -84,7 +94,8 @@ def build_config(key: str, setting: Setting = "quick", overrides: Mapping[str, A
     return apply_overrides(config, overrides)
 
 
-def _implemented_spec(key: str) -> registry.PaperSpec:
+def implemented_spec(key: str) -> registry.PaperSpec:
+    """The registry entry of ``key`` if it can run here; a clear error if it is planned or misses an extra."""
     spec = registry.get(key)
     if not spec.implemented:
         raise PaperNotImplementedError(
@@ -97,6 +108,76 @@ def _implemented_spec(key: str) -> registry.PaperSpec:
             f"{key} needs the extra(s) {', '.join(missing)}; run: {spec.install_hint()}"
         )
     return spec
+
+
+
+def experiment_threads(module: Any, config: Any) -> int | None:
+    """The most torch threads an experiment declares it runs at: its module's ``THREADS``, or a
+    positive config field ``threads`` (``0``: no limit); ``None`` when it declares neither."""
+    caps = [getattr(module, "THREADS", None), getattr(config, "threads", None)]
+    caps = [int(c) for c in caps if isinstance(c, int) and not isinstance(c, bool) and c > 0]
+    return min(caps) if caps else None
+
+
+@dataclasses.dataclass(frozen=True)
+class RunPlan:
+    """One reproduction, decided and validated before any work starts.
+
+    Build it with :meth:`build` (every user error surfaces there, naming the argument); hand it to
+    :func:`execute_plan` (one seed, nothing written), :func:`run_plan` (one seed, written) or
+    :func:`icml26.sweep.sweep_plan` (several seeds). It pickles, so a sweep's workers receive the
+    config the driver built instead of building their own.
+    """
+
+    key: str
+    setting: Setting
+    seeds: tuple[int, ...]
+    config: Any
+    """The paper's ``Config`` for ``setting`` with the overrides applied (validated)."""
+    overrides: Mapping[str, Any]
+    """The overrides as given (kept for the record; already inside ``config``)."""
+    device: str
+    threads: int
+    """torch intra-op threads of one seed: the request (default: every core, or ``ICML26_THREADS``),
+    capped by what the experiment declares (:func:`experiment_threads`)."""
+    out: Path | None
+    """The results folder (``<out>/<key>`` is written and was checked writable); ``None`` writes nothing."""
+
+    @classmethod
+    def build(cls, key: str, *, setting: Setting = "quick", seeds: Sequence[int] | str = (0,),
+              overrides: Mapping[str, Any] | None = None, device: str | torch.device | None = "cpu",
+              threads: int | None = None, out: str | os.PathLike | None = "results") -> RunPlan:
+        if setting not in ("full", "quick", "tiny"):
+            raise ValueError(f"setting={setting!r} must be 'full', 'quick' or 'tiny'")
+        from icml26.sweep import parse_seeds
+
+        seed_list = tuple(parse_seeds(seeds))
+        if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+            raise ValueError(f"threads={threads!r} must be a positive integer (None: every core)")
+        spec = implemented_spec(key)
+        config = build_config(key, setting, overrides)  # a user error surfaces before any check of out
+        dev = str(resolve_device(device))
+        requested = default_threads() if threads is None else threads
+        cap = experiment_threads(spec.load_experiment(), config)
+        folder = None
+        if out is not None:
+            check_out(out, key)
+            folder = Path(out)
+        return cls(key=key, setting=setting, seeds=seed_list, config=config, overrides=dict(overrides or {}),
+                   device=dev, threads=requested if cap is None else min(requested, cap), out=folder)
+
+    @property
+    def folder(self) -> Path | None:
+        """``<out>/<key>``, or ``None`` when the plan writes nothing."""
+        return None if self.out is None else self.out / self.key
+
+    @property
+    def config_hash(self) -> str:
+        return config_hash(self.key, self.setting, config_to_dict(self.config))
+
+    def replace(self, **changes: Any) -> RunPlan:
+        """A copy with ``changes`` (e.g. ``threads=1`` for a sweep's workers)."""
+        return dataclasses.replace(self, **changes)
 
 
 def _declared_streams(module: Any) -> dict[str, str] | None:
@@ -185,6 +266,7 @@ def run(
     overrides: Mapping[str, Any] | None = None,
     *,
     tiny: bool = False,
+    setting: Setting | None = None,
     device: str | torch.device | None = "cpu",
     out: str | os.PathLike | None = "results",
     threads: int | None = None,
@@ -198,30 +280,36 @@ def run(
         seed: seeds Python, NumPy and torch, and every generator the experiment draws.
         overrides: config fields to change, typed values or strings (``{"steps": "100"}``).
         tiny: the contract-suite setting (``Config.tiny()``), overriding ``quick``.
+        setting: ``"full"``, ``"quick"`` or ``"tiny"``; when given it replaces ``quick`` and ``tiny``.
         device: ``"cpu"`` (default) or ``"cuda"``.
         out: results folder; the run writes ``<out>/<key>/result.json`` and its PNGs.
             ``None`` writes nothing.
         threads: torch threads (default: every core, or ``ICML26_THREADS``).
         progress: show progress bars (default: only on a terminal).
     """
-    setting: Setting = "tiny" if tiny else ("quick" if quick else "full")
-    _implemented_spec(key)
-    config = build_config(key, setting, overrides)  # a user error surfaces before any check of out
-    merge = False
-    if out is not None:
-        folder = check_out(out, key)
-        if (folder / "seeds").is_dir():
-            # the folder holds a sweep: this seed joins it (same configuration only) instead of
-            # replacing the multi-seed aggregate with a single seed
-            from icml26.sweep import seeds_in
+    if setting is None:
+        setting = "tiny" if tiny else ("quick" if quick else "full")
+    plan = RunPlan.build(key, setting=setting, seeds=(seed,), overrides=overrides, device=device,
+                         threads=threads, out=out)
+    return run_plan(plan, progress=progress)
 
-            seeds_in(folder, key, config_hash(key, setting, config_to_dict(config)))
-            merge = True
-    data, figures = execute(key, setting, seed, overrides, device=device, threads=threads,
-                            progress=progress, render=out is not None)
-    if out is None:
+
+def run_plan(plan: RunPlan, *, progress: bool | None = None) -> Result:
+    """Run the plan's (single) seed and write it (:func:`write_run`), or return it unwritten when the
+    plan has no ``out``. A folder holding a sweep of another configuration is refused before any work."""
+    if len(plan.seeds) != 1:
+        raise ValueError(f"run_plan runs one seed; the plan has {len(plan.seeds)} (use icml26.sweep.sweep_plan)")
+    folder = plan.folder
+    if folder is not None and (folder / "seeds").is_dir():
+        # the folder holds a sweep: this seed joins it (same configuration only) instead of
+        # replacing the multi-seed aggregate with a single seed
+        from icml26.sweep import seeds_in
+
+        seeds_in(folder, plan.key, plan.config_hash)
+    data, figures = execute_plan(plan, plan.seeds[0], progress=progress, render=folder is not None)
+    if folder is None:
         return Result(data)
-    return write_run(Path(out) / key, data, figures)
+    return write_run(folder, data, figures)
 
 
 def write_run(folder: Path, data: Mapping[str, Any], figures: Mapping[str, bytes]) -> Result:
@@ -256,13 +344,25 @@ def execute(
 ) -> tuple[dict[str, Any], dict[str, bytes]]:
     """Compute one seed's result without writing anything: ``(result data, {png name: bytes})``.
 
-    This is what a sweep's workers (processes or Ray tasks) run; the caller writes.
+    Builds a :class:`RunPlan` and calls :func:`execute_plan`.
     """
-    spec = _implemented_spec(key)
+    plan = RunPlan.build(key, setting=setting, seeds=(seed,), overrides=overrides, device=device,
+                         threads=threads, out=None)
+    return execute_plan(plan, seed, progress=progress, render=render)
+
+
+def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
+                 render: bool = True) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """One seed of ``plan`` without writing anything: ``(result data, {png name: bytes})``.
+
+    This is what a sweep's workers (processes or Ray tasks) run; the caller writes. The config is
+    the plan's (not rebuilt); torch's threads are set here, to ``plan.threads``, and nowhere else.
+    """
+    key, setting, config = plan.key, plan.setting, plan.config
+    spec = implemented_spec(key)
     module = spec.load_experiment()
-    config = build_config(key, setting, overrides)
-    dev = resolve_device(device)
-    n_threads = set_threads(threads)
+    dev = resolve_device(plan.device)
+    n_threads = set_threads(plan.threads)
     seed_everything(seed)
     ctx = RunContext(seed=seed, device=dev, setting=setting, threads=n_threads,
                      show_progress=progress, streams=_declared_streams(module))
@@ -348,7 +448,7 @@ def render_figures(key: str, data: dict[str, Any]) -> dict[str, bytes]:
     """The paper's figures for a result (its ``plot``, or one figure per curve), as PNG bytes."""
     module = registry.get(key).load_experiment()
     plotter = getattr(module, "plot", None) or plot_curves
-    return _render(plotter, data)
+    return render_with(plotter, data)
 
 
 def write_result(folder: Path, data: Mapping[str, Any], figures: Mapping[str, bytes]) -> Path:
@@ -363,7 +463,8 @@ def write_result(folder: Path, data: Mapping[str, Any], figures: Mapping[str, by
     return path
 
 
-def _render(plotter, data: dict[str, Any]) -> dict[str, bytes]:
+def render_with(plotter, data: dict[str, Any]) -> dict[str, bytes]:
+    """``plotter(data)``'s figures as PNG bytes, ``{name.png: bytes}`` (headless)."""
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -378,6 +479,7 @@ def _render(plotter, data: dict[str, Any]) -> dict[str, bytes]:
         plt.close(fig)
         rendered[name] = buffer.getvalue()
     return rendered
+
 
 
 def _dumps(data: Mapping[str, Any]) -> str:

@@ -2,7 +2,8 @@
 
 ``icml26 run KEY --quick --seeds 0-4 [--workers N] [--backend process|ray] [--address auto]``
 
-Each seed is one job computing :func:`icml26.runner.execute` (nothing is written by the job);
+Each seed is one job computing :func:`icml26.runner.execute_plan` on the driver's
+:class:`~icml26.runner.RunPlan` (the config built once, one torch thread; nothing is written by the job);
 the driver writes each finished seed at once to ``<out>/<key>/seeds/<seed>/`` and, when all are
 done, their aggregate (:func:`icml26.aggregate.aggregate_results`) to ``<out>/<key>/result.json``
 with figures drawn from the aggregate (curves as means with 95 % bands). So:
@@ -35,11 +36,10 @@ from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
 from icml26.aggregate import aggregate_results
-from icml26.common.config import config_to_dict
 from icml26.common.progress import progress as _progress
 from icml26.results import Result, validate
 
-__all__ = ["SweepResult", "aggregate_folder", "parse_seeds", "rederive", "seeds_in", "sweep"]
+__all__ = ["SweepResult", "aggregate_folder", "parse_seeds", "rederive", "seeds_in", "sweep", "sweep_plan"]
 
 log = logging.getLogger(__name__)
 Backend = Literal["process", "ray"]
@@ -84,12 +84,11 @@ class SweepResult:
     failed: list[dict[str, Any]]
 
 
-def _job(key: str, setting: str, seed: int, overrides: Mapping[str, Any] | None, device: str,
-         render: bool) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """One seed, one thread (module level so that it pickles for processes and Ray)."""
-    from icml26.runner import execute
+def _job(plan, seed: int, render: bool) -> tuple[dict[str, Any], dict[str, bytes]]:
+    """One seed of ``plan`` at one thread (module level so that it pickles for processes and Ray)."""
+    from icml26.runner import execute_plan
 
-    return execute(key, setting, seed, overrides, device=device, threads=1, progress=False, render=render)
+    return execute_plan(plan.replace(threads=1), seed, progress=False, render=render)
 
 
 def sweep(
@@ -105,29 +104,40 @@ def sweep(
     address: str | None = None,
     progress: bool | None = None,
 ) -> SweepResult:
-    """Run ``key`` once per seed and aggregate (see the module docstring).
+    """Run ``key`` once per seed and aggregate (see the module docstring): builds a
+    :class:`~icml26.runner.RunPlan` and calls :func:`sweep_plan`.
 
     Args:
         workers: parallel jobs (default: the number of cores this process may use; Ray: the
             number of CPUs of the local Ray it starts, ignored on an existing cluster).
         out: results folder (``None`` writes nothing).
     """
-    from icml26.runner import _implemented_spec, build_config, check_out, config_hash, write_result
-    from icml26.common.seeding import default_threads, resolve_device
+    from icml26.runner import RunPlan
 
-    seeds = parse_seeds(seeds)
-    if setting not in ("full", "quick", "tiny"):
-        raise ValueError(f"setting={setting!r} must be 'full', 'quick' or 'tiny'")
+    _check_backend(backend, workers)
+    plan = RunPlan.build(key, setting=setting, seeds=seeds, overrides=overrides, device=device, threads=1, out=out)
+    return sweep_plan(plan, workers=workers, backend=backend, address=address, progress=progress)
+
+
+def _check_backend(backend: str, workers: int | None) -> None:
     if backend not in ("process", "ray"):
         raise ValueError(f"backend={backend!r} must be 'process' or 'ray'")
-    if workers is not None and (not isinstance(workers, int) or workers < 1):
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int) or workers < 1):
         raise ValueError(f"workers={workers!r} must be a positive integer")
-    _implemented_spec(key)
-    config = build_config(key, setting, overrides)
-    resolve_device(device)
-    folder = check_out(out, key) if out is not None else None
+
+
+def sweep_plan(plan, *, workers: int | None = None, backend: Backend = "process", address: str | None = None,
+               progress: bool | None = None) -> SweepResult:
+    """Every seed of ``plan`` (a :class:`~icml26.runner.RunPlan`), ``workers`` at a time, each at one torch
+    thread, then the aggregate (see the module docstring)."""
+    from icml26.common.seeding import default_threads
+    from icml26.runner import write_result
+
+    _check_backend(backend, workers)
+    key, seeds = plan.key, list(plan.seeds)
+    folder = plan.folder
     workers = min(workers or default_threads(), len(seeds))
-    want = config_hash(key, setting, config_to_dict(config))
+    want = plan.config_hash
     if folder is not None:
         seeds_in(folder, key, want)  # seeds of another configuration: refused before any work
 
@@ -151,7 +161,8 @@ def sweep(
         per_seed[seed] = Result(data, path=path)
 
     bar = _progress(total=len(seeds), enabled=progress, desc=f"{key} seeds")
-    args = [(key, setting, s, dict(overrides or {}), str(device), folder is not None) for s in seeds]
+    job_plan = plan.replace(threads=1)
+    args = [(job_plan, s, folder is not None) for s in seeds]
     if backend == "process":
         _run_processes(args, workers, finished, bar)
     else:
@@ -240,10 +251,10 @@ def aggregate_folder(key: str, folder: Path | None, fresh: Mapping[int, Mapping[
             log.warning("%s: plot() failed on the aggregate (%s); drawing its curves instead", key, exc)
             data["notes"].append(f"The paper's figures could not be drawn from the aggregate ({type(exc).__name__}); "
                                  "each seed's folder has them; these are the mean curves.")
-            from icml26.runner import _render
             from icml26.results import plot_curves
+            from icml26.runner import render_with
 
-            figures = _render(plot_curves, data)
+            figures = render_with(plot_curves, data)
     data["figures"] = sorted(figures)
     validate(data)
     return data, figures
@@ -404,10 +415,10 @@ def _run_processes(args, workers: int, finished, bar) -> None:
                 except Exception as exc:  # recorded; the sweep goes on
                     log.debug("%s", traceback.format_exc())
                     value, error = None, exc
-                finished(a[2], value, error)
+                finished(a[1], value, error)
                 bar.update(1)
         return
-    run_jobs([(a[2], a) for a in args], workers, finished, bar=bar)
+    run_jobs([(a[1], a) for a in args], workers, finished, bar=bar)
 
 
 def _run_ray(args, workers: int, address: str | None, finished, bar) -> None:
@@ -426,7 +437,7 @@ def _run_ray(args, workers: int, address: str | None, finished, bar) -> None:
         started = True
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(_job)
-        pending = {remote.remote(*a): a[2] for a in args}
+        pending = {remote.remote(*a): a[1] for a in args}
         while pending:
             done, _ = ray.wait(list(pending), num_returns=1)
             ref = done[0]
@@ -517,13 +528,19 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
     import threading
     import time
 
-    from icml26.runner import write_run
+    from icml26.common.seeding import default_threads
+    from icml26.runner import RunPlan, write_run
 
     if setting not in ("full", "quick", "tiny"):
         raise ValueError(f"setting={setting!r} must be 'full', 'quick' or 'tiny'")
-    from icml26.common.seeding import default_threads
-
     workers = max(1, min(workers or default_threads(), len(keys) or 1))
+    plans: dict[str, Any] = {}
+    unplanned: dict[str, BaseException] = {}
+    for key in keys:  # every plan built (and its folder checked) before any paper runs
+        try:
+            plans[key] = RunPlan.build(key, setting=setting, seeds=(seed,), device=device, threads=1, out=out)
+        except Exception as exc:  # a paper that cannot run here (a missing extra) is recorded; the others go on
+            unplanned[key] = exc
     order = sorted(keys, key=lambda k: -expected_seconds(k, out or "results"))
     rows: dict[str, dict[str, Any]] = {}
     started_at = time.perf_counter()
@@ -555,7 +572,7 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
                 + (f"; merged into the {row['seeds_in_aggregate']}-seed aggregate)" if row["seeds_in_aggregate"] > 1
                    else ")")
                 if row["status"] == "ok" else f"FAILED: {row['error']}")
-        echo(f"[{done}/{len(order)}] {key}: {text}", flush=True)
+        echo(f"[{done}/{len(keys)}] {key}: {text}", flush=True)
 
     stop = threading.Event()
     heartbeat = None
@@ -573,6 +590,9 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
         with lock:
             running[key] = time.perf_counter()
 
+    for key in [k for k in order if k in unplanned]:
+        finished(key, None, unplanned[key])
+    order = [k for k in order if k in plans]
     try:
         if workers == 1:
             from threadpoolctl import threadpool_limits
@@ -581,7 +601,7 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
                 for key in order:
                     note_start(key)
                     try:
-                        value, error = _job(key, setting, seed, {}, device, out is not None), None
+                        value, error = _job(plans[key], seed, out is not None), None
                     except Exception as exc:
                         value, error = None, exc
                     finished(key, value, error)
@@ -596,7 +616,8 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
                 if waiting:
                     note_start(waiting[0])
 
-            run_jobs([(k, (k, setting, seed, {}, device, out is not None)) for k in order], workers, on_done)
+            run_jobs([(k, (plans[k], seed, out is not None)) for k in order], workers, on_done)
     finally:
         stop.set()
-    return RunAllResult([rows[k] for k in order if k in rows], time.perf_counter() - started_at, workers)
+    return RunAllResult([rows[k] for k in [*unplanned, *order] if k in rows], time.perf_counter() - started_at,
+                        workers)

@@ -60,6 +60,10 @@ STREAMS: dict[str, str] = {
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
+THREADS = 1
+"""The runner runs this experiment at one torch thread: the games are tiny, and one thread is ~30x
+faster than two on a busy 2-core machine (OpenMP synchronisation per small op)."""
+
 
 @dataclasses.dataclass
 class Config:
@@ -147,18 +151,6 @@ def _curve(result: GameResult, points: int, title: str) -> dict[str, Any]:
             "ylabel": "NashConv of the last iterate (median, IQR)", "title": title, "logy": True}
 
 
-def run(config: Config, ctx: RunContext) -> Outcome:
-    # The games are tiny: one thread is ~30× faster than two on a busy 2-core machine
-    # (OpenMP synchronisation per small op), so the run uses one and restores the count.
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    ctx.provenance["asym_perturb_torch_threads"] = 1
-    try:
-        return _run(config, ctx)
-    finally:
-        torch.set_num_threads(threads)
-
-
 def _matrix_checks(fam: str, result: GameResult) -> list:
     stats = result.stats
     # the strongest anchored symmetric baseline: adaptive rule or the authors' fixed period, each tuned
@@ -181,7 +173,7 @@ def _sorted_curve(values: np.ndarray) -> list[float | None]:
     return [None if not np.isfinite(v) else float(v) for v in np.sort(values)]
 
 
-def _run(config: Config, ctx: RunContext) -> Outcome:
+def run(config: Config, ctx: RunContext) -> Outcome:
     generator = torch.Generator().manual_seed(int(ctx.rng("games").integers(2**31)))
     tuning = torch.Generator().manual_seed(int(ctx.rng("tuning_games").integers(2**31)))
     draw = {"random": lambda g, k: random_game(g, config.random_size, batch=k),

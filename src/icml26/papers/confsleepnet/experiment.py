@@ -27,7 +27,6 @@ import numpy as np
 import torch
 
 from icml26.common.config import validate_numbers
-from icml26.common.seeding import torch_threads
 from icml26.contract import Outcome, RunContext
 from icml26.papers.confsleepnet.analysis import claim_values, mean_over_seeds, score_epochs
 from icml26.papers.confsleepnet.baselines import LateFusionNet
@@ -104,7 +103,7 @@ class Config:
     coverage: float = 0.8
     """Coverage of the selective-accuracy score (issue 12: 80 %)."""
     threads: int = 0
-    """torch intra-op threads for the run (0: the runner's setting)."""
+    """The most torch intra-op threads the runner gives this run (0: no limit)."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -151,11 +150,6 @@ def _build_models(config: Config, seed: int) -> tuple[ConfSleepNet, LateFusionNe
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    with torch_threads(config.threads):
-        return _run(config, ctx)
-
-
-def _run(config: Config, ctx: RunContext) -> Outcome:
     fractions = sorted(config.corruption_fractions)
     per_seed: list[dict[str, dict[str, float]]] = []
     curves_acc: dict[float, dict[str, list[list[float]]]] = {f: {} for f in fractions}

@@ -29,7 +29,6 @@ import numpy as np
 import torch
 
 from icml26.common.config import validate_numbers
-from icml26.common.seeding import torch_threads
 from icml26.contract import Outcome, RunContext
 from icml26.papers.dmanet.analysis import (
     cascade_leakage,
@@ -120,7 +119,7 @@ class Config:
     max_batches_per_epoch: int = 0
     """Cap on steps per epoch (0: no cap)."""
     threads: int = 0
-    """torch intra-op threads for the run (0: the runner's setting). Tiny models run faster on one."""
+    """The most torch intra-op threads the runner gives this run (0: no limit). Tiny models run faster on one."""
     time_family_seeds: int = 8
     """Seeds of the ``filter_axis="time"`` family on the chaotic set (DMANet and its no-filter
     ablation, paired by seed; issue #29 asks for >= 8). 0 skips the family."""
@@ -193,12 +192,6 @@ def _load(name: str, config: Config, ctx: RunContext) -> tuple[np.ndarray, int]:
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    with torch_threads(config.threads) as used:
-        ctx.provenance["torch_threads_used"] = used
-        return _run(config, ctx)
-
-
-def _run(config: Config, ctx: RunContext) -> Outcome:
     notes: list[str] = []
     series = {name: _load(name, config, ctx) for name in config.datasets}
     splits = {name: standardized_splits(values, seq_len) for name, (values, seq_len) in series.items()}

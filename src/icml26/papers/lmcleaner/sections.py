@@ -8,7 +8,6 @@ and :func:`digits_section`; each returns a dataclass. ``config`` is the experime
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import time
@@ -40,7 +39,7 @@ from .tail import TailCorrection
 from .trajectory import TrajectoryRecorder
 
 __all__ = ["ARM_OF_BACKEND", "BACKENDS", "ArmResult", "LagResult", "MixtureData", "SweepResult",
-           "ledger_curve", "lag_sweep", "mixture", "single_thread", "tail_for"]
+           "ledger_curve", "lag_sweep", "mixture", "tail_for"]
 
 BACKENDS = ("exact", "gauss_newton", "empirical_fisher", "batch_mean_fisher")
 ARM_OF_BACKEND = {"exact": "lmcleaner", "gauss_newton": "lmcleaner_ggn",
@@ -152,17 +151,6 @@ def _timing_rounds(arms: dict[str, Callable[[], Any]], measure_units: Callable[[
     return ({name: median(times) for name, times in walls.items()},
             UnitCosts(**{f: median([getattr(u, f) for u in units]) for f in ("sgd_step", "hvp", "rebuild_step",
                                                                           "tail_hvp")}))
-
-
-@contextlib.contextmanager
-def single_thread():
-    """Tiny models gain nothing from intra-op threads; one thread keeps timings clean."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
 
 
 # ---------------------------------------------------------------------------

@@ -24,7 +24,6 @@ import numpy as np
 
 from icml26.common.config import validate_numbers
 from icml26.common.data import load_digits_split
-from icml26.common.seeding import torch_threads
 from icml26.contract import Outcome, RunContext
 from icml26.papers.vimrag.analysis import iterations_to_reach, median_ratio, points_gap, spread_points, tail_mean
 from icml26.papers.vimrag.claims import CHECKS
@@ -87,7 +86,7 @@ class Config:
     extra_lrs: tuple[float, ...] = (0.01, 0.02)
     """Further learning rates at which both methods are also trained (sensitivity; not in the checks)."""
     threads: int = 1
-    """torch intra-op threads for the run (0: the runner's setting); the policy is tiny, one thread is fastest."""
+    """The most torch intra-op threads the runner gives this run (0: no limit); the policy is tiny, one thread is fastest."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -123,12 +122,6 @@ class Config:
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    with torch_threads(config.threads) as used:
-        ctx.provenance["torch_threads_used"] = used
-        return _run(config, ctx)
-
-
-def _run(config: Config, ctx: RunContext) -> Outcome:
     notes: list[str] = []
     metrics: dict[str, dict[str, float]] = {}
     checks = []

@@ -30,7 +30,6 @@ import numpy as np
 import torch
 
 from icml26.common.config import validate_numbers
-from icml26.common.seeding import torch_threads
 from icml26.contract import Outcome, RunContext
 from icml26.papers.zs_expand.analysis import gzsl_scores, intervention_variance, per_class_accuracy, ratio, \
     restricted_predictions
@@ -147,7 +146,7 @@ class Config:
     real_epochs: int = 4
     """Real section: CNN epochs."""
     threads: int = 0
-    """torch threads for the run (0: the runner's setting)."""
+    """The most torch threads the runner gives this run (0: no limit)."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -302,12 +301,6 @@ def fold_score(build: Any, params: dict[str, Any], views: torch.Tensor, seen_w: 
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    with torch_threads(config.threads) as used:
-        ctx.provenance["torch_threads_used"] = used
-        return _run(config, ctx)
-
-
-def _run(config: Config, ctx: RunContext) -> Outcome:
     from sklearn.metrics import adjusted_rand_score
 
     from icml26.common.encoder import get_encoder
