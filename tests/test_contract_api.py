@@ -100,3 +100,39 @@ def test_probe_needs_one_expectation_and_a_doc():
         Probe("p", lambda: None, raises=ValueError, returns=lambda v: True, doc="d")
     with pytest.raises(ValueError, match="doc"):
         Probe("p", lambda: None, returns=lambda v: True)
+
+
+def test_a_curve_checks_its_lengths_and_stores_the_json_form():
+    from icml26.contract import Curve, curves_to_dicts
+
+    c = Curve(x=[1, 2, 3], series={"ours": [0.1, 0.2, 0.3], "base": [0.2, None, 0.4]}, xlabel="step", ylabel="loss",
+              logy=True)
+    assert c.to_dict() == {"x": [1, 2, 3], "series": {"ours": [0.1, 0.2, 0.3], "base": [0.2, None, 0.4]},
+                           "xlabel": "step", "ylabel": "loss", "logy": True}
+    plain = {"x": [0], "series": {"a": [1.0]}}
+    assert curves_to_dicts({"c": c, "d": plain}) == {"c": c.to_dict(), "d": plain}
+    with pytest.raises(ValueError, match="'base' has 2 values for 3 x positions"):
+        Curve(x=[1, 2, 3], series={"ours": [1, 2, 3], "base": [1, 2]})
+    with pytest.raises(ValueError, match="at least one series"):
+        Curve(x=[1], series={})
+    with pytest.raises(ValueError, match="labels"):
+        Curve(x=[1, 2], series={"a": [1, 2]}, labels=["one"])
+
+
+def test_a_run_returning_curves_writes_the_same_json_as_dicts(fake_paper, monkeypatch):
+    import sys
+
+    from icml26.contract import Curve
+    from icml26.runner import execute
+
+    experiment = sys.modules["icml26.papers.zz_fake.experiment"]
+    real = experiment.run
+    plain = execute("zz_fake", "tiny", 0, render=False)[0]["curves"]
+
+    def typed(config, ctx):
+        out = real(config, ctx)
+        out.curves = {name: Curve(**c) for name, c in out.curves.items()}
+        return out
+
+    monkeypatch.setattr(experiment, "run", typed)
+    assert execute("zz_fake", "tiny", 0, render=False)[0]["curves"] == plain

@@ -35,7 +35,7 @@ import logging
 import math
 import re
 import zlib
-from typing import Any, Callable, Iterable, Literal, Mapping, Protocol, runtime_checkable
+from typing import Any, Callable, Iterable, Literal, Mapping, Protocol, Sequence, runtime_checkable
 
 import numpy as np
 
@@ -44,9 +44,11 @@ __all__ = [
     "ROLES",
     "annotate",
     "budget_mismatches",
+    "curves_to_dicts",
     "ArmSpec",
     "Check",
     "CheckSpec",
+    "Curve",
     "Replication",
     "Experiment",
     "ModuleCase",
@@ -423,19 +425,73 @@ def check(name: str, value: float, op: Op, target: float, note: str = "") -> Che
 # What a run returns
 # ---------------------------------------------------------------------------
 @dataclasses.dataclass
+class Curve:
+    """One plot series family of a run: ``series[arm][i]`` is the value at ``x[i]``.
+
+    What :func:`icml26.results.plot_curves` draws and the aggregate averages over seeds (when every
+    seed has the same ``x`` and arms). ``None``/NaN values are gaps. ``labels`` names categorical
+    x positions (drawn as tick labels).
+    """
+
+    x: Sequence[Any]
+    series: Mapping[str, Sequence[Any]]
+    xlabel: str = ""
+    ylabel: str = ""
+    title: str | None = None
+    logx: bool = False
+    logy: bool = False
+    labels: Sequence[str] | None = None
+
+    def __post_init__(self) -> None:
+        n = len(self.x)
+        if not self.series:
+            raise ValueError("a Curve needs at least one series")
+        for arm, ys in self.series.items():
+            if not isinstance(arm, str):
+                raise TypeError(f"series names must be str, got {arm!r}")
+            if len(ys) != n:
+                raise ValueError(f"series {arm!r} has {len(ys)} values for {n} x positions")
+        if self.labels is not None and len(self.labels) != n:
+            raise ValueError(f"labels has {len(self.labels)} entries for {n} x positions")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form results store: ``x``, ``series``, then the set options only."""
+        out: dict[str, Any] = {"x": list(self.x), "series": {k: list(v) for k, v in self.series.items()}}
+        if self.xlabel:
+            out["xlabel"] = self.xlabel
+        if self.ylabel:
+            out["ylabel"] = self.ylabel
+        if self.title is not None:
+            out["title"] = self.title
+        if self.logx:
+            out["logx"] = True
+        if self.logy:
+            out["logy"] = True
+        if self.labels is not None:
+            out["labels"] = list(self.labels)
+        return out
+
+
+def curves_to_dicts(curves: Mapping[str, Curve | Mapping[str, Any]]) -> dict[str, Any]:
+    """``Outcome.curves`` with every :class:`Curve` as its JSON form (plain dicts pass through)."""
+    return {str(name): c.to_dict() if isinstance(c, Curve) else c for name, c in curves.items()}
+
+
+@dataclasses.dataclass
 class Outcome:
     """What an experiment returns to the runner.
 
     Attributes:
         metrics: ``{arm: {metric: value}}``; the method's arm first, then baselines.
         checks: the measured checks (each from ``CHECKS[id].measure``).
-        curves: plot series, ``{name: {"x": [...], "series": {arm: [...]}, "xlabel": …}}``.
+        curves: plot series, ``{name: Curve(x=[...], series={arm: [...]}, xlabel=…)}`` (a plain
+            dict of the same keys is accepted too).
         notes: free text shown in the report (what did not reproduce, and why).
     """
 
     metrics: dict[str, dict[str, float]]
     checks: list[Check]
-    curves: dict[str, Any] = dataclasses.field(default_factory=dict)
+    curves: dict[str, Curve | dict[str, Any]] = dataclasses.field(default_factory=dict)
     notes: list[str] = dataclasses.field(default_factory=list)
 
 

@@ -41,7 +41,7 @@ from icml26 import registry
 from icml26.common.config import apply_overrides, config_to_dict
 from icml26.common.extras import MissingExtraError
 from icml26.common.seeding import default_threads, resolve_device, seed_everything, set_threads
-from icml26.contract import Outcome, RunContext, finish_checks
+from icml26.contract import Outcome, RunContext, curves_to_dicts, finish_checks
 from icml26.results import (
     SCHEMA_VERSION,
     Result,
@@ -398,7 +398,7 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
                     for arm, values in outcome.metrics.items()},
         "claim": claim_block(spec.claim, checks),
         "arms": arms_record(spec.load_arms(), ctx.tuning),
-        "curves": _clean(outcome.curves),
+        "curves": _clean(curves_to_dicts(outcome.curves)),
         "figures": [],
         "notes": list(outcome.notes),
         "provenance": _provenance(ctx, wall, code),
