@@ -2,7 +2,7 @@
 
 Every public function of a paper either rejects bad input with a ``ValueError`` /
 ``TypeError`` that names the argument and what to change, or documents what it does with
-it (issue #18). These helpers keep those messages uniform:
+it. These helpers keep those messages uniform:
 
 * :func:`as_tensor`: NumPy arrays, lists and tensors in, a floating ``torch.Tensor`` out
   (``TypeError`` naming the argument for anything else);

@@ -14,9 +14,9 @@ __all__ = ["EXACT", "EFG_TARGET", "TAIL_END", "TAIL_START", "TARGET", "fixed_mu_
            "iterations_to", "pick_setting", "quantile_bands", "seconds_to", "speedup", "summarize", "tail_fit",
            "threshold_summary"]
 
-EXACT = 1e-8      # "reach NashConv < 1e-8" (issue 4)
-TARGET = 1e-6     # "iterations to 1e-6" (issue 4)
-EFG_TARGET = 1e-3  # Leduc: "iterations and wall time to 1e-3" (issue 29)
+EXACT = 1e-8      # "reach NashConv < 1e-8": exact convergence
+TARGET = 1e-6     # the headline count: iterations to NashConv 1e-6
+EFG_TARGET = 1e-3  # Leduc: iterations and wall time to NashConv 1e-3
 TAIL_START, TAIL_END = 1e-3, 1e-11  # the tail over which log NashConv is fitted by a line
 
 

@@ -6,7 +6,7 @@
   granularity), overall and per corruption mode (:func:`detection_scores`), with the
   analytic ceiling of the all-corruption AUROC (:func:`auroc_ceiling`);
 * :func:`mean_over_seeds`: the per-arm metrics averaged over replicates;
-* :func:`claim_values`: the seven check values of issue #12 from the averaged metrics.
+* :func:`claim_values`: the seven check values of the claim from the averaged metrics.
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def mean_over_seeds(per_seed: Sequence[Mapping[str, Mapping[str, float]]]) -> di
 
 @dataclasses.dataclass(frozen=True)
 class ClaimValues:
-    """The check values of issue #12 (differences in accuracy points are fractions: 0.01 = 1 point)."""
+    """The claim's check values (differences in accuracy points are fractions: 0.01 = 1 point)."""
 
     clean_acc_vs_dempster: float
     corrupted_acc_vs_dempster: float

@@ -6,8 +6,8 @@
 * :func:`summarize_fits`: mean and spread of test MSE/MAE over seeds, per horizon;
 * :func:`mse_ratio`: a method's mean MSE over a baseline's;
 * :func:`paired_ratio`: the geometric-mean ratio of per-seed errors with its paired 95 % interval;
-* :func:`ridge_aliasing_check` (with :func:`ridge_fit`): the model-free aliasing check of
-  issue #29, ridge forecasters on naively strided vs filtered-then-strided input windows.
+* :func:`ridge_aliasing_check` (with :func:`ridge_fit`): the model-free aliasing check:
+  ridge forecasters on naively strided vs filtered-then-strided input windows.
 """
 
 from __future__ import annotations
