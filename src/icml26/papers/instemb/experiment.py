@@ -19,13 +19,11 @@
 from __future__ import annotations
 
 import copy
-import dataclasses
 import time
 from typing import Any
 
 import numpy as np
 
-from icml26.common.config import validate_numbers
 from icml26.common.tiny_lm import TinyLMConfig, build_model
 from icml26.contract import Outcome, RunContext
 from icml26.papers.instemb import (
@@ -37,6 +35,7 @@ from icml26.papers.instemb import (
     train_instemb,
 )
 from icml26.papers.instemb.claims import CHECKS
+from icml26.papers.instemb.config import Config
 from icml26.papers.instemb.evaluation import ArmMetrics, AttrWorldEval
 from icml26.papers.instemb.figures import plot
 from icml26.papers.instemb.sft import answer_accuracy, supervised_finetune
@@ -66,99 +65,6 @@ STREAMS: dict[str, str] = {
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
-
-TIERS = ("minilm", "smollm2")
-
-
-@dataclasses.dataclass
-class Config:
-    """AttrWorld with a tiny SFT'd Llama (full scale: the brief's plan, §4.2, plus the real-model tiers)."""
-
-    d_model: int = 128
-    """Width of the tiny Llama (brief §4.2: 128)."""
-    n_layers: int = 4
-    """Blocks of the tiny Llama (brief §4.2: 4)."""
-    n_heads: int = 4
-    """Attention heads (brief §4.2: 4)."""
-    sft_texts: int = 2000
-    """AttrWorld texts of the SFT pool (x 12 instructions), disjoint draws from the InstEmb set."""
-    sft_steps: int = 600
-    """SFT steps (batch 64, loss on the output tokens, AdamW, warm-up and cosine decay; brief §4.2: ~60 s)."""
-    sft_lr: float = 1e-3
-    """Peak SFT learning rate (measured: 1e-3 answers every held-out pair; 3e-3 stalls near 36 %)."""
-    train_texts: int = 256
-    """InstEmb training texts (issue: at most 300, so that contrastive-only does not saturate)."""
-    steps: int = 200
-    """InstEmb optimizer steps of every trained arm (the same batches for each)."""
-    batch_size: int = 64
-    """Examples per InstEmb step (brief §4.2: 64)."""
-    lr: float = 3e-4
-    """InstEmb AdamW learning rate (brief §4.2: 3e-4)."""
-    num_lookahead: int = 4
-    """K, the look-ahead tokens (issue: 4)."""
-    tau: float = 0.05
-    """InfoNCE temperature (issue: 0.05)."""
-    distill_weight: float = 1.0
-    """λ (issue: 1)."""
-    daap_weight: float = 1.0
-    """DAAP's look-ahead weight w."""
-    eval_texts: int = 400
-    """Held-out texts, each embedded under all 12 instructions."""
-    sts_pairs: int = 2000
-    """Inst-STS pairs (issue: 2000), half of them matching."""
-    distill_kinds: tuple[str, ...] = ("mse", "kl")
-    """Distillation variants trained (the first is the method's; issue: quick MSE, full MSE and KL)."""
-    tiers: tuple[str, ...] = TIERS
-    """Real-model tiers: ``minilm`` (all-MiniLM-L6-v2) and/or ``smollm2`` (SmolLM2-135M-Instruct)."""
-    tier_train_texts: int = 128
-    """Training texts of a real-model tier."""
-    tier_steps: int = 60
-    """InstEmb steps of a real-model tier."""
-    tier_batch_size: int = 16
-    """Examples per step of a real-model tier (brief §4.6: 16)."""
-    tier_lr: float = 1e-4
-    """AdamW learning rate of a real-model tier."""
-    tier_train_last_blocks: int = 2
-    """Blocks of a real model that train (with the look-ahead vectors); the rest is frozen."""
-    tier_eval_texts: int = 200
-    """Held-out texts of a real-model tier."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        TinyLMConfig(arch="llama", vocab_size=len(attrworld_vocabulary()), d_model=self.d_model,
-                     n_layers=self.n_layers, n_heads=self.n_heads)  # validates the architecture
-        for name in ("sft_texts", "sft_steps", "train_texts", "steps", "eval_texts", "sts_pairs",
-                     "tier_train_texts", "tier_steps", "tier_eval_texts"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
-        for name in ("sft_lr", "lr", "tier_lr", "tau"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be positive")
-        for name in ("distill_weight", "daap_weight"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be non-negative")
-        if self.num_lookahead < 1:
-            raise ValueError(f"num_lookahead={self.num_lookahead} must be at least 1 (the method's K)")
-        if self.batch_size < 2 or self.tier_batch_size < 2:
-            raise ValueError(f"batch_size={self.batch_size} and tier_batch_size={self.tier_batch_size} "
-                             "must be at least 2 (in-batch negatives)")
-        if self.eval_texts < 12 or self.tier_eval_texts < 12:
-            raise ValueError("eval_texts and tier_eval_texts must be at least 12 (k-means over 6 values)")
-        if not self.distill_kinds or any(k not in ("mse", "kl") for k in self.distill_kinds):
-            raise ValueError(f"distill_kinds={self.distill_kinds} must name 'mse' and/or 'kl'")
-        if any(t not in TIERS for t in self.tiers):
-            raise ValueError(f"tiers={self.tiers} must be a subset of {TIERS}")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction (1 seed, MSE only, no real-model tier; a few minutes on 2 cores)."""
-        return cls(distill_kinds=("mse",), tiers=())
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """The contract suite's setting (seconds)."""
-        return cls(d_model=32, n_layers=2, n_heads=2, sft_texts=100, sft_steps=30, train_texts=24, steps=4,
-                   batch_size=16, eval_texts=36, sts_pairs=100, distill_kinds=("mse",), tiers=())
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:

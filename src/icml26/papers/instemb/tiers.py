@@ -14,6 +14,7 @@ import dataclasses
 from typing import Any
 
 from icml26.contract import RunContext
+from icml26.papers.instemb.config import Config
 from icml26.papers.instemb.data import AttrWorld
 from icml26.papers.instemb.evaluation import AttrWorldEval
 from icml26.papers.instemb.model import InstEmbModel
@@ -44,7 +45,7 @@ def _backbone(tier: str, ctx: RunContext) -> tuple[Any, Any, str]:
     return lm.model, lm.tokenizer, lm.name
 
 
-def run_tier(tier: str, config: Any, ctx: RunContext) -> TierOutcome:
+def run_tier(tier: str, config: Config, ctx: RunContext) -> TierOutcome:
     """InputLast against InstEmb-DAAP on one real backbone (``tier``: ``minilm`` or ``smollm2``)."""
     ctx.stage(f"tier {tier}")
     train = AttrWorld.sample(config.tier_train_texts, ctx.rng(f"{tier}_train"))
