@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 from torch import nn
 
+from .config import Config
 from .problem import Problem, evaluate
 from .unlearn import unlearn
-
-if TYPE_CHECKING:
-    from .experiment import Config
 
 __all__ = ["MatchedRecord", "RhoResult", "StepTrace", "StopRecord", "arm_options", "guarantee_probe", "stop_rule"]
 
