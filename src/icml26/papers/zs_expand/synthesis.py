@@ -24,12 +24,14 @@ norm-scale heuristic (predicted rows rescaled to the mean seen-row norm).
 With ``alpha_grid`` the ridge strengths (and whether to use the refiners at all) are chosen by
 leave-one-seen-class-out error on the seen classes: each held-out seen class plays an unseen
 sibling of its group. The reproduction uses this; without it the strengths are fixed.
+
+The losses and penalties are in :mod:`.losses`, the closed-form ridge in :mod:`.ridge`; their names
+still import from here.
 """
 
 from __future__ import annotations
 
 import copy
-import dataclasses
 import logging
 from typing import Any, Callable, Literal, Sequence
 
@@ -37,6 +39,16 @@ import numpy as np
 import torch
 
 from icml26.common.argcheck import as_tensor, check_int, check_real, require_finite
+from icml26.papers.zs_expand.losses import (
+    _class_covariances,
+    _groups_array,
+    cosine_loss,
+    group_balanced_loss,
+    group_balanced_weights,
+    invariance_penalty,
+    nuisance_covariance,
+)
+from icml26.papers.zs_expand.ridge import LinearMap, fit_ridge
 from icml26.papers.zs_expand.semantics import as_views
 from icml26.papers.zs_expand.structure import GroupClusterer, GroupStructure
 
@@ -57,159 +69,8 @@ Refiner = Literal["group", "shared", "none"]
 
 
 # ---------------------------------------------------------------------------
-# Losses and weights
+# ICIS's norm-scale heuristic (the losses are in losses.py, the ridge solver in ridge.py)
 # ---------------------------------------------------------------------------
-def _groups_array(groups: Any, n: int, name: str = "groups") -> np.ndarray:
-    g = np.asarray(groups.detach().cpu() if isinstance(groups, torch.Tensor) else groups)
-    if g.ndim != 1 or len(g) != n:
-        raise ValueError(f"{name} must be a 1-D array with one group per class ({n}), got shape {g.shape}")
-    if g.dtype.kind not in "iu":
-        if g.dtype.kind == "f" and np.all(np.isfinite(g)) and np.all(g == np.round(g)):
-            g = g.astype(np.int64)
-        else:
-            raise TypeError(f"{name} must hold integer group labels, got dtype {g.dtype}")
-    return g.astype(np.int64)
-
-
-def group_balanced_weights(groups: Any) -> np.ndarray:
-    """Per-class weights ``a_c = 1 / (G n_g(c))`` (they sum to 1): the mean within each group,
-    then the mean across the ``G`` groups present. ``groups``: ``(C,)`` integer labels."""
-    g = _groups_array(groups, len(np.asarray(groups)))
-    if len(g) == 0:
-        raise ValueError("groups is empty")
-    labels, counts = np.unique(g, return_inverse=False, return_counts=True)
-    size = dict(zip(labels.tolist(), counts.tolist()))
-    return np.asarray([1.0 / (len(labels) * size[v]) for v in g.tolist()])
-
-
-def group_balanced_loss(per_class_loss: torch.Tensor, groups: Any) -> torch.Tensor:
-    """``(1/G) Σ_g mean_(c ∈ g) ℓ_c``: average ``per_class_loss`` ``(C,)`` within groups, then across.
-
-    Duplicating every class of one group leaves the loss, and so every gradient, unchanged.
-    NaN in ``per_class_loss`` propagates.
-    """
-    if not isinstance(per_class_loss, torch.Tensor) or per_class_loss.ndim != 1:
-        raise TypeError("per_class_loss must be a 1-D torch.Tensor (one loss per class)")
-    g = _groups_array(groups, per_class_loss.shape[0])
-    weights = torch.as_tensor(group_balanced_weights(g), dtype=per_class_loss.dtype, device=per_class_loss.device)
-    return (weights * per_class_loss).sum()
-
-
-def cosine_loss(pred: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
-    """``1 − cos(ŵ_c, w_c)`` per row: ``(C,)`` from ``pred`` and ``target`` ``(C, D)``."""
-    if not isinstance(pred, torch.Tensor) or not isinstance(target, torch.Tensor):
-        raise TypeError("pred and target must be torch.Tensors")
-    if pred.shape != target.shape or pred.ndim != 2:
-        raise ValueError(f"pred {tuple(pred.shape)} and target {tuple(target.shape)} must both be (C, D)")
-    return 1.0 - torch.nn.functional.cosine_similarity(pred, target, dim=-1, eps=1e-12)
-
-
-def invariance_penalty(view_predictions: torch.Tensor, sample_weights: Any = None) -> torch.Tensor:
-    """``Σ_c a_c mean_m Σ_k Var_n[ŵ_k(s_c^(m,n))]`` from predictions ``(C, M, N, D)`` (population
-    variance over the nuisance axis ``N``; ``a_c`` uniform by default). Zero when ``N = 1``."""
-    if not isinstance(view_predictions, torch.Tensor) or view_predictions.ndim != 4:
-        raise TypeError("view_predictions must be a (C, M, N, D) torch.Tensor")
-    var = view_predictions.var(dim=2, unbiased=False).sum(-1).mean(-1)  # (C,)
-    if sample_weights is None:
-        return var.mean()
-    a = torch.as_tensor(np.asarray(sample_weights), dtype=var.dtype, device=var.device)
-    if a.shape != var.shape:
-        raise ValueError(f"sample_weights must have one weight per class ({var.shape[0]}), got {tuple(a.shape)}")
-    return (a * var).sum() / a.sum()
-
-
-def nuisance_covariance(views: Any, sample_weights: Any = None) -> torch.Tensor:
-    """``P = Σ_c a_c mean_m Cov_n(s_c^(m,·))`` ``(d, d)`` float64, so that for a linear map ``B``
-    ``invariance_penalty(views @ B) = tr(Bᵀ P B)`` (population covariance; ``a_c`` uniform by default)."""
-    v = as_views(views, "views").double()
-    c, m, n, d = v.shape
-    a = torch.full((c,), 1.0 / c, dtype=v.dtype, device=v.device) if sample_weights is None else \
-        torch.as_tensor(np.asarray(sample_weights, dtype=np.float64), device=v.device)
-    if a.shape != (c,):
-        raise ValueError(f"sample_weights must have one weight per class ({c}), got {tuple(a.shape)}")
-    a = a / a.sum()
-    centred = v - v.mean(dim=2, keepdim=True)  # (C, M, N, d)
-    scale = (a / (m * n))[:, None, None, None]
-    return torch.einsum("cmni,cmnj->ij", centred * scale, centred)
-
-
-def _class_covariances(views: torch.Tensor) -> torch.Tensor:
-    """``C_c = mean_m Cov_n(s_c^(m,·))`` flattened to ``(C, d·d)`` float64 (population covariance over
-    nuisances), so that :func:`nuisance_covariance` with weights ``a`` is ``(a @ C).reshape(d, d) / Σ a``."""
-    v = views.double()
-    centred = v - v.mean(dim=2, keepdim=True)
-    covs = torch.einsum("cmni,cmnj->cij", centred, centred) / (v.shape[1] * v.shape[2])
-    return covs.reshape(len(covs), -1)
-
-
-# ---------------------------------------------------------------------------
-# Closed-form generalised ridge
-# ---------------------------------------------------------------------------
-@dataclasses.dataclass
-class LinearMap:
-    """``x ↦ x @ weight + bias`` with ``weight`` ``(d, k)`` and ``bias`` ``(k,)`` (float64)."""
-
-    weight: torch.Tensor
-    bias: torch.Tensor
-
-    def __call__(self, x: torch.Tensor) -> torch.Tensor:
-        return x.to(self.weight.dtype) @ self.weight + self.bias
-
-    @classmethod
-    def zeros(cls, d: int, k: int, device: Any = "cpu") -> "LinearMap":
-        return cls(torch.zeros(d, k, dtype=torch.float64, device=device),
-                   torch.zeros(k, dtype=torch.float64, device=device))
-
-
-def fit_ridge(inputs: Any, targets: Any, *, alpha: float, sample_weights: Any = None, penalty: Any = None,
-              intercept: bool = True, relative: bool = True) -> LinearMap:
-    """``argmin_(B,b) Σ_i a_i ‖x_iᵀB + b − y_i‖² + tr(Bᵀ P B) + α_eff ‖B‖²``, in closed form (float64).
-
-    Args:
-        inputs: ``(n, d)``; targets: ``(n, k)``.
-        alpha: ridge strength ``α``; with ``relative`` (default) ``α_eff = α · tr(Σ_x)/d``, ``Σ_x`` the
-            weighted covariance of the (centred) inputs, so that ``α`` means the same at every scale.
-        sample_weights: ``(n,)`` non-negative ``a_i`` (normalised to sum 1; uniform by default).
-        penalty: ``(d, d)`` symmetric PSD ``P`` (e.g. ``λ`` times :func:`nuisance_covariance`) or None.
-        intercept: fit an unpenalised ``b`` (inputs and targets centred by their weighted means).
-    """
-    x = as_tensor(inputs, "inputs").double()
-    y = as_tensor(targets, "targets").double().to(x.device)
-    if x.ndim != 2 or y.ndim != 2 or x.shape[0] != y.shape[0]:
-        raise ValueError(f"inputs {tuple(x.shape)} and targets {tuple(y.shape)} must be (n, d) and (n, k) "
-                         "with the same n")
-    if x.shape[0] == 0:
-        raise ValueError("inputs has no rows")
-    require_finite(x, "inputs")
-    require_finite(y, "targets")
-    alpha = check_real(alpha, "alpha", low=0.0)
-    n, d = x.shape
-    a = torch.full((n,), 1.0 / n, dtype=x.dtype, device=x.device) if sample_weights is None else \
-        as_tensor(sample_weights, "sample_weights").double().to(x.device)
-    if a.shape != (n,) or bool((a < 0).any()) or float(a.sum()) <= 0:
-        raise ValueError(f"sample_weights must be ({n},) non-negative with a positive sum")
-    a = a / a.sum()
-    if intercept:
-        x_mean, y_mean = a @ x, a @ y
-    else:
-        x_mean = torch.zeros(d, dtype=x.dtype, device=x.device)
-        y_mean = torch.zeros(y.shape[1], dtype=x.dtype, device=x.device)
-    xc, yc = x - x_mean, y - y_mean
-    gram = xc.T @ (a[:, None] * xc)
-    scale = float(torch.trace(gram)) / d if relative else 1.0
-    lhs = gram + alpha * max(scale, 1e-300) * torch.eye(d, dtype=x.dtype, device=x.device)
-    if penalty is not None:
-        p = as_tensor(penalty, "penalty").double().to(x.device)
-        if p.shape != (d, d):
-            raise ValueError(f"penalty must be ({d}, {d}), got {tuple(p.shape)}")
-        lhs = lhs + (p + p.T) / 2
-    # B = (X̃ᵀ A X̃ + P + α I)⁻¹ X̃ᵀ A Ỹ ;  b = ȳ − x̄ᵀ B
-    weight = torch.linalg.lstsq(lhs, xc.T @ (a[:, None] * yc)).solution if alpha == 0 and penalty is None \
-        else torch.linalg.solve(lhs, xc.T @ (a[:, None] * yc))
-    weight = weight.contiguous()
-    return LinearMap(weight, (y_mean - x_mean @ weight).contiguous())
-
-
 def norm_scale(weights: torch.Tensor, reference: torch.Tensor, factor: float = 1.0) -> torch.Tensor:
     """ICIS's norm-scale heuristic: ``weights · factor · mean_r‖reference_r‖ / mean_u‖weights_u‖``.
 
