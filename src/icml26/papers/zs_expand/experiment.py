@@ -24,21 +24,20 @@ import dataclasses
 import logging
 import math
 import time
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 
-from icml26.common.config import validate_numbers
 from icml26.contract import Outcome, RunContext
-from icml26.papers.zs_expand.analysis import gzsl_scores, intervention_variance, per_class_accuracy, ratio, \
-    restricted_predictions
+from icml26.papers.zs_expand.analysis import intervention_variance, per_class_accuracy, ratio, restricted_predictions
 from icml26.papers.zs_expand.baselines import ICISExpander, SharedMLPExpander, WAvgExpander
 from icml26.papers.zs_expand.claims import ARMS as ARM_SPECS
 from icml26.papers.zs_expand.claims import CHECKS
+from icml26.papers.zs_expand.config import Config
 from icml26.papers.zs_expand.data import granularity_benchmark
 from icml26.papers.zs_expand.figures import plot
-from icml26.papers.zs_expand.head import inject
+from icml26.papers.zs_expand.scoring import score_rows
 from icml26.papers.zs_expand.semantics import encode_descriptions
 from icml26.papers.zs_expand.structure import GroupClusterer
 from icml26.papers.zs_expand.synthesis import ClassifierExpander
@@ -67,128 +66,6 @@ ARMS = (METHOD_ARM, "zs_expand_no_invariance", "zs_expand_no_refiner", "zs_expan
 
 
 @dataclasses.dataclass
-class Config:
-    """zs_expand reproduction settings (no paper scale is public; defaults are the issue's benchmark)."""
-
-    n_groups: int = 6
-    """Superclasses (the last is the held-out "distinct" one)."""
-    per_group: int = 8
-    """Fine classes per superclass."""
-    similar_per_group: int = 2
-    """Unseen siblings in each other superclass (6 x 8 with 2: 30 seen, 10 similar + 8 distinct unseen)."""
-    n_train: int = 100
-    """Training samples per class (the head; the ceiling's head)."""
-    n_test: int = 100
-    """Test samples per class."""
-    feature_dim: int = 64
-    """Width D of the features (the head's input)."""
-    fine_scale: float = 0.5
-    """Magnitude of the fine attribute block (the coarse block has 1)."""
-    noise: float = 0.3
-    """Standard deviation of the feature noise."""
-    n_nuisances: int = 6
-    """Nuisance sentences crossed with every description (at most 6)."""
-    named: bool = False
-    """Put invented class names in the descriptions (a harder variant; see data.granularity_benchmark)."""
-    head_c: float = 1.0
-    """Inverse L2 strength of the logistic head (scikit-learn's C)."""
-    invariance: float = 1.0
-    """The expander's invariance weight lambda."""
-    coarse_alpha: float = 0.1
-    """The expander's relative ridge strength of f0."""
-    refiner_alpha: float = 0.01
-    """The expander's relative ridge strength of the shared refiner."""
-    group_alpha: float = 0.01
-    """The expander's relative ridge strength of each group's own refiner (used when ``alpha_grid`` is empty)."""
-    alpha_grid: tuple[float, ...] = ()
-    """The expander's own leave-one-seen-class-out selection of its ridge strengths (empty: off; the
-    arms are then selected by the shared tuner, ``tune``). Kept for users of the library default."""
-    tune: bool = True
-    """Select every arm's hyperparameters with the shared tuner over its declared space (claims.py
-    ``ARMS``), on class folds of the seen classes; False: each arm's fixed settings below."""
-    tune_folds: int = 3
-    """Class folds of the seen classes for the tuner's validation task (each held out once)."""
-    tune_metric: Literal["row_error", "zsl"] = "row_error"
-    """What the tuner scores on the held-out folds: the synthesised rows' relative squared error (the
-    expander's own criterion) or their ZSL accuracy on the held-out classes' training images."""
-    cosine_weight: float = 0.0
-    """The expander's cosine-loss weight in its L-BFGS stage (0: closed form only)."""
-    cosine_steps: int = 0
-    """L-BFGS iterations of that stage."""
-    criterion: str = "eigengap"
-    """Group-count criterion: eigengap or silhouette."""
-    cluster_method: str = "agglomerative"
-    """Clustering: agglomerative or spectral."""
-    neighbours: int = 7
-    """k of the self-tuning affinity's local scale."""
-    mlp_hidden: int = 256
-    """Shared MLP width."""
-    mlp_steps: int = 1000
-    """Shared MLP Adam steps (full batch)."""
-    mlp_lr: float = 1e-3
-    """Shared MLP learning rate."""
-    mlp_weight_decay: float = 1e-4
-    """Shared MLP weight decay."""
-    icis_latent: int = 128
-    """ICIS latent width."""
-    icis_steps: int = 1000
-    """ICIS Adam steps (full batch)."""
-    icis_lr: float = 1e-3
-    """ICIS learning rate."""
-    wavg_temperature: float = 0.1
-    """WAvg softmax temperature."""
-    real: bool = True
-    """Run the Animal-MNIST + digits section (report only; needs the data extra)."""
-    real_train_per_class: int = 150
-    """Real section: training images per class."""
-    real_test_per_class: int = 50
-    """Real section: test images per class."""
-    real_epochs: int = 4
-    """Real section: CNN epochs."""
-    threads: int = 0
-    """The most torch threads the runner gives this run (0: no limit)."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        if self.n_groups < 2 or self.per_group < 2:
-            raise ValueError(f"n_groups={self.n_groups} and per_group={self.per_group} must be at least 2")
-        if not 1 <= self.n_nuisances <= 6:
-            raise ValueError(f"n_nuisances={self.n_nuisances} must be in [1, 6]")
-        if self.criterion not in ("eigengap", "silhouette"):
-            raise ValueError(f"criterion={self.criterion!r} must be 'eigengap' or 'silhouette'")
-        if self.cluster_method not in ("agglomerative", "spectral"):
-            raise ValueError(f"cluster_method={self.cluster_method!r} must be 'agglomerative' or 'spectral'")
-        if self.tune_metric not in ("row_error", "zsl"):
-            raise ValueError(f"tune_metric={self.tune_metric!r} must be 'row_error' or 'zsl'")
-        if self.tune_folds < 2:
-            raise ValueError(f"tune_folds={self.tune_folds} must be at least 2 (a fold is held out against the rest)")
-        for name in ("n_train", "n_test", "feature_dim", "neighbours", "mlp_hidden", "mlp_steps", "icis_latent", "icis_steps",
-                     "real_train_per_class", "real_test_per_class", "real_epochs"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
-        for name in ("fine_scale", "invariance", "coarse_alpha", "refiner_alpha", "group_alpha", "cosine_weight",
-                     "mlp_weight_decay"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be non-negative")
-        if any(not a >= 0 for a in self.alpha_grid):
-            raise ValueError(f"alpha_grid={self.alpha_grid} must hold non-negative strengths")
-        for name in ("head_c", "mlp_lr", "icis_lr", "wavg_temperature", "noise"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be positive")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction: the issue's benchmark as is (about a minute per seed on one core)."""
-        return cls(threads=1)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """The contract-suite setting (seconds): 3 x 4 classes, 2 nuisances, short training, no real section."""
-        return cls(n_groups=3, per_group=4, similar_per_group=1, n_train=30, n_test=20, n_nuisances=2,
-                   mlp_steps=60, icis_steps=60, real=False, threads=1)
-
-
-@dataclasses.dataclass
 class ArmScores:
     """One arm's figures on one benchmark draw (accuracies as fractions)."""
 
@@ -210,25 +87,6 @@ def _logistic_rows(x: np.ndarray, y: np.ndarray, classes: np.ndarray, c: float, 
     model = LogisticRegression(C=c, max_iter=3000, random_state=seed).fit(x[mask], y[mask])
     order = np.searchsorted(model.classes_, classes)
     return np.hstack([model.coef_, model.intercept_[:, None]])[order]
-
-
-def score_rows(rows: np.ndarray, head: torch.nn.Linear, x_test: np.ndarray, y_test: np.ndarray,
-               seen: np.ndarray, unseen: np.ndarray, similar: np.ndarray, distinct: np.ndarray) -> dict[str, Any]:
-    """ZSL and GZSL figures of synthesised unseen rows ``[w | b]`` ``(U, D+1)`` for a seen ``head``."""
-    d = x_test.shape[1]
-    test_unseen = np.isin(y_test, unseen)
-    logits_u = x_test[test_unseen] @ rows[:, :d].T + rows[:, d]
-    preds = restricted_predictions(logits_u, np.arange(len(unseen)), unseen)
-    acc = per_class_accuracy(preds, y_test[test_unseen], unseen)
-    pos = {c: i for i, c in enumerate(unseen)}
-    extended = inject(head, torch.as_tensor(rows[:, :d]), bias=torch.as_tensor(rows[:, d]))
-    with torch.no_grad():
-        logits = extended(torch.as_tensor(x_test, dtype=extended.weight.dtype)).numpy()
-    ids = np.concatenate([seen, unseen])
-    s, u, h = gzsl_scores(ids[logits.argmax(1)], y_test, seen, unseen)
-    return {"zsl": float(acc.mean()), "zsl_similar": float(np.mean([acc[pos[c]] for c in similar])),
-            "zsl_distinct": float(np.mean([acc[pos[c]] for c in distinct])) if len(distinct) else math.nan,
-            "gzsl_seen": s, "gzsl_unseen": u, "gzsl_h": h, "per_class": acc.tolist()}
 
 
 def _builders(config: Config, ctx: RunContext, true_groups: np.ndarray) -> dict[str, Any]:

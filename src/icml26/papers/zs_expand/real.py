@@ -22,7 +22,9 @@ from torch import nn
 
 from icml26.contract import RunContext
 from icml26.papers.zs_expand.baselines import ICISExpander, SharedMLPExpander, WAvgExpander
+from icml26.papers.zs_expand.config import Config
 from icml26.papers.zs_expand.data import NUISANCES
+from icml26.papers.zs_expand.scoring import score_rows
 from icml26.papers.zs_expand.semantics import encode_descriptions
 from icml26.papers.zs_expand.structure import GroupClusterer
 from icml26.papers.zs_expand.synthesis import ClassifierExpander
@@ -130,10 +132,9 @@ def _images() -> tuple[np.ndarray, np.ndarray, tuple[str, ...]]:
     return images, labels, tuple(animals.label_names) + _DIGIT_NAMES
 
 
-def real_section(config: Any, ctx: RunContext, encoder: Any) -> RealSection | None:
+def real_section(config: Config, ctx: RunContext, encoder: Any) -> RealSection | None:
     """Train the CNN on the seen classes, expand its head with every arm, score ZSL and GZSL."""
     from icml26.common.extras import extra_installed
-    from icml26.papers.zs_expand.experiment import score_rows
 
     if not extra_installed("data"):
         return RealSection({}, {}, ["Real section skipped: animal-mnist is not installed (the data extra)."])
