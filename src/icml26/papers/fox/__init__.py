@@ -70,7 +70,7 @@ from icml26.papers.fox.fusion import (
     plausibility_mask,
     vcd_combine,
 )
-from icml26.papers.fox.probe import (
+from icml26.papers.fox.head_probe import (
     ENTROPY_EPS,
     SCORES,
     ProbeStats,

@@ -5,7 +5,7 @@
   runs that stream on the tokens generated so far, then returns ``combine(l_o, l_i)``. It goes
   **first** in the processor list, so temperature / top-p act on the fused logits.
 * :func:`fox_generate` (``model, inputs, FoxConfig``): the observational stream is vanilla; the
-  interventional stream runs :class:`~icml26.papers.fox.attention.FoxIntervention` (probe +
+  interventional stream runs :class:`~icml26.papers.fox.interventions.FoxIntervention` (probe +
   saturation on the top-k heads of layers [L/16, L/2)); the fusion is
   :func:`~icml26.papers.fox.fusion.conflict_gated_fusion`.
 
@@ -38,7 +38,7 @@ from icml26.papers.fox.attention import (
     use_fox_attention,
 )
 from icml26.papers.fox.fusion import conflict_gated_fusion, js_divergence
-from icml26.papers.fox.probe import SCORES
+from icml26.papers.fox.head_probe import SCORES
 from icml26.papers.fox.saturation import SATURATION_MODES
 
 __all__ = [

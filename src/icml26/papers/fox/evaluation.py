@@ -21,7 +21,7 @@ from icml26.papers.fox.attention import (
     use_fox_attention,
 )
 from icml26.papers.fox.model import caption_prompt, question_prompt, scene_inputs
-from icml26.papers.fox.probe import num_risky_heads
+from icml26.papers.fox.head_probe import num_risky_heads
 from icml26.papers.fox.scenes import PARTNER, SHAPES, Scene, ShapeVocab
 
 __all__ = ["CaptionRun", "MechanismResult", "caption_run", "mechanism", "pope_run"]
