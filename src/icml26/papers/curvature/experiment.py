@@ -34,16 +34,8 @@ import numpy as np
 import torch
 
 from icml26.common.corpus import stdlib_corpus
-from icml26.common.tiny_lm import (
-    PretrainConfig,
-    TinyLMConfig,
-    build_model,
-    encode_corpus,
-    evaluate_loss,
-    pretrain,
-)
+from icml26.common.tiny_lm import build_model, encode_corpus, evaluate_loss, pretrain
 from icml26.common.tokenizer import train_tokenizer
-from icml26.common.config import validate_numbers
 from icml26.contract import Outcome, RunContext
 from icml26.papers.curvature.analysis import (
     best_inner_layer,
@@ -54,6 +46,7 @@ from icml26.papers.curvature.analysis import (
     straightening_summary,
 )
 from icml26.papers.curvature.claims import CHECKS
+from icml26.papers.curvature.config import Config
 from icml26.papers.curvature.figures import plot
 from icml26.papers.curvature.layerwise import (
     CurvatureEntropyAnalysis,
@@ -75,136 +68,6 @@ STREAMS: dict[str, str] = {
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
-
-
-@dataclasses.dataclass
-class Config:
-    """Tiny GPT-2 on the stdlib corpus (full scale: the brief's CPU plan, §4.3-4.4)."""
-
-    arch: str = "gpt2"
-    """Architecture of the tiny LM: ``gpt2`` (the paper studies GPT-2 XL) or ``llama``."""
-    vocab_size: int = 2048
-    """BPE vocabulary of the shared tokenizer (brief §4.2: 2048)."""
-    d_model: int = 192
-    """Residual width (brief §4.3: 192)."""
-    n_layers: int = 6
-    """Transformer blocks (brief §4.3: 6)."""
-    n_heads: int = 6
-    """Attention heads (brief §4.3: 6)."""
-    context: int = 128
-    """Training and analysis window in tokens (brief §4.3: 128)."""
-    steps: int = 1000
-    """Optimizer steps of each training run (brief §4.3: 1000)."""
-    batch_size: int = 16
-    """Sequences per step (brief §4.3: 16)."""
-    lr: float = 3e-3
-    """Peak AdamW learning rate, cosine decay (brief §4.3: 3e-3)."""
-    warmup: int = 60
-    """Linear warm-up steps."""
-    checkpoints: tuple[int, ...] = (0, 30, 100, 300, 1000)
-    """Steps whose weights are analysed; must include 0 and ``steps`` (brief §4.3)."""
-    window: int = 3
-    """``W`` of ``kappa(t; W)`` (not given by the paper; brief §1.3: 3)."""
-    window_grid: tuple[int, ...] = (1, 3, 8)
-    """Windows compared at the final checkpoint (brief §6: {1, 3, 8})."""
-    eval_tokens: int = 20_000
-    """Held-out tokens (consecutive validation windows) for the correlations (brief §4.4: 20k)."""
-    perturb_positions: int = 2000
-    """Held-out prefixes perturbed at their last position (issue: at least 2,000)."""
-    perturb_length: int = 64
-    """Tokens per perturbed prefix (ours; the last one is perturbed and measured)."""
-    epsilons: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1)
-    """Perturbation sizes as fractions of the state's norm, ``|delta| = epsilon |x_t|`` (issue #30)."""
-    pretrained_tokens: int = 60_000
-    """Analysed tokens of the pretrained arm (SmolLM2; issue #30: at least 20k, and a 95% interval no wider
-    than +/- 0.015: 20k tokens gave +/- 0.021, 48k +/- 0.0144 [0.0132, 0.0156] over 3 seeds); 0 skips the arm."""
-    pretrained_context: int = 128
-    """Tokens per window of the pretrained arm."""
-    pretrained_batch: int = 8
-    """Windows per forward pass of the pretrained model."""
-    pretrained_perturb_positions: int = 2000
-    """Prefixes of the pretrained arm's perturbation study (issue #30: at least 2,000); 0 skips it."""
-    pretrained_perturb_length: int = 24
-    """Tokens per perturbed prefix of the pretrained arm (ours)."""
-    pretrained_perturb_batch: int = 100
-    """Prefixes per batch of the pretrained perturbation study."""
-    bootstrap: int = 1000
-    """Window-bootstrap resamples of the pretrained correlations' 95% interval."""
-    perturb_layer: int = dataclasses.field(default=-1, metadata={"sentinels": (-1,)})
-    """``hidden_states`` index to perturb; -1 (a sentinel): the inner layer (1 .. L-1) of maximal Spearman rho."""
-    valid_batches: int = 40
-    """Batches of 32 validation windows for the final validation losses (40 covers the stream at context 128)."""
-    reg_weight: float = 0.1
-    """``lambda`` of the curvature regulariser (brief §4.4 and the precursor code: 0.1)."""
-    reg_layers: tuple[int, ...] = (3, 4)
-    """``hidden_states`` indices the regulariser straightens (brief §4.4: layers 3-4 of 6)."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        TinyLMConfig(arch=self.arch, vocab_size=self.vocab_size, d_model=self.d_model,  # validates
-                     n_layers=self.n_layers, n_heads=self.n_heads, context=self.context)
-        if self.steps < 1 or self.batch_size < 1:
-            raise ValueError(f"steps={self.steps} and batch_size={self.batch_size} must be positive")
-        if self.d_model < 3:
-            raise ValueError(f"d_model={self.d_model}: the misaligned control needs d_model >= 3")
-        cps = self.checkpoints
-        if list(cps) != sorted(set(cps)) or not cps or cps[0] != 0 or cps[-1] != self.steps:
-            raise ValueError(f"checkpoints={cps} must be increasing, start at 0 and end at steps={self.steps}")
-        for w in (self.window, *self.window_grid):
-            if w < 1 or w + 2 > self.context:
-                raise ValueError(f"window {w} must be in 1 .. context - 2 = {self.context - 2}")
-        if self.eval_tokens < 2 * self.context:
-            raise ValueError(f"eval_tokens={self.eval_tokens} must be at least two windows (2 * context)")
-        if self.valid_batches < 1:
-            raise ValueError(f"valid_batches={self.valid_batches} must be positive")
-        if self.perturb_positions < 2:
-            raise ValueError(f"perturb_positions={self.perturb_positions} must be at least 2 for a paired test")
-        if not 3 <= self.perturb_length <= self.context:
-            raise ValueError(f"perturb_length={self.perturb_length} must be in 3 .. context={self.context}")
-        if not self.epsilons or any(not e > 0 for e in self.epsilons) or len(set(self.epsilons)) != len(self.epsilons):
-            raise ValueError(f"epsilons={self.epsilons} must be distinct positive sizes (epsilon=0 perturbs nothing)")
-        if self.pretrained_tokens < 0:
-            raise ValueError(f"pretrained_tokens={self.pretrained_tokens} must be >= 0 (0 skips the pretrained arm)")
-        if self.pretrained_perturb_positions < 0 or self.pretrained_perturb_positions == 1:
-            raise ValueError(f"pretrained_perturb_positions={self.pretrained_perturb_positions} must be 0 (skip) or "
-                             "at least 2 (a paired test)")
-        if self.pretrained_perturb_length < 3 or self.pretrained_perturb_batch < 1:
-            raise ValueError(f"pretrained_perturb_length={self.pretrained_perturb_length} must be >= 3 and "
-                             f"pretrained_perturb_batch={self.pretrained_perturb_batch} >= 1")
-        if self.pretrained_context < self.window + 3 or self.pretrained_batch < 1 or self.bootstrap < 2:
-            raise ValueError(f"pretrained_context={self.pretrained_context} must exceed window + 2, pretrained_batch="
-                             f"{self.pretrained_batch} be >= 1 and bootstrap={self.bootstrap} >= 2")
-        if self.lr <= 0:
-            raise ValueError(f"lr={self.lr} must be positive")
-        if not (self.perturb_layer == -1 or 0 <= self.perturb_layer <= self.n_layers):
-            raise ValueError(f"perturb_layer={self.perturb_layer} must be -1 or in 0 .. n_layers={self.n_layers}")
-        if not self.reg_layers or any(not 0 <= layer <= self.n_layers for layer in self.reg_layers):
-            raise ValueError(f"reg_layers={self.reg_layers} must be non-empty and in 0 .. n_layers={self.n_layers}")
-        if self.reg_weight <= 0:
-            raise ValueError(f"reg_weight={self.reg_weight} must be positive (lambda = 0 is the baseline arm)")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction: the default 1.07 M-parameter tiny GPT-2, 600 steps, and the SmolLM2 arm
-        (11-12 minutes a seed on one core, about half of it SmolLM2)."""
-        return cls(d_model=128, n_layers=4, n_heads=4, steps=600, checkpoints=(0, 30, 100, 300, 600),
-                   reg_layers=(2,))
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """The contract-suite setting (seconds)."""
-        return cls(vocab_size=512, d_model=32, n_layers=2, n_heads=2, context=32, steps=12,
-                   batch_size=8, warmup=3, checkpoints=(0, 12), window_grid=(1, 3), eval_tokens=1024,
-                   perturb_positions=64, perturb_length=12, valid_batches=2, reg_layers=(1,), pretrained_tokens=0)
-
-    def model_config(self) -> TinyLMConfig:
-        return TinyLMConfig(arch=self.arch, vocab_size=self.vocab_size, d_model=self.d_model,
-                            n_layers=self.n_layers, n_heads=self.n_heads, context=self.context)
-
-    def train_config(self, seed: int) -> PretrainConfig:
-        return PretrainConfig(steps=self.steps, batch_size=self.batch_size, lr=self.lr,
-                              warmup=min(self.warmup, self.steps), seed=seed,
-                              eval_every=max(1, self.steps // 6), eval_batches=10)
 
 
 def _analyse(model, windows: torch.Tensor, log_freq: torch.Tensor, window: int,

@@ -27,6 +27,7 @@ from icml26.papers.curvature.analysis import (
     interpolated_bigram,
     straightening_summary,
 )
+from icml26.papers.curvature.config import Config
 from icml26.papers.curvature.layerwise import layerwise_curvature_entropy, unigram_log_frequency
 from icml26.papers.curvature.perturb import perturbation_sweep
 from icml26.papers.curvature.stats import PairedTest, cluster_bootstrap_spearman, paired_test
@@ -120,11 +121,11 @@ def _series(values) -> list[float | None]:
     return [float(v) if np.isfinite(v) else None for v in values]
 
 
-def pretrained_arm(config: Any, corpus, ctx: RunContext) -> tuple[dict[str, Any], PerturbationStudy | None]:
+def pretrained_arm(config: Config, corpus, ctx: RunContext) -> tuple[dict[str, Any], PerturbationStudy | None]:
     """SmolLM2-135M-Instruct on random windows of the stdlib text (its own tokenizer).
 
     SmolLM2 was not trained on our split, so the windows are drawn from the whole token stream
-    (train and held-out parts: issue #30's >= 20k tokens at a half-width <= 0.015 needs ~40k, more than
+    (train and held-out parts: the checks' >= 20k tokens at a half-width <= 0.015 need ~40k, more than
     the held-out part has). The unigram frequencies (a covariate of the partial correlation) and the
     bigram reference are fitted on the text outside the drawn windows, so the bigram never scores
     text it was fitted on. Returns the arm's metrics (with a ``"curves"`` entry) and the perturbation
