@@ -5,10 +5,10 @@ Kuhn poker (10⁴ quick) and ``leduc_iterations`` for Leduc (3,000 quick). An un
 counts as T + 1 iterations, so a speed-up ratio is then a lower bound. The Kuhn and Leduc
 checks are measured when ``efg_games`` holds the game.
 
-Issue #29 changed how the arms are set, not the bars: every tuned arm takes its (η, μ, step
-rule) from one protocol on held-out games, and the fixed-σ pair ("asymmetric") takes
-μ = ½·min(μ̄_x, μ̄_y) per game from the thresholds LP (at the earlier fixed μ = 0.3 the pair
-could be exact on only the games whose thresholds both exceed 0.3). The two Leduc checks are new.
+Every tuned arm takes its (η, μ, step rule) from one protocol on held-out games (:mod:`.sections`),
+and the fixed-σ pair ("asymmetric") takes μ = ½·min(μ̄_x, μ̄_y) per game from the thresholds LP:
+with one fixed μ (0.3, say) the pair could be exact only on the games whose thresholds both exceed
+it. The two Leduc checks test :func:`~.solve.solve_efg`'s default rule.
 """
 
 from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms

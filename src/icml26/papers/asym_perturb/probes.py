@@ -60,7 +60,7 @@ def _dyn(fn, **kw):
 
 
 HOSTILE = [
-    # projections (issue #18: NaN used to raise an index error)
+    # projections (NaN gives NaN, not an index error)
     Probe("project_simplex: NaN row gives NaN", lambda: project_simplex(torch.tensor([_NAN, 0.0])),
           returns=lambda p: bool(torch.isnan(p).all()),
           doc="a row holding NaN projects to NaN (no error, so batched solvers need no device sync)"),
@@ -93,7 +93,7 @@ HOSTILE = [
     Probe("InfosetGroup: fractional indices", lambda: InfosetGroup(torch.tensor([[1.5]]), None), match="actions"),
     Probe("InfosetGroup: parents of the wrong length",
           lambda: InfosetGroup(torch.tensor([[1, 2]]), torch.tensor([0, 0])), match="parents"),
-    # game values (issue #29: a Python float for one NumPy game, NumPy for a NumPy batch)
+    # game values: a Python float for one NumPy game, NumPy for a NumPy batch
     Probe("nash_conv: NumPy game gives a float", lambda: nash_conv(_RPS.numpy(), _U, _U),
           returns=lambda v: type(v) is float and v == 0.0, doc="NumPy/list input, one game: a Python float"),
     Probe("nash_conv: NumPy batch gives an array", lambda: nash_conv(np.stack([_RPS.numpy()] * 2), np.stack([_U] * 2),
@@ -116,7 +116,7 @@ HOSTILE = [
     Probe("solve_lp: NaN game", lambda: solve_lp(np.full((2, 2), _NAN)), match="A has"),
     Probe("solve_lp: a batch", lambda: solve_lp(_batch()), match="one"),
     Probe("solve_lp: empty game", lambda: solve_lp(np.zeros((0, 2))), match="non-empty"),
-    # thresholds (issue #29)
+    # thresholds
     Probe("perturbation_thresholds: NaN game", lambda: perturbation_thresholds(np.full((2, 2), _NAN)), match="A has"),
     Probe("perturbation_thresholds: a batch", lambda: perturbation_thresholds(_batch()), match="one"),
     Probe("perturbation_thresholds: sigma off the simplex", lambda: perturbation_thresholds(_RPS, sigma_x=np.ones(3)),

@@ -1,6 +1,6 @@
 """The reproduction's sections: the shared tuning protocol, a family of matrix games, an EFG.
 
-**Tuning protocol (issue #29), one for every tuned arm.** Each arm's free parameters are
+**Tuning protocol, one for every tuned arm.** Each arm's free parameters are
 chosen on ``tuning_games`` held-out games per family (drawn from their own stream, never the
 evaluation games), over the same grid: η ∈ ``eta_grid`` × step rule ∈ {simultaneous,
 alternating} × (for the reference methods) μ ∈ ``mu_grid``, by :func:`~.analysis.pick_setting`

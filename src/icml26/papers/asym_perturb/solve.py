@@ -237,7 +237,7 @@ def solve_matrix_game(A: Tensor | np.ndarray, method: Method = "asymmetric_refer
                   seed=seed, show_progress=show_progress)
 
 
-#: The documented rule of :func:`solve_efg` (issue #29): η = EFG_STEP / ‖A‖₂, μ = EFG_MU · ‖A‖₂.
+#: The documented rule of :func:`solve_efg`: η = EFG_STEP / ‖A‖₂, μ = EFG_MU · ‖A‖₂.
 EFG_STEP = 1.5
 EFG_MU = 0.01
 
@@ -269,7 +269,7 @@ def solve_efg(game: Any, method: Method = "asymmetric_reference", *, eta: float 
     Player 0 is x and minimises xᵀAy with A = −payoff[0] (see :mod:`.games`); the
     prox is the dilated Euclidean one, computed bottom-up over infosets.
 
-    The defaults are a rule that works on Kuhn and Leduc poker (issue #29): η = 1.5/‖A‖₂,
+    The defaults are a rule that works on Kuhn and Leduc poker: η = 1.5/‖A‖₂,
     μ = 0.01·‖A‖₂ (:func:`efg_defaults`), alternating steps, the adaptive reference rule.
     The matrix-game defaults (η = 0.05, μ = 1, simultaneous steps) leave Leduc at NashConv
     1.64 after 3,000 iterations: μ = 1 is twice ‖A‖₂ = 0.5, so each reference (proximal-point)

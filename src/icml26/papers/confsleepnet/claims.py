@@ -1,9 +1,9 @@
-"""The checks of ConfSleepNet's reproduction (issue #12, "Figures to reach"), declared before any run.
+"""The checks of ConfSleepNet's reproduction (the issue's "Figures to reach"), declared before any run.
 
 "The largest corrupted fraction" is the largest ``pi`` of ``Config.corruption_fractions``
 (0.4 in every setting); the run's note on each check states the ``pi`` and the coverage used.
 
-Issue #29: the uncertainty checks count only *detectable* corruptions, those whose EOG
+The uncertainty checks count only *detectable* corruptions, those whose EOG
 contradicts the true stage at the hybrid (W / NREM / REM) granularity (and electrode pops).
 A shift or swap that brings in another NREM stage's EOG changes nothing any view's
 hybrid evidence can see, so over all corruptions the best AUROC any rule can reach is

@@ -1,8 +1,9 @@
-"""The checks of the curvature reproduction (issues #7 and #30), declared before any run.
+"""The checks of the curvature reproduction, declared before any run.
 
-Issue #30 added the pretrained arm (SmolLM2-135M-Instruct, quick and full settings only: the
-tiny setting does not load it), the interpolated-bigram reference for the tiny model, and
-perturbations scaled to the state (``|delta| = epsilon |x_t|``), judged by their initial slope.
+The tiny model is judged against an interpolated-bigram reference; the pretrained arm
+(SmolLM2-135M-Instruct) runs in the quick and full settings only (the tiny setting does not load
+it). Perturbations are scaled to the state (``|delta| = epsilon |x_t|``) and judged by their
+initial slope.
 """
 
 from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms

@@ -10,7 +10,7 @@ see the README):
 3. aligned perturbation ``x_t <- x_t + alpha (x^_t - x_t)`` (``alpha = 1`` makes the last
    angle 0; ``alpha < 0`` bends instead), or, with ``relative_to="state"``, a step of norm
    ``epsilon |x_t|`` toward ``x^_t``: ``x_t <- x_t + epsilon |x_t| (x^_t - x_t) / |x^_t - x_t|``
-   (issue #30: the size follows the state, not the distance to the extrapolation); the control
+   (the size follows the state, not the distance to the extrapolation); the control
    is :func:`icml26.papers.curvature.baselines.misaligned`;
 4. run the model again with ``hidden_states[layer]`` patched
    (:func:`~icml26.papers.curvature.hooks.patch_hidden_state`) and return

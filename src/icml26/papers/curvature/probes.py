@@ -1,4 +1,4 @@
-"""The curvature paper's hostile-input probes (issues #18, #30). It exports no ``nn.Module``
+"""The curvature paper's hostile-input probes. It exports no ``nn.Module``
 (``CurvatureLoss`` is a plain callable), so ``MODULES`` is empty."""
 
 from __future__ import annotations
@@ -71,7 +71,7 @@ def _analysis() -> CurvatureEntropyAnalysis:
 
 
 HOSTILE = [
-    # entropy (issue #30: NaN logits must not read as a confident prediction)
+    # entropy (NaN logits must not read as a confident prediction)
     Probe("next_token_entropy of NaN logits is NaN (was 0)",
           lambda: next_token_entropy(torch.tensor([[math.nan, 1.0, 2.0], [0.0, 0.0, 0.0]])),
           returns=lambda h: bool(torch.isnan(h[0])) and math.isclose(float(h[1]), math.log(3), rel_tol=1e-6),

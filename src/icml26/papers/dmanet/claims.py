@@ -1,4 +1,4 @@
-"""The checks of DMANet's reproduction (issue #8, "Figures to reach"), declared before any run.
+"""The checks of DMANet's reproduction (the issue's "Figures to reach"), declared before any run.
 
 The issue asks that naive slicing leak "several per cent (more at each level)"; the three
 per-level bars (3 %, 8 %, 12 %) are our reading of that, so their source is ``ours``.

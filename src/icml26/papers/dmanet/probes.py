@@ -1,4 +1,4 @@
-"""DMANet's tiny modules for the module matrix and its hostile-input probes (issues #18, #29)."""
+"""DMANet's tiny modules for the module matrix and its hostile-input probes."""
 
 from __future__ import annotations
 
@@ -83,7 +83,7 @@ MODULES = [
 ]
 
 HOSTILE = [
-    # Fourier operators (issue #29: non-finite input rejected)
+    # Fourier operators (non-finite input rejected)
     Probe("anti_alias_filter with NaN", lambda: anti_alias_filter(_nan(torch.randn(16)), cutoff=3), match="NaN"),
     Probe("anti_alias_filter with inf", lambda: anti_alias_filter(torch.tensor([1.0, math.inf, 0.0, 1.0]), 0.5),
           match="NaN or inf"),

@@ -1,5 +1,5 @@
 """Pieces of the DMANet reproduction: building an arm, the ``filter_axis="time"`` family, and the
-strided-only diagnostic (:class:`StridedOnlyDMANet`, issue #29)."""
+strided-only diagnostic (:class:`StridedOnlyDMANet`)."""
 
 from __future__ import annotations
 
@@ -12,13 +12,14 @@ import torch
 from icml26.contract import RunContext
 from icml26.papers.dmanet.analysis import PairedRatio, paired_ratio
 from icml26.papers.dmanet.baselines import DLinear, PatchTST
+from icml26.papers.dmanet.config import Config
 from icml26.papers.dmanet.model import DMANet
 from icml26.papers.dmanet.training import fit_forecaster
 
 __all__ = ["StridedOnly", "StridedOnlyDMANet", "TimeFamily", "build_model", "strided_only", "time_family"]
 
 
-def build_model(name: str, seq_len: int, pred_len: int, channels: int, config: Any,
+def build_model(name: str, seq_len: int, pred_len: int, channels: int, config: Config,
            filter_axis: str | None = None) -> torch.nn.Module:
     common = dict(d_model=config.d_model, levels=config.levels, e_layers=config.e_layers,
                   filter_axis=filter_axis or config.filter_axis, dropout=config.dropout)
@@ -50,7 +51,7 @@ class TimeFamily:
     paired: PairedRatio
 
 
-def time_family(config: Any, ctx: RunContext, splits, series) -> TimeFamily:
+def time_family(config: Config, ctx: RunContext, splits, series) -> TimeFamily:
     data, seq_len = splits["chaotic"], series["chaotic"][1]
     mse: dict[str, list[list[float]]] = {"dmanet": [], "dmanet_no_filter": []}
     jobs = [(m, s) for s in range(config.time_family_seeds) for m in mse]
@@ -71,7 +72,7 @@ def time_family(config: Any, ctx: RunContext, splits, series) -> TimeFamily:
 
 
 class StridedOnlyDMANet(DMANet):
-    """Diagnostic DMANet without a full-resolution path (issue #29; ours, not the paper's model).
+    """Diagnostic DMANet without a full-resolution path (ours, not the paper's model).
 
     The multiscale encoder works on the time axis, its residual ``Z + MSEnc(Z)`` is dropped, and only
     the coarsest level's interpolated output ``U_M`` reaches the embedding: every bit of the input
@@ -104,7 +105,7 @@ class StridedOnly:
     paired: tuple[PairedRatio, ...]
 
 
-def strided_only(config: Any, ctx: RunContext, splits, series) -> StridedOnly:
+def strided_only(config: Config, ctx: RunContext, splits, series) -> StridedOnly:
     """Train :class:`StridedOnlyDMANet` at levels ``1 .. config.levels``, with and without the filter,
     ``config.strided_seeds`` seeds each (same initial seed for both arms), on the chaotic set at the
     first horizon."""
