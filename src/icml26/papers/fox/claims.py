@@ -1,4 +1,4 @@
-"""The checks of Fox's reproduction (issue #19, "Figures to reach"), declared before any run."""
+"""The checks of Fox's reproduction (the issue's "Figures to reach"), declared before any run."""
 
 from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms
 

@@ -37,7 +37,7 @@ IMAGE_MEAN, IMAGE_STD = 0.5, 0.25
 
 @dataclasses.dataclass(frozen=True)
 class TinyVLMConfig:
-    """Sizes of the tiny LLaVA (issue #19: CLIP 64-d × 2, patch 8; Llama 128-d, 4 layers, 8 heads)."""
+    """Sizes of the tiny LLaVA (as specified: CLIP 64-d × 2, patch 8; Llama 128-d, 4 layers, 8 heads)."""
 
     vision_hidden: int = 64
     """CLIP width."""

@@ -1,4 +1,4 @@
-"""Fox's hostile-input probes (issue #19: no image tokens, ρ ∉ (0, 1], a layer out of range, and more).
+"""Fox's hostile-input probes (no image tokens, ρ ∉ (0, 1], a layer out of range, and more).
 
 Fox exports no ``nn.Module`` (the interventions are plain objects read by one attention function),
 so ``MODULES`` is empty.

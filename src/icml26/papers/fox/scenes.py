@@ -72,7 +72,7 @@ class SceneConfig:
     """How scenes are drawn."""
 
     p_partner: float = 0.85
-    """P(B | A): the planted co-occurrence prior (issue #19)."""
+    """P(B | A): the planted co-occurrence prior."""
     p_anchor: float = 0.5
     """Probability that a training image contains an anchor."""
     faint_fraction: float = 0.2

@@ -1,10 +1,10 @@
 """The checks of the hamu reproduction, declared before any run (``icml26 info hamu``).
 
-Issue #28 (fidelity round) moved the headline to a testbed where forgetting is measurable
-(Animal-MNIST: original and retrained reference differ by ≥ 10 points of forget accuracy at
-ρ = 0.5; on digits by ~1), matched on the reference's forget accuracy with checkpoints selected on
-a validation split, put NegGrad+ (the strongest baseline measured) beside GradDiff, added the
-area under the Pareto front and the stop flag as a decision rule, and reads every check over ≥ 10
+The headline runs on a testbed where forgetting is measurable (Animal-MNIST: original and
+retrained reference differ by ≥ 10 points of forget accuracy at ρ = 0.5; on digits by ~1). Arms
+are matched on the reference's forget accuracy with checkpoints selected on a validation split;
+NegGrad+ (the strongest baseline measured) stands beside GradDiff; the area under the Pareto
+front and the stop flag as a decision rule are checked too; and every check is read over ≥ 10
 master seeds (independent data splits and forget sets; paired intervals).
 """
 

@@ -50,7 +50,7 @@ def _data():
 
 
 def _nan_loss_leaves_parameters_unchanged():
-    """HamuOptimizer on a NaN loss: a ValueError, and the parameters are what they were (issue #18)."""
+    """HamuOptimizer on a NaN loss: a ValueError, and the parameters are what they were."""
     model = _model()
     before = [p.detach().clone() for p in model.parameters()]
     x, _ = _data()
@@ -98,7 +98,7 @@ HOSTILE = [
     Probe("stopping_threshold: NaN bound", lambda: stopping_threshold(1.0, 1.0, bound=_NAN, radius=1.0), match="bound"),
     Probe("stopping_threshold: infeasible is NaN", lambda: stopping_threshold(1.0, 1.0, bound=2.0, radius=1.0),
           returns=lambda v: v != v, doc="κ₂ is NaN exactly when B > R‖g_f‖ (documented)"),
-    # the optimizer (issue #18: a NaN loss wrote NaN into the parameters)
+    # the optimizer (a NaN loss must not write NaN into the parameters)
     Probe("HamuOptimizer.step: NaN loss leaves the parameters unchanged", _nan_loss_leaves_parameters_unchanged,
           returns=lambda msg: "retain gradient holds NaN" in msg and "unchanged: True" in msg,
           doc="a ValueError naming the gradient, raised before any parameter changes"),
@@ -180,7 +180,7 @@ HOSTILE = [
           lambda: scrub(_G, _H, g_retain_kl=torch.ones(3), g_forget_kl=torch.ones(3)), match="g_retain_kl"),
     Probe("pcgrad: shapes differ", lambda: pcgrad(_G, torch.ones(3)), match="shape"),
     Probe("gru: NaN gradient", lambda: gru(_NAN_G, _H), match="g_retain"),
-    # the reproduction's verdict functions and data (issue #28)
+    # the reproduction's verdict functions and data
     Probe("window_front_mean: range holds one grid point",
           lambda: window_front_mean([0.0, 0.5, 1.0], [1.0, 1.0, 1.0], 0.4, 0.6), match="two grid points"),
     Probe("window_front_mean: grid and front of different lengths",

@@ -2,7 +2,7 @@
 
 The primary anchor is ``h_eos`` (the state at the end-of-input token, trained by the
 contrastive loss); the complementary anchor is ``mean_k h_LA_k`` (the look-ahead states,
-trained by distillation). The combination is not published; ours (brief §1.3, issue #23):
+trained by distillation). The combination is not published; ours (brief §1.3):
 
     e = n( n(h_eos) + w · n(mean_k h_LA_k) )                 (mode="sum")
     e = n( [ n(h_eos) ; w · n(mean_k h_LA_k) ] )             (mode="concat")

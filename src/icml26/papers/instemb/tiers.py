@@ -5,7 +5,7 @@ state: ``[SEP]`` for MiniLM, the appended ``<|im_end|>`` for SmolLM2) with InstE
 on the tier's texts, the look-ahead vectors and the last blocks trainable. MiniLM also reports
 its native embedding (mean pooling) of the instruction-prefixed text. The teacher is the
 frozen pretrained model reading the gold output (SmolLM2 is instruction-tuned; MiniLM is not,
-so its "teacher" only encodes the gold answer). Reported, not checked (issue #23).
+so its "teacher" only encodes the gold answer). Reported, not checked.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The checks of LLR's reproduction (issues #10 and #30), declared before any run.
+"""The checks of LLR's reproduction, declared before any run.
 
-Issue #30 turned the headline into LLR against controls that hold the rate budget fixed:
+The headline compares LLR with controls that hold the rate budget fixed:
 uniform AdamW at LLR's parameter-weighted mean rate, fixed multipliers by matrix kind (no
 spectral fit), and the shuffle within matrix kinds (rate-preserving). Each is reported as the
 smallest gap over the base-rate grid, whatever its sign.

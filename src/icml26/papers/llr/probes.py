@@ -1,4 +1,4 @@
-"""LLR's hostile-input probes (issue #18). LLR exports no ``nn.Module``, so ``MODULES`` is empty."""
+"""LLR's hostile-input probes. LLR exports no ``nn.Module``, so ``MODULES`` is empty."""
 
 from __future__ import annotations
 
