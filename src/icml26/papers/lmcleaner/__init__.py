@@ -32,8 +32,9 @@ Public API:
   :func:`no_op` (``BASELINES``). There is no ``METHOD``: the method needs ``window`` and ``hvp``
   and the ascent baselines a step budget and a learning rate, so their required keywords differ.
 
-Renamed (issue #17): ``gradient_ascent`` → ``gradient_ascent_unlearn`` and ``neggrad_plus`` →
-``neggrad_plus_unlearn`` (procedures here; hamu's functions of the old names are directions).
+The ascent baselines are ``gradient_ascent_unlearn`` and ``neggrad_plus_unlearn``, not
+``gradient_ascent`` and ``neggrad_plus``: they are procedures here, while hamu's functions of
+those names are directions (one meaning per name).
 """
 
 from typing import Callable

@@ -16,9 +16,9 @@ The method itself, :func:`lmcleaner_unlearn`, wraps :func:`~.propagation.truncat
 Costs are counted in mini-batch gradients (a gradient over |S| samples costs |S|/B
 with B the recorded batch size).
 
-The two ascent baselines were called ``gradient_ascent`` and ``neggrad_plus``; they are
-whole unlearning procedures, while hamu's functions of those names are update directions,
-so they were renamed (issue #17: one meaning per name). Every function refuses a
+The two ascent baselines are ``gradient_ascent_unlearn`` and ``neggrad_plus_unlearn``, not
+``gradient_ascent`` and ``neggrad_plus``: they are whole unlearning procedures, while hamu's
+functions of those names are update directions (one meaning per name). Every function refuses a
 ``params_now`` holding NaN or inf and a ``forget_ids`` with negative ids.
 """
 

@@ -1,9 +1,9 @@
-"""The noise section of the lmcleaner reproduction: a certificate whose assumptions hold (issue #28).
+"""The noise section of the lmcleaner reproduction: a certificate whose assumptions hold.
 
 The certificate of subspace-aware noise rests on two assumptions about the residual r = θ̂ − θ_ideal
-left by the correction: ‖Π r‖ ≤ Δ̄ with Δ̄ a *public* bound, and ‖(I − Π) r‖ ≤ β·Δ̄. The earlier
-section took Δ̄ = max_t ‖u[t]‖ from the run (attained by the deleted canary batch itself: private)
-and assumed β = 0.01 against a measured β̂ ≈ 0.43. Here:
+left by the correction: ‖Π r‖ ≤ Δ̄ with Δ̄ a *public* bound, and ‖(I − Π) r‖ ≤ β·Δ̄. Neither may be
+read off the run or assumed: Δ̄ = max_t ‖u[t]‖ is attained by the deleted canary batch itself
+(private), and an assumed β = 0.01 stands against a measured β̂ ≈ 0.43. Here:
 
 1. training clips every per-sample loss gradient at C (DP-SGD style, no weight decay), so every
    batch's update has norm ≤ η·C and Δ̄ = η·C is public;
@@ -17,7 +17,7 @@ The correction is LMCleaner at K = ``headline_window`` with our public-data tail
 with it the noise off the subspace, is ~3x smaller; without it is reported too). Noise at
 ε = ``epsilon``: isotropic with Δ̄, and subspace-aware with three public bases of k dimensions:
 random (the authors' choice), the public Hessian's eigenvectors in the band 1/L < η·λ < 1/K
-(aimed at the residual, issue #28; computed at θ[τ]) and its k flattest eigenvectors at the
+(aimed at the residual; computed at θ[τ]) and its k flattest eigenvectors at the
 public initialisation θ[0] (ours: the large block σ_∥ = 2Δ̄/ε·√(2 ln(2.5/δ)) then lands where the
 loss is flat, and the off-subspace block σ_⊥ = β·σ_∥ ≈ 10·max_j‖r_j‖ is what the accuracy pays).
 """

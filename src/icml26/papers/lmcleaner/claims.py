@@ -2,10 +2,10 @@
 
 K is ``headline_window`` (10 in the quick and full settings). The residual checks are read at
 the shortest lag, at the lags in between (the worst of them) and at the longest lag of
-``lags`` (quick: 50 / 200 / 1000, issue #6's lags); each check's note names its L. The
+``lags`` (quick: 50 / 200 / 1000, the issue's lags); each check's note names its L. The
 geometric-decay ratio is read at the middle lag. Cost checks use the first model of ``models``.
 
-Issue #28 (fidelity round): both cost ratios are read at the same (longest) lag with costs
+Both cost ratios are read at the same (longest) lag with costs
 calibrated by measured unit costs (an exact HVP is not assumed to cost 2 gradients), a
 per-request cost model is checked against measured wall times, our public-data tail
 correction gets the issue's long-lag target, and the noise checks run on a clipped training

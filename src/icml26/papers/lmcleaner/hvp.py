@@ -6,8 +6,8 @@ and returns an approximation of H[s]·v ``(p,)``, where H[s] is the Hessian of t
 mini-batch objective L_S(θ) = mean_i ℓ_i(θ) + λ/2·‖θ‖² at θ[s]:
 
 * :class:`ExactHVP`: ∇²L_S(θ)·v by reverse-over-reverse differentiation (``torch.autograd``
-  double backward); measured about two SGD steps of cost on the reproduction's models (issue
-  #28: the earlier ``torch.func`` forward-over-reverse measured ~4-5 on them, overhead-bound).
+  double backward); measured about two SGD steps of cost on the reproduction's models (``torch.func``
+  forward-over-reverse measured ~4-5 on them, overhead-bound).
 * :class:`GaussNewtonHVP`: (1/B) Σ_i J_iᵀ·∇²_f ℓ_i·J_i·v + λv, the generalised
   Gauss–Newton product (a JVP through the model, the Hessian of the loss in the
   outputs, a VJP back); positive semi-definite for convex losses.

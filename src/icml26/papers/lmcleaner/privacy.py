@@ -210,7 +210,7 @@ def hessian_flat_basis(problem: SupervisedProblem, params: Tensor, public_ids: T
     """The k eigenvectors of the public-data Hessian with the *smallest* eigenvalues: ``(p, k)``.
 
     Noise along them barely moves the loss, so the large block σ_∥ of subspace-aware noise costs
-    little accuracy there (ours, issue #28); the residual then lies mostly off the subspace and the
+    little accuracy there (ours); the residual then lies mostly off the subspace and the
     certificate's β is about ‖r‖/Δ̄. Exact for p ≤ :data:`DENSE_SPECTRUM_LIMIT` (the dense Hessian);
     for larger p (or with ``num_iters``) by Lanczos, whose smallest *resolved* Ritz values need not be
     the smallest eigenvalues.
@@ -229,8 +229,8 @@ def hessian_band_basis(problem: SupervisedProblem, params: Tensor, public_ids: T
 
     This is where the truncated correction leaves its residual: along directions with η·λ ≫ 1/K
     the K propagators already contract the deleted update, along η·λ ≪ 1/L the remaining ones do
-    not either, and in between the window stops short of what later SGD healed (issue #28: a basis
-    aimed at the residual). Computed by Lanczos on ``num_iters`` (default min(p, 400)) Krylov
+    not either, and in between the window stops short of what later SGD healed (so this is a
+    basis aimed at the residual). Computed by Lanczos on ``num_iters`` (default min(p, 400)) Krylov
     vectors, so for large p only the upper part of the spectrum is resolved; ``max_dim`` keeps the
     eigenvectors of the largest eigenvalues in the band. ``ValueError`` if the band is empty.
     """

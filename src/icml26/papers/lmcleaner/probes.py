@@ -51,7 +51,7 @@ from icml26.papers.lmcleaner import (
     subspace_noise_scales,
     truncated_correction,
 )
-from icml26.papers.lmcleaner import (  # issue #28
+from icml26.papers.lmcleaner import (
     TailCorrection,
     UnitCosts,
     hessian_band_basis,
@@ -320,7 +320,7 @@ HOSTILE = [
     Probe("neggrad_plus_unlearn: NaN beta", lambda: neggrad_plus_unlearn(
         _recorded()[0], _recorded()[1], _recorded()[2], [0], 8, steps=2, lr=0.1, beta=_NAN), match="beta"),
     Probe("no_op: NaN θ_τ", lambda: no_op(_recorded()[0], _recorded()[1], _theta(), [0], 8), match="params_now"),
-    # issue #28: clipping, the tail correction, the cost model, public bases
+    # clipping, the tail correction, the cost model, public bases
     Probe("SupervisedProblem: negative clip_norm", lambda: SupervisedProblem(nn.Linear(3, 2).double(), _ce, *_data(),
                                                                              clip_norm=-1.0), match="clip_norm"),
     Probe("SupervisedProblem: NaN clip_norm", lambda: SupervisedProblem(nn.Linear(3, 2).double(), _ce, *_data(),

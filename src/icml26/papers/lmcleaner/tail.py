@@ -5,7 +5,7 @@ the deleted update u[t_z]. At long lags the remaining ones matter: later SGD ste
 healed part of the deleted batch's effect (they contract it along stiff directions), and the
 truncated correction subtracts it anyway, so the residual grows with the lag at fixed K.
 
-The tail correction (issue #28; an extension of ours, off unless asked for) approximates the
+The tail correction (an extension of ours, off unless asked for) approximates the
 remaining product by one matrix exponential with a *public-data* Hessian H̄ at θ[τ]:
 
     Π_{s > t_z + K*} (I − η_s H[s]) v  ≈  exp(−T·(H̄ + λ_damp I)) v,     T = Σ_{s > t_z + K*} η_s

@@ -1,11 +1,11 @@
 """The checks of the ou_steady reproduction, declared before any run (``icml26 info ou_steady``).
 
 ``N = bar_samples`` is the config's sample size per regime at which the issue's bars are read
-(10⁵ in the quick and full settings). Issue #28 (fidelity round) changed the comparisons so that
-method and baseline get the same information (both given the drift's support, or neither),
-added the joint refinement of the recursive estimator, moved the "root-only fails" ablation to
-knockouts (with soft drift interventions root-only data are identifiable: that bar was
-infeasible by construction) and added the identifiability oracle's nullity per design.
+(10⁵ in the quick and full settings). Method and baseline get the same information (both given
+the drift's support, or neither). The recursive estimator is also checked with its joint
+refinement. The "root-only fails" ablation uses knockouts: with soft drift interventions
+root-only data are identifiable, so a failure there is infeasible by construction. The
+identifiability oracle's nullity per design is checked as well.
 """
 
 from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms

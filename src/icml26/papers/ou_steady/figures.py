@@ -8,7 +8,7 @@ from icml26.plotting import line, subplots, values
 
 __all__ = ["PANELS", "plot"]
 
-#: Arms per panel: the two information classes of issue #28, then the ablations.
+#: Arms per panel: the two information classes (given the drift's support or not), then the ablations.
 PANELS = {
     "given the support": ("recursive", "recursive_refined", "lsq_known_support", "observational_lyapunov",
                           "observational_unknown_d"),
