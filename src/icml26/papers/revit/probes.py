@@ -1,4 +1,4 @@
-"""ReViT's tiny modules for the module matrix and its hostile-input probes (issue #18)."""
+"""ReViT's tiny modules for the module matrix and its hostile-input probes."""
 
 from __future__ import annotations
 

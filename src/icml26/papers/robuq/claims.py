@@ -1,4 +1,4 @@
-"""RobuQ's checks, declared before any run (the issue's figures to reach, issue #25)."""
+"""RobuQ's checks, declared before any run (the issue's figures to reach)."""
 
 from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms
 

@@ -106,7 +106,7 @@ HOSTILE = [
     Probe("azuma_trigger_bound: horizon 0", lambda: azuma_trigger_bound(0, 1.0, 1.0, 3), match="horizon"),
     Probe("azuma_trigger_bound: beta 0", lambda: azuma_trigger_bound(10, 1.0, 0.0, 3), match="beta"),
     Probe("azuma_trigger_bound: NaN threshold", lambda: azuma_trigger_bound(10, _NAN, 1.0, 3), match="threshold"),
-    # the robustified model (issue #29: every model conditional is checked)
+    # the robustified model (every model conditional is checked)
     Probe("Robustified: NaN threshold", lambda: Robustified(_sticky(), L, 1.0, _NAN), match="threshold"),
     Probe("Robustified: negative threshold", lambda: Robustified(_sticky(), L, 1.0, -1.0), match="threshold"),
     Probe("Robustified: NaN beta", lambda: Robustified(_sticky(), L, _NAN, 1.0), match="beta"),
@@ -128,7 +128,7 @@ HOSTILE = [
           match="token 3"),
     Probe("Robustified stream: a NaN model", lambda: play(Robustified(_Fixed([_NAN] * 3), L, 1.0, 1.0), Greedy(), 3, L, 1.0),
           match="NaN"),
-    # play and the adversaries (issue #29)
+    # play and the adversaries
     Probe("play: horizon 0", lambda: play(_sticky(), Greedy(), 0, L, 1.0), match="horizon"),
     Probe("play: fractional horizon", lambda: play(_sticky(), Greedy(), 2.5, L, 1.0), match="horizon"),
     Probe("play: negative beta", lambda: play(_sticky(), Greedy(), 5, L, -1.0), match="beta"),

@@ -1,4 +1,4 @@
-"""SPARD's checks on the digits analogue (issue #22's figures to reach, plus one control of ours).
+"""SPARD's checks on the digits analogue (the issue's figures to reach, plus one control of ours).
 
 ASR = share of held-out harmful digits (7, 8, 9) not refused; every value is a mean over the
 run's replicates; the safety budget is p = 3 % of the user set unless the name says otherwise.

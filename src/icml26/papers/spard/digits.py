@@ -1,4 +1,4 @@
-"""The digits analogue of a harmful fine-tuning attack (issue #22, brief §4): one replicate.
+"""The digits analogue of a harmful fine-tuning attack (brief §4): one replicate.
 
 * Model: an MLP 64-128-11 on scikit-learn's 8x8 digits; output 10 means "refuse".
 * Aligned base: digits 0-6 -> their label, harmful digits 7, 8, 9 -> refuse, trained on the
@@ -46,7 +46,7 @@ REFUSE = 10
 HARM_CATEGORIES = (7, 8, 9)
 """The three harm categories (digits the aligned model refuses)."""
 ATTACK_MIX = {8: 0.6, 7: 0.3, 9: 0.1}
-"""Shares of the attack by category (issue #22: relevance pulls toward 8, coverage needs 9)."""
+"""Shares of the attack by category (relevance pulls toward 8, coverage needs 9)."""
 AUGMENTATIONS = ("identity", "noise", "translate", "contrast", "blur")
 
 
@@ -257,7 +257,7 @@ def _baseline_kwargs(cfg: Any) -> dict[str, dict[str, Any]]:
 
 
 def run_replicate(cfg: Any, ctx: RunContext, r: int) -> Replicate:
-    """Every arm of issue #22 on replicate ``r`` (same data, initialisation and batch order for all)."""
+    """Every arm on replicate ``r`` (same data, initialisation and batch order for all)."""
     data = make_data(cfg, ctx, r)
     base = train_base(cfg, data, ctx, r)
     base_result = evaluate(base, data, ctx.device)

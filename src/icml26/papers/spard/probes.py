@@ -1,4 +1,4 @@
-"""SPARD's hostile-input probes (issue #22's bad inputs and more). SPARD exports no ``nn.Module``
+"""SPARD's hostile-input probes (the issue's bad inputs and more). SPARD exports no ``nn.Module``
 (the analogue's MLP is a plain ``nn.Sequential`` built in the experiment), so ``MODULES`` is empty."""
 
 from __future__ import annotations

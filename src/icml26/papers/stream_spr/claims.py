@@ -1,5 +1,5 @@
-"""The checks of the stream_spr reproduction (issue #9, "Figures to reach"; issue #30 re-based the SPR-loss
-bar on naive SPR's curve), declared before any run.
+"""The checks of the stream_spr reproduction (the issue's "Figures to reach"; the SPR-loss bar
+is set on naive SPR's curve), declared before any run.
 
 The quick mode (one game) measures ``return_ratio``; the full mode (several games or seeds)
 measures ``games_won``, the paper's strict claim. Each is declared for its settings only, so a
@@ -12,14 +12,14 @@ from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms
 CHECKS = declare(
     CheckSpec("no_nonfinite", "non-finite values (parameters, TD errors, SPR losses; all runs)", "==", 0.0,
               source="issue", ref="issue #9"),
-    # Re-based on naive SPR's curve (issue #30). Naive SPR (no projections) reaches -0.81 within
+    # Set on naive SPR's curve. Naive SPR (no projections) reaches -0.81 within
     # 20k steps on quick Breakout; orth removes each SPR gradient's component along the running
     # mean of past ones (fed one gradient forever it moves the weights by exactly one step) and
     # orth² the component along the ObGD update, so the method's auxiliary loss falls more
     # slowly by design. The bar keeps naive SPR's level (-0.8) and gives the method twice naive
     # SPR's steps to reach it: the loss window is Config.loss_window = 40k steps (the factor 2
-    # is ours). Known when the bar was set: the seed-0 quick run of issue #9 crossed -0.8 at
-    # about 34k steps; seeds 1 and 2 of the re-run are the fresh test.
+    # is ours). Known when the bar was set: an earlier seed-0 quick run crossed -0.8 at
+    # about 34k steps; seeds 1 and 2 are the fresh test.
     CheckSpec("spr_loss_early",
               "SPR+orth² loss, lowest bin mean within 2x naive SPR's 20k steps to -0.8 (worst run)", "<", -0.8,
               source="issue", ref="issue #30 (re-based on naive SPR's curve: -0.81 within 20k steps; "

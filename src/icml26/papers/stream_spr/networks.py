@@ -83,7 +83,7 @@ def init_streaming_(module: nn.Module, sparsity: float = 0.9, *,
 
 
 class LayerNorm(nn.Module):
-    """LayerNorm with no affine parameters over all non-batch dimensions (Elsayed, issue #4).
+    """LayerNorm with no affine parameters over all non-batch dimensions (Elsayed; streaming-drl issue #4).
 
     NaN in a row makes that row NaN (as ``torch.nn.functional.layer_norm``).
     """

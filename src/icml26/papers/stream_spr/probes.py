@@ -1,4 +1,4 @@
-"""stream_spr's tiny modules for the module matrix and its hostile-input probes (issues #18, #30)."""
+"""stream_spr's tiny modules for the module matrix and its hostile-input probes."""
 
 from __future__ import annotations
 
@@ -96,7 +96,7 @@ MODULES = [
 ]
 
 HOSTILE = [
-    # orth and orth² (issue #30: one non-finite gradient must not poison the momentum)
+    # orth and orth² (one non-finite gradient must not poison the momentum)
     Probe("OrthogonalMomentum skips a NaN gradient and keeps its momentum", _orth_after_nan,
           returns=lambda r: bool((r[0] == 0).all()) and torch.equal(r[1], r[2]) and r[3] == 1
           and bool(torch.isfinite(r[4]).all()),

@@ -1,4 +1,4 @@
-"""The checks of SubspacePath's reproduction (issue #24, "Figures to reach"), declared before any run.
+"""The checks of SubspacePath's reproduction (the issue's "Figures to reach"), declared before any run.
 
 All exact-match figures are on the tiny Llama trained on the six synthetic skills, with the
 mask compiled from each scenario's first input and applied to its 50 further turns; "points"

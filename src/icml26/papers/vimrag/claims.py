@@ -1,4 +1,4 @@
-"""The checks of VimRAG's reproduction (issue #21, "Figures to reach"), declared before any run.
+"""The checks of VimRAG's reproduction (the issue's "Figures to reach"), declared before any run.
 
 (A) accuracy of the digit reader under a visual-token budget, graph-modulated allocation against
 uniform, recency and priority-only allocation; (B) GGPO against outcome-only GRPO on the two-hop

@@ -6,7 +6,7 @@ Each visual item ``i`` of node ``v_i`` gets
 
 (semantic priority × structural relevance × temporal decay), with ``t`` the current step and
 ``t_i`` the step of the item's node. The paper's exact formula is unpublished; this form and
-its defaults λ = 1, γ = 0.8 are ours (issue #21). :class:`EnergyFn` is pluggable: set
+its defaults λ = 1, γ = 0.8 are ours (the issue's values). :class:`EnergyFn` is pluggable: set
 ``structure`` to any per-node score in place of the out-degree, or pass any callable
 ``graph -> energies`` wherever an energy function is taken.
 """

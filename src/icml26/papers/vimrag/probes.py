@@ -1,4 +1,4 @@
-"""VimRAG's hostile-input probes (issue #21's bad inputs first). The paper exports no ``nn.Module``."""
+"""VimRAG's hostile-input probes (the issue's bad inputs first). The paper exports no ``nn.Module``."""
 
 from __future__ import annotations
 

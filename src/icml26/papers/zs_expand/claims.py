@@ -1,4 +1,4 @@
-"""The checks of zs_expand's reproduction (issue #26, "Figures to reach"), declared before any run.
+"""The checks of zs_expand's reproduction (the issue's "Figures to reach"), declared before any run.
 
 No paper numbers are public; every bar is the issue's. Accuracies are per-class means on the
 synthetic granularity benchmark, in percentage points; each value is computed within one seed

@@ -1,4 +1,4 @@
-"""zs_expand's tiny modules for the module matrix and its hostile-input probes (issue #26)."""
+"""zs_expand's tiny modules for the module matrix and its hostile-input probes."""
 
 from __future__ import annotations
 
