@@ -19,16 +19,14 @@ Two parts, one run:
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import time
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import torch
 
-from icml26.common.config import validate_numbers
 from icml26.contract import Outcome, RunContext
 from icml26.papers.dmanet.analysis import (
     cascade_leakage,
@@ -38,6 +36,7 @@ from icml26.papers.dmanet.analysis import (
     summarize_fits,
 )
 from icml26.papers.dmanet.claims import CHECKS
+from icml26.papers.dmanet.config import DATASETS, MODELS, Config
 from icml26.papers.dmanet.data import (
     aliasing_lorenz,
     load_sunspots,
@@ -65,116 +64,8 @@ STREAMS: dict[str, str] = {
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
-MODELS = ("dmanet", "dmanet_no_filter", "dmanet_nyquist", "timemixer_pool", "dlinear", "patchtst")
-DATASETS = ("chaotic", "taylor", "sunspots")
 OPERATORS = {"filter+stride": filtered_downsample, "naive slicing": naive_downsample,
              "avg pooling": avgpool_downsample}
-
-
-@dataclasses.dataclass
-class Config:
-    """DMANet reproduction settings; defaults are the paper's scale (authors' ``run.py`` and scripts)."""
-
-    datasets: tuple[str, ...] = ("chaotic", "taylor")
-    """Forecasting data sets: ``chaotic`` (aliasing Lorenz), ``taylor``, ``sunspots``."""
-    horizons: tuple[int, ...] = (48, 96)
-    """Forecast horizons H (brief §4: 48 and 96 for both data sets)."""
-    chaotic_length: int = 8000
-    """Samples of the aliasing-Lorenz series (brief §4)."""
-    chaotic_seq_len: int = 96
-    """Input length L on the chaotic set (96, the paper's L)."""
-    taylor_seq_len: int = 336
-    """Input length L on Taylor (one week of half-hours, brief §4); also used for sunspots."""
-    seeds: int = 3
-    """Training seeds per model, data set and horizon (mean ± std reported)."""
-    models: tuple[str, ...] = MODELS
-    """Arms to train, the first ``dmanet``: also ``dmanet_no_filter`` (ablation), ``dmanet_nyquist`` (cutoff at
-    the new Nyquist bin, rho = 2/s), ``timemixer_pool`` (average pooling), ``dlinear``, ``patchtst``."""
-    d_model: int = 512
-    """D, the latent length of DMANet and its ablations (512 in ``run.py``)."""
-    levels: int = 3
-    """M, downsampling levels (``down_sampling_layers``)."""
-    e_layers: int = 1
-    """Encoder blocks (1 in the ETT/Weather scripts)."""
-    filter_axis: Literal["latent", "time"] = "latent"
-    """Where the multiscale encoder works: ``latent`` (authors' code) or ``time``."""
-    dropout: float = 0.1
-    """Dropout inside the downsamplers and PatchTST."""
-    patchtst_d_model: int = 128
-    """PatchTST token width (PatchTST's default)."""
-    patchtst_layers: int = 3
-    """PatchTST encoder layers (PatchTST's default)."""
-    epochs: int = 15
-    """Maximum epochs (authors' ``train_epochs``)."""
-    patience: int = 3
-    """Early-stopping patience on validation MSE (authors: 3)."""
-    batch_size: int = 16
-    """Windows per step (authors: 8–16)."""
-    lr: float = 1e-3
-    """Adam's initial learning rate, halved after each epoch (authors: 1e-4 to 2e-3 by data set)."""
-    loss: Literal["frequency", "mse"] = "frequency"
-    """Training loss for every model (authors: frequency loss, lambda = 1)."""
-    train_step: int = 1
-    """Hop between training windows (1: all windows)."""
-    max_batches_per_epoch: int = 0
-    """Cap on steps per epoch (0: no cap)."""
-    threads: int = 0
-    """The most torch intra-op threads the runner gives this run (0: no limit). Tiny models run faster on one."""
-    time_family_seeds: int = 8
-    """Seeds of the ``filter_axis="time"`` family on the chaotic set (DMANet and its no-filter
-    ablation, paired by seed; issue #29 asks for >= 8). 0 skips the family."""
-    strided_seeds: int = 4
-    """Seeds of the strided-only diagnostic (:class:`~icml26.papers.dmanet.sections.StridedOnlyDMANet`, issue
-    #29: no full-resolution path, filter vs no filter per level, chaotic set, first horizon). 0 skips it."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        unknown = [d for d in self.datasets if d not in DATASETS]
-        if unknown or not self.datasets:
-            raise ValueError(f"datasets={self.datasets!r}: choose from {', '.join(DATASETS)}")
-        bad = [m for m in self.models if m not in MODELS]
-        if bad or not self.models or self.models[0] != "dmanet":
-            raise ValueError(f"models={self.models!r}: choose from {', '.join(MODELS)}, with 'dmanet' first")
-        if not self.horizons or min(self.horizons) < 1:
-            raise ValueError(f"horizons={self.horizons!r} must be positive integers")
-        for name in ("time_family_seeds", "strided_seeds"):
-            if getattr(self, name) and ("chaotic" not in self.datasets or self.chaotic_seq_len % 2 ** self.levels):
-                raise ValueError(f"{name} > 0 needs the chaotic data set and chaotic_seq_len divisible by "
-                                 f"2**levels = {2 ** self.levels}; set {name}=0 otherwise")
-        for name in ("chaotic_length", "chaotic_seq_len", "taylor_seq_len", "seeds", "d_model", "levels",
-                     "e_layers", "epochs", "patience", "batch_size", "train_step", "patchtst_d_model",
-                     "patchtst_layers"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be positive")
-        if self.max_batches_per_epoch < 0 or self.threads < 0 or self.time_family_seeds < 0 or self.strided_seeds < 0:
-            raise ValueError("max_batches_per_epoch, threads, time_family_seeds and strided_seeds must be >= 0 "
-                             "(0 means no cap / default / skip)")
-        if self.filter_axis not in ("latent", "time"):
-            raise ValueError(f"filter_axis={self.filter_axis!r} must be 'latent' or 'time'")
-        axis_len = {"latent": [self.d_model], "time": [self.chaotic_seq_len, self.taylor_seq_len]}
-        for length in axis_len[self.filter_axis]:
-            if length % 2 ** self.levels:
-                raise ValueError(f"length {length} on the {self.filter_axis} axis must be divisible by "
-                                 f"2**levels = {2 ** self.levels}; change d_model/seq_len or levels")
-        if self.chaotic_length < 4 * (self.chaotic_seq_len + max(self.horizons)):
-            raise ValueError(f"chaotic_length={self.chaotic_length} is too short for the windows; raise it")
-        if self.loss not in ("frequency", "mse"):
-            raise ValueError(f"loss={self.loss!r} must be 'frequency' or 'mse'")
-        if not 0 <= self.dropout < 1 or self.lr <= 0:
-            raise ValueError(f"need 0 <= dropout < 1 and lr > 0, got dropout={self.dropout}, lr={self.lr}")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction: small widths, few epochs (a few minutes on 2 cores)."""
-        return cls(d_model=128, patchtst_d_model=32, patchtst_layers=1, epochs=5, batch_size=32,
-                   lr=1e-2, train_step=1, max_batches_per_epoch=100, threads=1)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """The contract-suite setting (seconds)."""
-        return cls(chaotic_length=1200, chaotic_seq_len=48, taylor_seq_len=48, horizons=(16,), seeds=1,
-                   d_model=16, patchtst_d_model=16, patchtst_layers=1, epochs=1, batch_size=32, lr=2e-3,
-                   train_step=4, max_batches_per_epoch=4, threads=1, time_family_seeds=2, strided_seeds=2)
 
 
 def _spectrum_curve(series: np.ndarray) -> dict[str, Any]:
