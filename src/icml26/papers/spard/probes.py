@@ -223,7 +223,7 @@ HOSTILE = [
     Probe("accuracy_drop_points of a percentage", lambda: accuracy_drop_points(97.0, 0.9), match="reference_accuracy"),
     Probe("ratio_to_best of no baseline", lambda: ratio_to_best(0.1, {}), match="baselines"),
     Probe("ratio_to_best with a perfect baseline", lambda: ratio_to_best(0.1, {"a": 0.0})[0],
-          returns=lambda v: v == math.inf, doc="no ratio can be met when the best baseline has ASR 0"),
+          returns=math.isnan, doc="NaN (the shared ratio to a zero reference): no ratio can be met when the best baseline has ASR 0"),
     Probe("worst_gap with no shared key", lambda: worst_gap({1: 0.1}, {2: 0.2}), match="share"),
     Probe("is_refusal of bytes", lambda: is_refusal(b"sorry"), raises=TypeError, match="text"),
     Probe("refusal_attack_success_rate of a string", lambda: refusal_attack_success_rate("I'm sorry"),
