@@ -37,6 +37,7 @@ from icml26.papers.spard import (
     topk_relevance,
 )
 from icml26.papers.spard.analysis import accuracy, attack_success_rate, category_coverage
+from icml26.papers.spard.config import Config
 
 __all__ = ["ATTACK_MIX", "HARM_CATEGORIES", "REFUSE", "ArmResult", "DigitsData", "Replicate", "augment",
            "build_mlp", "make_data", "run_replicate", "shift"]
@@ -106,7 +107,7 @@ class DigitsData:
     base_y: np.ndarray
 
 
-def make_data(cfg: Any, ctx: RunContext, r: int) -> DigitsData:
+def make_data(cfg: Config, ctx: RunContext, r: int) -> DigitsData:
     """Build replicate ``r``'s splits, user set, attack and safety pool from named streams."""
     from icml26.common.data import load_digits_split
 
@@ -158,7 +159,7 @@ def _loader(x: np.ndarray, y: np.ndarray, batch_size: int, generator: torch.Gene
     return torch.utils.data.DataLoader(data, batch_size=batch_size, shuffle=True, generator=generator)
 
 
-def train_base(cfg: Any, data: DigitsData, ctx: RunContext, r: int) -> nn.Sequential:
+def train_base(cfg: Config, data: DigitsData, ctx: RunContext, r: int) -> nn.Sequential:
     """The aligned base model (AdamW, ``base_epochs`` over the augmented alignment set)."""
     model = build_mlp(ctx.seed_for("init", r), cfg.hidden).to(ctx.device)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.base_lr, weight_decay=cfg.weight_decay)
@@ -222,7 +223,7 @@ class Replicate:
     attack_size: int
 
 
-def _finetune(kind: str, base: nn.Module, data: DigitsData, order: np.ndarray | None, cfg: Any, ctx: RunContext,
+def _finetune(kind: str, base: nn.Module, data: DigitsData, order: np.ndarray | None, cfg: Config, ctx: RunContext,
               r: int, **kwargs: Any) -> ArmResult:
     """Fine-tune a copy of ``base`` with one method on the user set (and the selected safety data)."""
     model = build_mlp(0, cfg.hidden).to(ctx.device)
@@ -251,12 +252,12 @@ def _finetune(kind: str, base: nn.Module, data: DigitsData, order: np.ndarray | 
     return result
 
 
-def _baseline_kwargs(cfg: Any) -> dict[str, dict[str, Any]]:
+def _baseline_kwargs(cfg: Config) -> dict[str, dict[str, Any]]:
     return {"SafeInstr": {}, "penalty": {"lam": cfg.lam},
             "Lisa": {"rho": cfg.rho, "task_phase": cfg.lisa_phase, "safety_phase": cfg.lisa_phase}}
 
 
-def run_replicate(cfg: Any, ctx: RunContext, r: int) -> Replicate:
+def run_replicate(cfg: Config, ctx: RunContext, r: int) -> Replicate:
     """Every arm on replicate ``r`` (same data, initialisation and batch order for all)."""
     data = make_data(cfg, ctx, r)
     base = train_base(cfg, data, ctx, r)

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 import numpy as np
 import torch
@@ -28,6 +27,7 @@ import torch
 from icml26.contract import RunContext
 from icml26.papers.spard import SafetyProjection, dpp_select, embed, sft_finetune, spag_finetune
 from icml26.papers.spard.analysis import REFUSAL_MARKERS, is_refusal, refusal_attack_success_rate
+from icml26.papers.spard.config import Config
 
 __all__ = ["COMPLIANT_TEMPLATE", "TASK_WORDS", "run_lm_section"]
 
@@ -132,7 +132,7 @@ def _evaluate(model, tokenizer, harmful: list[str], base_refused: np.ndarray, ta
             "task_exact_match": float(np.mean(exact))}
 
 
-def run_lm_section(cfg: Any, ctx: RunContext, metrics: dict, notes: list[str]) -> None:
+def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]) -> None:
     """SFT vs SPARD on SmolLM2 with LoRA; writes ``metrics["LM …"]`` rows and notes (see the module docs)."""
     from icml26.common.extras import MissingExtraError, require
 
