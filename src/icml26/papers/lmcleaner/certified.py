@@ -37,6 +37,7 @@ from icml26.contract import RunContext
 
 from .analysis import relative_residual
 from .baselines import replay_counterfactual
+from .config import Config
 from .hvp import ExactHVP
 from .privacy import (
     concentration,
@@ -129,7 +130,7 @@ def _train_clipped(problem: SupervisedProblem, steps: int, batch: int, lr: float
     return recorder
 
 
-def certified_noise_section(config, ctx: RunContext) -> CertifiedNoiseResult:
+def certified_noise_section(config: Config, ctx: RunContext) -> CertifiedNoiseResult:
     """Train a clipped softmax regression, calibrate β on planted canaries, serve the request, add noise."""
     t_z, lag, k = config.canary_step, max(config.lags), config.headline_window
     planted = tuple(t_z - config.noise_calibration_spacing * (j + 1) for j in range(config.noise_calibration_requests))

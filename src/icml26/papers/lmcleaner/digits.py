@@ -21,6 +21,7 @@ from icml26.common.data import load_digits_split
 from icml26.contract import RunContext
 
 from .baselines import retrain_from_scratch
+from .config import Config
 from .cost import measure_unit_costs, predict_lmcleaner_seconds, predict_retrain_seconds
 from .hvp import ExactHVP
 from .problem import SupervisedProblem
@@ -53,7 +54,7 @@ class DigitsRun:
     retrain_predicted_wall: float = math.nan
 
 
-def digits_section(config, ctx: RunContext) -> dict[str, DigitsRun]:
+def digits_section(config: Config, ctx: RunContext) -> dict[str, DigitsRun]:
     """LMCleaner, exact replay and no-op serving one request during training, and retraining without D_u.
 
     LMCleaner and replay are both served by :class:`OnlineUnlearner` (replay through

@@ -23,6 +23,7 @@ from icml26.contract import RunContext
 
 from .accountant import RDPAccountant
 from .analysis import draft_composition_epsilon, per_request_mu, relative_residual
+from .config import Config
 from .baselines import (
     gradient_ascent_unlearn,
     lmcleaner_unlearn,
@@ -66,7 +67,7 @@ class MixtureData:
     extra_canary_ids: list[Tensor] = dataclasses.field(default_factory=list)
 
 
-def mixture(config, gen: torch.Generator, device: torch.device, extra_canary_steps: tuple[int, ...] = (),
+def mixture(config: Config, gen: torch.Generator, device: torch.device, extra_canary_steps: tuple[int, ...] = (),
             steps: int | None = None) -> MixtureData:
     """The data of ``steps`` (default t_z + max lag) single-pass batches, the canary batch at t_z,
     and canary batches also at ``extra_canary_steps`` (drawn last, so the default draw is unchanged;
@@ -208,7 +209,7 @@ class SweepResult:
     """The unit costs measured at the longest lag."""
 
 
-def _train_single_pass(problem: SupervisedProblem, config, lr: float, taus: set[int], ctx: RunContext,
+def _train_single_pass(problem: SupervisedProblem, config: Config, lr: float, taus: set[int], ctx: RunContext,
                        desc: str) -> tuple[TrajectoryRecorder, dict[int, Tensor]]:
     model = problem.model
     optimizer = torch.optim.SGD(model.parameters(), lr=lr, weight_decay=config.l2)
@@ -230,14 +231,14 @@ def _train_single_pass(problem: SupervisedProblem, config, lr: float, taus: set[
     return recorder, snapshots
 
 
-def tail_for(problem: SupervisedProblem, data: MixtureData, config) -> TailCorrection:
+def tail_for(problem: SupervisedProblem, data: MixtureData, config: Config) -> TailCorrection:
     """The tail correction of the reproduction: the public rows' Hessian (same model, loss and decay)."""
     public = SupervisedProblem(problem.model, _ce, data.x_public, data.y_public, l2=config.l2)
     return TailCorrection(public, torch.arange(min(config.tail_public, data.x_public.shape[0])),
                           krylov_dim=config.tail_krylov)
 
 
-def lag_sweep(kind: str, data: MixtureData, config, ctx: RunContext) -> SweepResult:
+def lag_sweep(kind: str, data: MixtureData, config: Config, ctx: RunContext) -> SweepResult:
     """Train one model single-pass, then at every lag compare every arm with θ_ideal."""
     lr = config.lr_softmax if kind == "softmax" else config.lr_mlp
     n_in = data.x.shape[1]
@@ -336,7 +337,7 @@ def lag_sweep(kind: str, data: MixtureData, config, ctx: RunContext) -> SweepRes
 # ---------------------------------------------------------------------------
 # Section 3: ledger
 # ---------------------------------------------------------------------------
-def ledger_curve(config) -> dict[str, Any]:
+def ledger_curve(config: Config) -> dict[str, Any]:
     """ε after M requests, each (ε, δ)-calibrated: draft formula vs RDP vs exact composition (a curve)."""
     mu = per_request_mu(config.epsilon, config.delta)  # per-request shift (Eq. 14–15)
     counts = sorted({1, 2, 5, 10, 20, 50, config.ledger_requests} & set(range(1, config.ledger_requests + 1)))
