@@ -18,13 +18,11 @@ replicate (its own evaluation and held-out tuning games).
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
 import torch
 
-from icml26.common.config import validate_numbers
 from icml26.contract import Outcome, RunContext
 from icml26.papers.asym_perturb.analysis import (
     TARGET,
@@ -35,6 +33,7 @@ from icml26.papers.asym_perturb.analysis import (
     threshold_summary,
 )
 from icml26.papers.asym_perturb.claims import CHECKS
+from icml26.papers.asym_perturb.config import EFG_ARMS, Config
 from icml26.papers.asym_perturb.figures import plot
 from icml26.papers.asym_perturb.games import degenerate_game, random_game, sequence_form_game
 from icml26.papers.asym_perturb.sections import (
@@ -47,10 +46,6 @@ from icml26.papers.asym_perturb.sections import (
 
 __all__ = ["CHECKS", "EFG_ARMS", "MATRIX_ARMS", "STREAMS", "Config", "plot", "run"]
 
-EFG_ARMS = {"kuhn_poker": tuple(MATRIX_ARMS) + ("cfr_plus",),
-            "leduc_poker": ("asymmetric_reference", "asymmetric", "symmetric_reference", "cfr_plus")}
-"""The arms run on each extensive-form game (Leduc, for time: the two asymmetric methods, the
-symmetric-reference baseline and CFR+, the comparison issue #29 asks for)."""
 KUHN_VALUE = -1.0 / 18.0  # player 0's value of Kuhn poker (OpenSpiel's cfr_test)
 
 STREAMS: dict[str, str] = {
@@ -63,84 +58,6 @@ stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the sh
 THREADS = 1
 """The runner runs this experiment at one torch thread: the games are tiny, and one thread is ~30x
 faster than two on a busy 2-core machine (OpenMP synchronisation per small op)."""
-
-
-@dataclasses.dataclass
-class Config:
-    """Settings of the asym_perturb reproduction (defaults: the full scale)."""
-
-    seeds: int = 50
-    """Random games per matrix family (the authors' APGA experiments use 50 trials)."""
-    random_size: int = 50
-    """Actions per player of the U(−1, 1) random games (50 in the authors' APGA code)."""
-    degenerate_base: int = 25
-    """Size of the random core of a degenerate game (brief: 30×30 degenerate games)."""
-    degenerate_duplicates: int = 5
-    """Rows and columns of the core copied once more (non-unique equilibria)."""
-    iterations: int = 100_000
-    """Iterations per matrix game."""
-    tuning_games: int = 10
-    """Held-out games per family on which every arm's parameters are chosen (stream ``tuning_games``)."""
-    tuning_iterations: int = 50_000
-    """Iterations of each tuning run."""
-    eta_grid: tuple[float, ...] = (0.05, 0.1, 0.2, 0.4)
-    """Step sizes of the shared tuning grid (0.05 is the authors' APGA learning rate)."""
-    mu_grid: tuple[float, ...] = (0.1, 0.3, 1.0)
-    """μ of the shared grid for the reference methods (1.0 is the authors' APGA value)."""
-    threshold_fraction: float = dataclasses.field(default=0.5, metadata={"min": 0.0, "max": 1.0})
-    """μ of the fixed-σ arms on a game = this × min(μ̄_x, μ̄_y) (issue #29: "half the smaller threshold")."""
-    mu_cap: float = 1.0
-    """Upper limit of the fixed-σ μ (a threshold may be infinite)."""
-    eta: float = 0.05
-    """Step size of plain GDA, the one untuned arm (it cycles at any η)."""
-    efg_games: tuple[str, ...] = ("kuhn_poker", "leduc_poker")
-    """OpenSpiel games solved in sequence form (Kuhn and Leduc, the authors' usual EFGs)."""
-    efg_iterations: int = 100_000
-    """Iterations on Kuhn poker."""
-    leduc_iterations: int = 100_000
-    """Iterations on Leduc poker (2–3 ms each on one core)."""
-    curve_points: int = dataclasses.field(default=201, metadata={"min": 2})
-    """Points per NashConv curve written to the result."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        for name in ("seeds", "random_size", "degenerate_base", "iterations", "efg_iterations", "tuning_games",
-                     "tuning_iterations", "leduc_iterations"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
-        if not 0 <= self.degenerate_duplicates <= self.degenerate_base:
-            raise ValueError(f"degenerate_duplicates={self.degenerate_duplicates} must be in "
-                             f"0..degenerate_base={self.degenerate_base}")
-        for name in ("eta", "mu_cap"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be > 0")
-        if not 0 < self.threshold_fraction <= 1:
-            raise ValueError(f"threshold_fraction={self.threshold_fraction} must be in (0, 1]")
-        for name in ("eta_grid", "mu_grid"):
-            grid = getattr(self, name)
-            if not grid or any(not v > 0 for v in grid):
-                raise ValueError(f"{name}={grid!r} must be a non-empty tuple of positive numbers")
-        if self.curve_points < 2:
-            raise ValueError(f"curve_points={self.curve_points} must be >= 2")
-        unknown = [g for g in self.efg_games if g not in EFG_ARMS]
-        if unknown:
-            raise ValueError(f"efg_games {unknown} are not supported here; use kuhn_poker and/or "
-                             "leduc_poker (the library's solve_efg takes any zero-sum game)")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction of issues 4 and 29: 20 games per family at 2·10⁴ iterations (tuning on
-        8 held-out games at 10⁴), Kuhn with 10⁴ iterations, Leduc with 3,000 (≈ 3–5 ms per iteration and arm on one core)."""
-        return cls(seeds=20, random_size=10, degenerate_base=5, degenerate_duplicates=2,
-                   iterations=20_000, tuning_games=8, tuning_iterations=10_000, efg_iterations=10_000,
-                   leduc_iterations=3_000)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """The contract-suite setting (seconds)."""
-        return cls(seeds=3, random_size=4, degenerate_base=3, degenerate_duplicates=1,
-                   iterations=300, tuning_games=2, tuning_iterations=100, eta_grid=(0.1, 0.4), mu_grid=(1.0,),
-                   efg_games=("kuhn_poker",), efg_iterations=60, curve_points=21)
 
 
 def _curve(result: GameResult, points: int, title: str) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -34,6 +34,9 @@ from icml26.papers.asym_perturb.analysis import (
 from icml26.papers.asym_perturb.games import SequenceFormGame, solve_lp, strategy_spaces
 from icml26.papers.asym_perturb.solve import DYNAMICS, efg_defaults
 from icml26.papers.asym_perturb.thresholds import perturbation_thresholds
+
+if TYPE_CHECKING:  # config.py imports MATRIX_ARMS from here
+    from icml26.papers.asym_perturb.config import Config
 
 __all__ = ["ArmRun", "GameResult", "Setting", "efg_game", "matrix_family", "thresholds_of"]
 
@@ -111,7 +114,7 @@ def _call(arm: str, A: torch.Tensor, eta, mu, alternating: bool, iterations: int
     return DYNAMICS[method](A, X, Y, **kw)
 
 
-def tune(arm: str, A: torch.Tensor, mu_games: np.ndarray, config) -> Setting:
+def tune(arm: str, A: torch.Tensor, mu_games: np.ndarray, config: Config) -> Setting:
     """The arm's setting by the shared protocol on the held-out games ``A`` (G, n, m)."""
     G = A.shape[0]
     steps = (False,) if arm == "ogda" else (False, True)
@@ -135,7 +138,7 @@ def tune(arm: str, A: torch.Tensor, mu_games: np.ndarray, config) -> Setting:
     return candidates[best]
 
 
-def matrix_family(family: str, A: torch.Tensor, A_tune: torch.Tensor, config, ctx) -> GameResult:
+def matrix_family(family: str, A: torch.Tensor, A_tune: torch.Tensor, config: Config, ctx) -> GameResult:
     """Tune every arm on ``A_tune``, then run it on the evaluation games ``A`` (S, n, m)."""
     ctx.stage(f"{family}: thresholds of {A.shape[0] + A_tune.shape[0]} games")
     mu_x, mu_y = thresholds_of(A)
