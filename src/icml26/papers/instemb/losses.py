@@ -9,17 +9,27 @@
   term); ``"kl"``: KL(teacher ‖ student) between the LM-head distributions, position by
   position. The mapping between the K look-ahead and the L output positions is not published;
   ours is documented on each function.
+
+:func:`instemb_loss` combines them over the student, teacher and answer passes of an
+:class:`~icml26.papers.instemb.model.InstEmbModel` (its :meth:`~InstEmbModel.loss`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from typing import TYPE_CHECKING, Sequence
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-__all__ = ["distill_loss", "info_nce"]
+from icml26.papers.instemb.data import Example
+
+if TYPE_CHECKING:
+    from icml26.papers.instemb.model import InstEmbModel
+
+__all__ = ["InstEmbLoss", "distill_loss", "info_nce", "instemb_loss"]
 
 
 def info_nce(queries: Tensor, keys: Tensor, tau: float = 0.05) -> Tensor:
@@ -134,3 +144,78 @@ def distill_loss(student_la: Tensor, teacher_out: Tensor, kind: str = "mse", *,
     log_p_s = F.log_softmax(student_la / temperature, dim=-1)
     kl = (log_p_t.exp() * (log_p_t - log_p_s)).sum(-1)
     return temperature ** 2 * (kl * pos_mask).sum() / pos_mask.sum().clamp_min(1)
+
+
+@dataclasses.dataclass
+class InstEmbLoss:
+    """The parts of :meth:`InstEmbModel.loss` (``total = contrastive + λ distill``)."""
+
+    total: Tensor
+    contrastive: Tensor
+    distill: Tensor
+    per_view: dict[str, Tensor]
+
+
+def instemb_loss(model: InstEmbModel, batch: Sequence[Example], return_parts: bool = False) -> Tensor | InstEmbLoss:
+    """InstEmb's training loss of ``model`` on a batch of :class:`Example` (instruction, input, gold output).
+
+    ``L = mean_v InfoNCE(h_eos, view_v) + λ · L_dist(h_LA, teacher output states)``.
+    Returns the scalar ``L`` (``return_parts=True``: an :class:`InstEmbLoss`).
+    """
+    batch = list(batch)
+    if len(batch) < 2:
+        raise ValueError(f"batch has {len(batch)} example(s); in-batch negatives need at least 2")
+    if not all(isinstance(e, Example) for e in batch):
+        raise TypeError("batch must hold icml26.papers.instemb.Example objects")
+    s = model.settings
+    needs_teacher = "teacher" in s.views or s.distill_weight > 0
+    if needs_teacher and model.teacher_model is None:
+        raise ValueError("the teacher view and distillation need a teacher; wrap with with_teacher=True")
+    K = model.num_lookahead
+    prompts = [model._prompt_ids(model.prompt(e.text, e.instruction)) for e in batch]
+    outputs = [model._output_ids(e.output) for e in batch]
+    eos_at = [len(r) - 1 for r in prompts]
+
+    # 1. student: [instruction + input] <eos> [LA_1..LA_K]
+    student = model._run(model.backbone, prompts, lookahead=True)
+    h_eos, h_la = model._anchors(student, eos_at, K)
+    per_view: dict[str, Tensor] = {}
+    teacher_pass = None
+    if needs_teacher:
+        # 2. teacher: [instruction + input] <eos> [gold output] (frozen)
+        closing = [model._anchor_id()] if model.kind == "encoder" else []
+        with torch.no_grad():
+            teacher_pass = model._run(model.teacher_model, [p + o + closing for p, o in zip(prompts, outputs)],
+                                     lookahead=False)
+    for view in s.views:
+        if view == "dropout":
+            # a second, dropout-perturbed pass of the student (SimCSE)
+            drop = model._run(model.backbone, prompts, lookahead=True, dropout=s.embedding_dropout)
+            key = model._anchors(drop, eos_at, 0)[0]
+        elif view == "teacher":
+            key = model._anchors(teacher_pass, eos_at, 0)[0]
+        else:
+            # 3. answer encoder: [output] <eos>, the student itself
+            answers = [model._prompt_ids(e.output) for e in batch]
+            key = model._anchors(model._run(model.backbone, answers, lookahead=False),
+                                [len(a) - 1 for a in answers], 0)[0]
+        per_view[view] = info_nce(h_eos, key, s.tau)
+    contrastive = torch.stack(list(per_view.values())).mean()
+    distill = h_eos.new_zeros(())
+    if s.distill_weight > 0:
+        L = max(len(o) for o in outputs)
+        out_idx = torch.tensor([[e + 1 + j for j in range(L)] for e in eos_at], device=h_eos.device)
+        out_mask = torch.tensor([[j < len(o) for j in range(L)] for o in outputs], device=h_eos.device)
+        t_out = model._take(teacher_pass, out_idx)
+        if s.distill == "kl":
+            head_s = model.backbone.get_output_embeddings()
+            head_t = model.teacher_model.get_output_embeddings()
+            distill = distill_loss(head_s(h_la), head_t(t_out), "kl", teacher_mask=out_mask,
+                                   temperature=s.kl_temperature)
+        else:
+            distill = distill_loss(h_la, t_out, "mse", teacher_mask=out_mask, positionwise=s.positionwise)
+    # L = L_con + λ L_dist
+    total = contrastive + s.distill_weight * distill
+    if return_parts:
+        return InstEmbLoss(total=total, contrastive=contrastive, distill=distill, per_view=per_view)
+    return total

@@ -13,7 +13,9 @@ paper does not give is ours and marked so.
    ``[instruction + input] <eos> [gold output]``;
 3. the **answer encoder** (the student itself) on ``[output] <eos>``.
 
-Loss (:meth:`InstEmbModel.loss`): ``L = L_con + λ · L_dist`` with
+Loss (:meth:`InstEmbModel.loss`, computed by :func:`~icml26.papers.instemb.losses.instemb_loss`;
+the prompts and their token rows are built in :mod:`~icml26.papers.instemb.prompting`):
+``L = L_con + λ · L_dist`` with
 
 * ``L_con``: :func:`~icml26.papers.instemb.losses.info_nce` on the student's ``h_eos`` with
   in-batch negatives, averaged over the positive views (a dropout pass of the student, the
@@ -49,8 +51,9 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from icml26.papers.instemb.data import Example
-from icml26.papers.instemb.losses import distill_loss, info_nce
+from icml26.papers.instemb.losses import InstEmbLoss, instemb_loss
 from icml26.papers.instemb.pooling import daap_pool
+from icml26.papers.instemb.prompting import anchor_id, output_ids, prompt_ids, prompt_text
 
 __all__ = ["InstEmbLoss", "InstEmbModel", "InstEmbOutput", "InstEmbSettings", "POOLINGS", "VIEWS"]
 
@@ -126,16 +129,6 @@ class InstEmbOutput:
     h_eos: Tensor
     h_la: Tensor
     embedding: Tensor
-
-
-@dataclasses.dataclass
-class InstEmbLoss:
-    """The parts of :meth:`InstEmbModel.loss` (``total = contrastive + λ distill``)."""
-
-    total: Tensor
-    contrastive: Tensor
-    distill: Tensor
-    per_view: dict[str, Tensor]
 
 
 @dataclasses.dataclass
@@ -267,40 +260,20 @@ class InstEmbModel(nn.Module):
             self.teacher_model.eval()  # the teacher never runs dropout
         return self
 
-    # ------------------------------------------------------------------ tokenisation
-    def _require_tokenizer(self) -> Any:
-        if self.tokenizer is None:
-            raise ValueError("this InstEmbModel has no tokenizer; pass tokenizer= to InstEmbModel.wrap")
-        return self.tokenizer
-
+    # ------------------------------------------------------------------ tokenisation (prompting.py)
     def _anchor_id(self) -> int:
-        tok = self._require_tokenizer()
-        anchor = tok.eos_token_id if self.kind == "decoder" else tok.sep_token_id
-        if anchor is None:
-            raise ValueError(f"the tokenizer has no {'eos' if self.kind == 'decoder' else 'sep'} token")
-        return int(anchor)
+        return anchor_id(self.tokenizer, self.kind)
 
     def prompt(self, text: str, instruction: str | None) -> str:
         """The prompt string of ``text`` under ``instruction`` (``None``: the text alone)."""
-        if instruction is None:
-            return text
-        return self.settings.prompt_template.format(instruction=instruction, text=text)
+        return prompt_text(self.settings.prompt_template, text, instruction)
 
     def _prompt_ids(self, prompt: str) -> list[int]:
         """Token ids of a prompt, ending with the anchor (``<eos>`` appended / the closing ``[SEP]``)."""
-        tok = self._require_tokenizer()
-        if self.kind == "decoder":
-            return list(tok(prompt, add_special_tokens=False)["input_ids"]) + [self._anchor_id()]
-        ids = list(tok(prompt)["input_ids"])
-        if not ids or ids[-1] != self._anchor_id():
-            raise ValueError("the encoder's tokenizer does not close a prompt with [SEP]")
-        return ids
+        return prompt_ids(self.tokenizer, self.kind, prompt)
 
     def _output_ids(self, output: str) -> list[int]:
-        ids = list(self._require_tokenizer()(output, add_special_tokens=False)["input_ids"])
-        if not ids:
-            raise ValueError(f"the output {output!r} has no token")
-        return ids
+        return output_ids(self.tokenizer, output)
 
     # ------------------------------------------------------------------ passes
     def _device(self) -> torch.device:
@@ -468,60 +441,4 @@ class InstEmbModel(nn.Module):
         ``L = mean_v InfoNCE(h_eos, view_v) + λ · L_dist(h_LA, teacher output states)``.
         Returns the scalar ``L`` (``return_parts=True``: an :class:`InstEmbLoss`).
         """
-        batch = list(batch)
-        if len(batch) < 2:
-            raise ValueError(f"batch has {len(batch)} example(s); in-batch negatives need at least 2")
-        if not all(isinstance(e, Example) for e in batch):
-            raise TypeError("batch must hold icml26.papers.instemb.Example objects")
-        s = self.settings
-        needs_teacher = "teacher" in s.views or s.distill_weight > 0
-        if needs_teacher and self.teacher_model is None:
-            raise ValueError("the teacher view and distillation need a teacher; wrap with with_teacher=True")
-        K = self.num_lookahead
-        prompts = [self._prompt_ids(self.prompt(e.text, e.instruction)) for e in batch]
-        outputs = [self._output_ids(e.output) for e in batch]
-        eos_at = [len(r) - 1 for r in prompts]
-
-        # 1. student: [instruction + input] <eos> [LA_1..LA_K]
-        student = self._run(self.backbone, prompts, lookahead=True)
-        h_eos, h_la = self._anchors(student, eos_at, K)
-        per_view: dict[str, Tensor] = {}
-        teacher_pass = None
-        if needs_teacher:
-            # 2. teacher: [instruction + input] <eos> [gold output] (frozen)
-            closing = [self._anchor_id()] if self.kind == "encoder" else []
-            with torch.no_grad():
-                teacher_pass = self._run(self.teacher_model, [p + o + closing for p, o in zip(prompts, outputs)],
-                                         lookahead=False)
-        for view in s.views:
-            if view == "dropout":
-                # a second, dropout-perturbed pass of the student (SimCSE)
-                drop = self._run(self.backbone, prompts, lookahead=True, dropout=s.embedding_dropout)
-                key = self._anchors(drop, eos_at, 0)[0]
-            elif view == "teacher":
-                key = self._anchors(teacher_pass, eos_at, 0)[0]
-            else:
-                # 3. answer encoder: [output] <eos>, the student itself
-                answers = [self._prompt_ids(e.output) for e in batch]
-                key = self._anchors(self._run(self.backbone, answers, lookahead=False),
-                                    [len(a) - 1 for a in answers], 0)[0]
-            per_view[view] = info_nce(h_eos, key, s.tau)
-        contrastive = torch.stack(list(per_view.values())).mean()
-        distill = h_eos.new_zeros(())
-        if s.distill_weight > 0:
-            L = max(len(o) for o in outputs)
-            out_idx = torch.tensor([[e + 1 + j for j in range(L)] for e in eos_at], device=h_eos.device)
-            out_mask = torch.tensor([[j < len(o) for j in range(L)] for o in outputs], device=h_eos.device)
-            t_out = self._take(teacher_pass, out_idx)
-            if s.distill == "kl":
-                head_s = self.backbone.get_output_embeddings()
-                head_t = self.teacher_model.get_output_embeddings()
-                distill = distill_loss(head_s(h_la), head_t(t_out), "kl", teacher_mask=out_mask,
-                                       temperature=s.kl_temperature)
-            else:
-                distill = distill_loss(h_la, t_out, "mse", teacher_mask=out_mask, positionwise=s.positionwise)
-        # L = L_con + λ L_dist
-        total = contrastive + s.distill_weight * distill
-        if return_parts:
-            return InstEmbLoss(total=total, contrastive=contrastive, distill=distill, per_view=per_view)
-        return total
+        return instemb_loss(self, batch, return_parts)
