@@ -18,7 +18,6 @@ Metrics are means over seeds.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 from typing import Any
@@ -26,11 +25,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common.config import validate_numbers
 from icml26.contract import Outcome, RunContext
 from icml26.papers.confsleepnet.analysis import claim_values, mean_over_seeds, score_epochs
 from icml26.papers.confsleepnet.baselines import LateFusionNet
 from icml26.papers.confsleepnet.claims import CHECKS
+from icml26.papers.confsleepnet.config import Config
 from icml26.papers.confsleepnet.data import CORRUPTION_MODES, corrupt_eog, normalize_recordings, synthetic_psg
 from icml26.papers.confsleepnet.figures import plot
 from icml26.papers.confsleepnet.model import ConfSleepNet, EpochEncoder, ViewSpec, default_views
@@ -63,81 +62,6 @@ FUSION_ARMS: dict[str, tuple[tuple[str, ...], str, str, str]] = {
     "conflict_aware_common": (VIEWS, "conflict_aware", "uncertainty", "common"),
 }
 COVERAGES = tuple(round(0.1 + 0.05 * i, 2) for i in range(19))
-
-
-@dataclasses.dataclass
-class Config:
-    """ConfSleepNet reproduction settings. Defaults: the brief's synthetic-PSG plan (§4) with the
-    authors' training schedule (``train.py``); the authors' backbone is replaced by a small CNN."""
-
-    n_train_subjects: int = 32
-    """Training nights, one per subject (brief §4: 40 subjects, 8 held out)."""
-    n_test_subjects: int = 8
-    """Held-out nights the rules are scored on."""
-    epochs_per_subject: int = 300
-    """30-s epochs per night (brief §4)."""
-    sampling_rate: float = 100.0
-    """Hz (Sleep-EDF's 100 Hz)."""
-    subject_variability: float = 1.0
-    """Spread of per-subject gains, frequency scale and background (0: identical subjects)."""
-    corruption_fractions: tuple[float, ...] = (0.0, 0.2, 0.4)
-    """Fractions pi of held-out epochs whose EOG is corrupted (issue 12)."""
-    corruption_modes: tuple[str, ...] = CORRUPTION_MODES
-    """EOG corruptions, drawn with equal probability: shift (1-3 epochs), pop, swap."""
-    seeds: int = 3
-    """Independent repetitions (data, initialisation, corruption); metrics are their means."""
-    width: int = 32
-    """Channels of the per-view CNN's first layer (about 40k parameters per view at 32)."""
-    dropout: float = 0.2
-    """Dropout before each head."""
-    train_epochs: int = 40
-    """Training epochs (authors: 40)."""
-    batch_size: int = 320
-    """30-s epochs per mini-batch (authors: 16 sequences x 20 epochs)."""
-    lr: float = 1e-3
-    """AdamW learning rate (authors: 1e-3)."""
-    weight_decay: float = 1e-2
-    """AdamW weight decay (torch's default; the authors keep it)."""
-    annealing_epochs: int = 10
-    """Epochs until the EDL loss's KL weight reaches 1 (Sensoy et al.: 10)."""
-    coverage: float = 0.8
-    """Coverage of the selective-accuracy score (issue 12: 80 %)."""
-    threads: int = 0
-    """The most torch intra-op threads the runner gives this run (0: no limit)."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        for name in ("n_train_subjects", "n_test_subjects", "epochs_per_subject", "seeds", "width",
-                     "train_epochs", "batch_size", "annealing_epochs"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be >= 1")
-        if self.sampling_rate < 40:
-            raise ValueError(f"sampling_rate={self.sampling_rate} must be >= 40 Hz (spindles are 12-15 Hz)")
-        if self.subject_variability < 0:
-            raise ValueError(f"subject_variability={self.subject_variability} must be >= 0")
-        if not self.corruption_fractions or any(not 0 <= f <= 1 for f in self.corruption_fractions):
-            raise ValueError(f"corruption_fractions={self.corruption_fractions!r} must be values in [0, 1]")
-        if 0.0 not in self.corruption_fractions or max(self.corruption_fractions) <= 0:
-            raise ValueError("corruption_fractions must include 0 (clean) and at least one fraction > 0")
-        if not self.corruption_modes or any(m not in CORRUPTION_MODES for m in self.corruption_modes):
-            raise ValueError(f"corruption_modes={self.corruption_modes!r}: choose from {', '.join(CORRUPTION_MODES)}")
-        if not 0 < self.coverage <= 1:
-            raise ValueError(f"coverage={self.coverage} must be in (0, 1]")
-        if self.lr <= 0 or self.weight_decay < 0 or not 0 <= self.dropout < 1 or self.threads < 0:
-            raise ValueError("need lr > 0, weight_decay >= 0, 0 <= dropout < 1 and threads >= 0")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction: 12 + 4 subjects, 50 Hz, width 16, 8 epochs (a few minutes on 2 cores)."""
-        return cls(n_train_subjects=12, n_test_subjects=4, epochs_per_subject=200, sampling_rate=50.0,
-                   width=16, train_epochs=8, batch_size=64, lr=3e-3, annealing_epochs=4)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """The contract-suite setting (seconds)."""
-        return cls(n_train_subjects=3, n_test_subjects=2, epochs_per_subject=60, sampling_rate=50.0,
-                   corruption_fractions=(0.0, 0.4), seeds=1, width=4, train_epochs=1, batch_size=64,
-                   lr=3e-3, annealing_epochs=1)
 
 
 def _build_models(config: Config, seed: int) -> tuple[ConfSleepNet, LateFusionNet]:
