@@ -430,7 +430,8 @@ class Curve:
 
     What :func:`icml26.results.plot_curves` draws and the aggregate averages over seeds (when every
     seed has the same ``x`` and arms). ``None``/NaN values are gaps. ``labels`` names categorical
-    x positions (drawn as tick labels).
+    x positions (drawn as tick labels); ``bands`` gives a series a ``(lower, upper)`` band, ``std``
+    error bars; ``extra`` holds what a paper's own ``plot`` reads beside the series.
     """
 
     x: Sequence[Any]
@@ -441,6 +442,9 @@ class Curve:
     logx: bool = False
     logy: bool = False
     labels: Sequence[str] | None = None
+    bands: Mapping[str, tuple[Sequence[Any], Sequence[Any]]] | None = None
+    std: Mapping[str, Sequence[Any]] | None = None
+    extra: Mapping[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
         n = len(self.x)
@@ -453,6 +457,13 @@ class Curve:
                 raise ValueError(f"series {arm!r} has {len(ys)} values for {n} x positions")
         if self.labels is not None and len(self.labels) != n:
             raise ValueError(f"labels has {len(self.labels)} entries for {n} x positions")
+        for name, per_arm in (("bands", self.bands), ("std", self.std)):
+            for arm in per_arm or {}:
+                if arm not in self.series:
+                    raise ValueError(f"{name} names {arm!r}, which is not a series")
+        clash = set(self.extra) & {f.name for f in dataclasses.fields(self)}
+        if clash:
+            raise ValueError(f"extra must not redefine {sorted(clash)}")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form results store: ``x``, ``series``, then the set options only."""
@@ -469,6 +480,11 @@ class Curve:
             out["logy"] = True
         if self.labels is not None:
             out["labels"] = list(self.labels)
+        if self.bands is not None:
+            out["bands"] = {k: [list(lo), list(hi)] for k, (lo, hi) in self.bands.items()}
+        if self.std is not None:
+            out["std"] = {k: list(v) for k, v in self.std.items()}
+        out.update(self.extra)
         return out
 
 

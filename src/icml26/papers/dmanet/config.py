@@ -65,10 +65,10 @@ class Config:
     """The most torch intra-op threads the runner gives this run (0: no limit). Tiny models run faster on one."""
     time_family_seeds: int = 8
     """Seeds of the ``filter_axis="time"`` family on the chaotic set (DMANet and its no-filter
-    ablation, paired by seed; issue #29 asks for >= 8). 0 skips the family."""
+    ablation, paired by seed; at least 8 so the paired interval can resolve). 0 skips the family."""
     strided_seeds: int = 4
-    """Seeds of the strided-only diagnostic (:class:`~icml26.papers.dmanet.sections.StridedOnlyDMANet`, issue
-    #29: no full-resolution path, filter vs no filter per level, chaotic set, first horizon). 0 skips it."""
+    """Seeds of the strided-only diagnostic (:class:`~icml26.papers.dmanet.sections.StridedOnlyDMANet`:
+    no full-resolution path, filter vs no filter per level, chaotic set, first horizon). 0 skips it."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)

@@ -10,10 +10,10 @@ Two parts, one run:
    frequency loss, Adam, lr halved per epoch, early stopping on validation MSE) on the
    chaotic set and on Taylor's half-hourly electricity demand at two horizons, over
    several seeds; test MSE/MAE on the standardised scale, mean ± std.
-3. The ``filter_axis="time"`` family (issue #29): DMANet and its no-filter ablation with the
+3. The ``filter_axis="time"`` family: DMANet and its no-filter ablation with the
    multiscale encoder on the time axis, ``time_family_seeds`` seeds on the chaotic set,
    paired by seed (geometric-mean ratio with its 95 % interval).
-4. Model-free (issue #29): ridge forecasters on naively strided vs filtered-then-strided
+4. Model-free: ridge forecasters on naively strided vs filtered-then-strided
    input windows per level (:func:`~icml26.papers.dmanet.analysis.ridge_aliasing_check`).
 """
 
@@ -22,12 +22,11 @@ from __future__ import annotations
 import logging
 import math
 import time
-from typing import Any
 
 import numpy as np
 import torch
 
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.dmanet.analysis import (
     cascade_leakage,
     mse_ratio,
@@ -41,15 +40,18 @@ from icml26.papers.dmanet.data import (
     aliasing_lorenz,
     load_sunspots,
     load_taylor,
-    sliding_windows,
     standardized_splits,
 )
 from icml26.papers.dmanet.figures import plot
-from icml26.papers.dmanet.sections import build_model as _build
-from icml26.papers.dmanet.sections import strided_only as _strided_only
-from icml26.papers.dmanet.sections import time_family as _time_family
+from icml26.papers.dmanet.sections import (
+    Forecasts,
+    StridedOnly,
+    TimeFamily,
+    forecasts,
+    strided_only,
+    time_family,
+)
 from icml26.papers.dmanet.spectral import avgpool_downsample, filtered_downsample, naive_downsample
-from icml26.papers.dmanet.training import ForecastFitResult, fit_forecaster
 
 __all__ = ["CHECKS", "Config", "DATASETS", "MODELS", "STREAMS", "plot", "run"]
 
@@ -68,12 +70,6 @@ OPERATORS = {"filter+stride": filtered_downsample, "naive slicing": naive_downsa
              "avg pooling": avgpool_downsample}
 
 
-def _spectrum_curve(series: np.ndarray) -> dict[str, Any]:
-    x, y = spectrum_bands(series)
-    return {"x": x, "series": {"power share": y}, "xlabel": "frequency (cycles / sample)",
-            "ylabel": "power share per bin", "title": "aliasing Lorenz: spectrum", "logx": True, "logy": True}
-
-
 def _load(name: str, config: Config, ctx: RunContext) -> tuple[np.ndarray, int]:
     if name == "chaotic":
         return aliasing_lorenz(config.chaotic_length, rng=ctx.rng("chaotic")), config.chaotic_seq_len
@@ -83,71 +79,51 @@ def _load(name: str, config: Config, ctx: RunContext) -> tuple[np.ndarray, int]:
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    notes: list[str] = []
     series = {name: _load(name, config, ctx) for name in config.datasets}
     splits = {name: standardized_splits(values, seq_len) for name, (values, seq_len) in series.items()}
     chaotic = series["chaotic"][0] if "chaotic" in series else aliasing_lorenz(config.chaotic_length,
                                                                                rng=ctx.rng("chaotic"))
-
     # 1. model-free leakage on the chaotic series (all channels, full length)
     start = time.perf_counter()
     leakage = cascade_leakage(torch.as_tensor(chaotic.T.copy()), OPERATORS, config.levels)
     leak_seconds = time.perf_counter() - start
-
-    # 2. forecasting
-    results: dict[tuple[str, str, int], list[ForecastFitResult]] = {}
-    example: dict[str, Any] = {}
-    jobs = [(d, h, m, s) for d in config.datasets for h in config.horizons for m in config.models
-            for s in range(config.seeds)]
-    for dataset, horizon, model_name, seed_index in ctx.progress(jobs, desc="fits"):
-        data, seq_len = splits[dataset], series[dataset][1]
-        torch.manual_seed(ctx.seed * 1000 + seed_index)  # same initial seed for every arm
-        model = _build(model_name, seq_len, horizon, data.n_channels, config).to(ctx.device)
-        fit = fit_forecaster(
-            model, data, horizon, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
-            loss=config.loss, patience=config.patience, train_step=config.train_step,
-            max_batches_per_epoch=config.max_batches_per_epoch or None,
-            generator=ctx.torch_generator("batches", seed_index), device=ctx.device,
-        )
-        results.setdefault((dataset, model_name, horizon), []).append(fit)
-        log.info("%s H=%d %s seed %d: test mse %.4f (%.1f s)", dataset, horizon, model_name, seed_index,
-                 fit.test_mse, fit.train_seconds)
-        if seed_index == 0 and horizon == config.horizons[0] and dataset == config.datasets[0] \
-                and model_name in ("dmanet", "dmanet_no_filter", "dlinear"):
-            x, y = sliding_windows(data.test, seq_len, horizon, step=max(1, horizon))
-            pick = min(len(x) - 1, 3)
-            model.eval()
-            with torch.no_grad():
-                pred = model(torch.as_tensor(x[pick: pick + 1], device=ctx.device)).cpu().numpy()[0, :, 0]
-            example.setdefault("history", x[pick, :, 0].tolist())
-            example.setdefault("truth", y[pick, :, 0].tolist())
-            example[model_name] = pred.tolist()
-
-    # 3. the filter_axis="time" family (issue #29): DMANet vs its no-filter ablation, paired by seed
-    family = _time_family(config, ctx, splits, series) if config.time_family_seeds else None
-    strided = _strided_only(config, ctx, splits, series) if config.strided_seeds else None
+    # 2. forecasting; 3. the filter_axis="time" family and the strided-only diagnostic, paired by seed
+    fc = forecasts(config, ctx, splits, series)
+    family = time_family(config, ctx, splits, series) if config.time_family_seeds else None
+    strided = strided_only(config, ctx, splits, series) if config.strided_seeds else None
     # 4. model-free: ridge forecasters on naively strided vs filtered-then-strided windows
     ridge = {}
     if "chaotic" in splits:
         data = splits["chaotic"]
         ridge = {h: ridge_aliasing_check(data.train, data.val, data.test, config.chaotic_seq_len, h, config.levels)
                  for h in config.horizons}
+    ridge_ratios = [float(np.mean([r.ratios[level] for r in ridge.values()])) for level in range(config.levels)] \
+        if ridge else []
 
-    # metrics
+    metrics = _metrics(config, ctx, fc, leakage, ridge, ridge_ratios, family, strided)
+    return Outcome(metrics=metrics,
+                   checks=_checks(config, metrics, leakage, ridge_ratios, family, strided),
+                   curves=_curves(config, metrics, leakage, chaotic, fc, ridge, strided, family),
+                   notes=_notes(config, metrics, leakage, leak_seconds, ridge, ridge_ratios, strided, family))
+
+
+def _metrics(config: Config, ctx: RunContext, fc: Forecasts, leakage: dict[str, list[float]], ridge: dict,
+             ridge_ratios: list[float], family: TimeFamily | None,
+             strided: StridedOnly | None) -> dict[str, dict[str, float]]:
     metrics: dict[str, dict[str, float]] = {}
     for model_name in config.models:
         arm: dict[str, float] = {}
         for dataset in config.datasets:
             per_h = []
             for horizon in config.horizons:
-                fits = results[(dataset, model_name, horizon)]
+                fits = fc.fits[(dataset, model_name, horizon)]
                 summary = summarize_fits([f.test_mse for f in fits], [f.test_mae for f in fits])
                 arm[f"{dataset}_h{horizon}_mse"] = summary.mse
                 arm[f"{dataset}_h{horizon}_mse_std"] = summary.mse_std
                 arm[f"{dataset}_h{horizon}_mae"] = summary.mae
                 per_h.append(summary.mse)
             arm[f"{dataset}_mse"] = float(np.mean(per_h))
-        fits = [f for (d, m, h), fs in results.items() if m == model_name for f in fs]
+        fits = [f for (d, m, h), fs in fc.fits.items() if m == model_name for f in fs]
         arm["params"] = float(fits[0].n_parameters)
         # wall-clock time is provenance, not a metric: it differs between identical runs
         ctx.provenance.setdefault("mean_fit_seconds", {})[model_name] = round(
@@ -155,7 +131,6 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         metrics[model_name] = arm
     for name, values in leakage.items():
         metrics[name] = {f"leak_l{l + 1}": v for l, v in enumerate(values)}
-    ridge_ratios = []
     if ridge:
         metrics["ridge"] = {}
         for h, r in ridge.items():
@@ -164,22 +139,24 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                 metrics["ridge"].update({f"chaotic_h{h}_stride{s_}_naive_mse": n_mse,
                                          f"chaotic_h{h}_stride{s_}_filtered_mse": f_mse,
                                          f"chaotic_h{h}_stride{s_}_filter_ratio": ratio_})
-        ridge_ratios = [float(np.mean([r.ratios[level] for r in ridge.values()])) for level in range(config.levels)]
         metrics["ridge"].update({f"filter_ratio_l{l + 1}": v for l, v in enumerate(ridge_ratios)})
     if family is not None:
+        p = family.paired
         metrics["time_family"] = {
             "dmanet_chaotic_mse": float(np.mean(family.method)), "no_filter_chaotic_mse": float(np.mean(family.baseline)),
-            "ratio": family.paired.ratio, "ratio_ci_low": family.paired.ci[0] if family.paired.ci else family.paired.ratio,
-            "ratio_ci_high": family.paired.ci[1] if family.paired.ci else family.paired.ratio,
-            "wins": float(family.paired.wins), "seeds": float(family.paired.n)}
+            "ratio": p.ratio, "ratio_ci_low": p.ci[0] if p.ci else p.ratio,
+            "ratio_ci_high": p.ci[1] if p.ci else p.ratio, "wins": float(p.wins), "seeds": float(p.n)}
     if strided is not None:
         metrics["strided_only"] = {}
         for stride, f, u, p in zip(strided.strides, strided.filtered, strided.unfiltered, strided.paired):
             metrics["strided_only"].update({
                 f"stride{stride}_filtered_mse": float(np.mean(f)), f"stride{stride}_no_filter_mse": float(np.mean(u)),
                 f"stride{stride}_ratio": p.ratio, f"stride{stride}_wins": float(p.wins)})
+    return metrics
 
-    # checks (issue 8, "Figures to reach")
+
+def _checks(config: Config, metrics: dict[str, dict[str, float]], leakage: dict[str, list[float]],
+            ridge_ratios: list[float], family: TimeFamily | None, strided: StridedOnly | None) -> list:
     checks = [CHECKS["filter_leakage"].measure(max(leakage["filter+stride"])),
               CHECKS["naive_leakage_l1"].measure(leakage["naive slicing"][0])]
     if config.levels >= 3:
@@ -207,39 +184,65 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         checks.append(CHECKS["strided_filter_ratio_coarsest"].measure(
             p.ratio, note=f"stride {strided.strides[-1]}, H={config.horizons[0]}, geometric mean over {p.n} seeds, "
                           f"filter lower on {p.wins}/{p.n}"))
+    return checks
 
-    curves: dict[str, Any] = {
-        "leakage": {"x": list(range(1, config.levels + 1)),
-                    "series": {name: [max(v, 1e-35) for v in values] for name, values in leakage.items()},
-                    "xlabel": "level (total stride 2^l)", "ylabel": "leakage ||D(x_hi)||^2 / ||D(x)||^2",
-                    "title": "aliasing leakage on the chaotic series", "logy": True},
-        "spectrum": _spectrum_curve(chaotic),
+
+def _curves(config: Config, metrics: dict[str, dict[str, float]], leakage: dict[str, list[float]],
+            chaotic: np.ndarray, fc: Forecasts, ridge: dict, strided: StridedOnly | None,
+            family: TimeFamily | None) -> dict[str, Curve]:
+    x, y = spectrum_bands(chaotic)
+    curves = {
+        "leakage": Curve(x=list(range(1, config.levels + 1)),
+                         series={name: [max(v, 1e-35) for v in values] for name, values in leakage.items()},
+                         xlabel="level (total stride 2^l)", ylabel="leakage ||D(x_hi)||^2 / ||D(x)||^2",
+                         title="aliasing leakage on the chaotic series", logy=True),
+        "spectrum": Curve(x=x, series={"power share": y}, xlabel="frequency (cycles / sample)",
+                          ylabel="power share per bin", title="aliasing Lorenz: spectrum", logx=True, logy=True),
     }
     for dataset in config.datasets:
-        curves[f"mse_{dataset}"] = {
-            "x": list(config.horizons),
-            "series": {m: [metrics[m][f"{dataset}_h{h}_mse"] for h in config.horizons] for m in config.models},
-            "std": {m: [metrics[m][f"{dataset}_h{h}_mse_std"] for h in config.horizons] for m in config.models},
-            "xlabel": "horizon H", "ylabel": "test MSE (standardised)", "title": f"{dataset}: test MSE",
-        }
-    if example:
+        curves[f"mse_{dataset}"] = Curve(
+            x=list(config.horizons),
+            series={m: [metrics[m][f"{dataset}_h{h}_mse"] for h in config.horizons] for m in config.models},
+            std={m: [metrics[m][f"{dataset}_h{h}_mse_std"] for h in config.horizons] for m in config.models},
+            xlabel="horizon H", ylabel="test MSE (standardised)", title=f"{dataset}: test MSE")
+    if fc.example:
+        example = dict(fc.example)
         history, truth = example.pop("history"), example.pop("truth")
         n_hist = len(history)
-        curves["example_forecast"] = {
-            "x": list(range(-n_hist + 1, len(truth) + 1)),
-            "series": {"truth": history + truth,
-                       **{m: [None] * n_hist + p for m, p in example.items()}},
-            "xlabel": "step", "ylabel": "channel 0 (standardised)",
-            "title": f"{config.datasets[0]}: one test window, H={config.horizons[0]}, seed 0",
-        }
+        curves["example_forecast"] = Curve(
+            x=list(range(-n_hist + 1, len(truth) + 1)),
+            series={"truth": history + truth, **{m: [None] * n_hist + p for m, p in example.items()}},
+            xlabel="step", ylabel="channel 0 (standardised)",
+            title=f"{config.datasets[0]}: one test window, H={config.horizons[0]}, seed 0")
+    if ridge:
+        curves["ridge_aliasing"] = Curve(
+            x=[2 ** (l + 1) for l in range(config.levels)],
+            series={**{f"naive, H={h}": list(r.naive_mse) for h, r in ridge.items()},
+                    **{f"filtered, H={h}": list(r.filtered_mse) for h, r in ridge.items()}},
+            xlabel="stride", ylabel="ridge test MSE (standardised)",
+            title="ridge on strided windows: naive vs filtered", logx=True)
+    if strided is not None:
+        ps = strided.paired
+        curves["strided_only"] = Curve(
+            x=list(strided.strides),
+            series={"filter / no filter": [p.ratio for p in ps],
+                    "95% interval, low": [p.ci[0] if p.ci else p.ratio for p in ps],
+                    "95% interval, high": [p.ci[1] if p.ci else p.ratio for p in ps]},
+            xlabel="total stride (levels, no full-resolution path)", ylabel="test MSE ratio (geometric mean)",
+            title=f"strided-only DMANet: filter / no filter, H={config.horizons[0]}", logx=True)
+    if family is not None:
+        curves["time_family"] = Curve(
+            x=list(range(family.paired.n)),
+            series={"dmanet (time axis)": list(family.method), "no filter (time axis)": list(family.baseline)},
+            xlabel="seed", ylabel="chaotic test MSE (mean over horizons)", title="filter_axis='time': paired by seed")
+    return curves
 
+
+def _notes(config: Config, metrics: dict[str, dict[str, float]], leakage: dict[str, list[float]], leak_seconds: float,
+           ridge: dict, ridge_ratios: list[float], strided: StridedOnly | None,
+           family: TimeFamily | None) -> list[str]:
+    notes: list[str] = []
     if ridge_ratios:
-        curves["ridge_aliasing"] = {
-            "x": [2 ** (l + 1) for l in range(config.levels)],
-            "series": {**{f"naive, H={h}": list(r.naive_mse) for h, r in ridge.items()},
-                       **{f"filtered, H={h}": list(r.filtered_mse) for h, r in ridge.items()}},
-            "xlabel": "stride", "ylabel": "ridge test MSE (standardised)",
-            "title": "ridge on strided windows: naive vs filtered", "logx": True}
         notes.append("Ridge forecasters on strided windows (model-free, penalty chosen on validation): filtered / "
                      "naive test MSE " + ", ".join(f"stride {2 ** (l + 1)} {v:.3f}" for l, v in enumerate(ridge_ratios))
                      + "; per horizon naive vs filtered at the coarsest stride: " + "; ".join(
@@ -247,27 +250,16 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                          for h, r in ridge.items()) + ".")
     if strided is not None:
         ps = strided.paired
-        curves["strided_only"] = {
-            "x": list(strided.strides),
-            "series": {"filter / no filter": [p.ratio for p in ps],
-                       "95% interval, low": [p.ci[0] if p.ci else p.ratio for p in ps],
-                       "95% interval, high": [p.ci[1] if p.ci else p.ratio for p in ps]},
-            "xlabel": "total stride (levels, no full-resolution path)", "ylabel": "test MSE ratio (geometric mean)",
-            "title": f"strided-only DMANet: filter / no filter, H={config.horizons[0]}", "logx": True}
-        notes.append("Strided-only DMANet (no residual, only the coarsest level reaches the embedding; ours, issue "
-                     f"#29), chaotic, H={config.horizons[0]}, {ps[0].n} seeds: filter / no-filter MSE " + ", ".join(
+        notes.append("Strided-only DMANet (no residual, only the coarsest level reaches the embedding; ours), "
+                     f"chaotic, H={config.horizons[0]}, {ps[0].n} seeds: filter / no-filter MSE " + ", ".join(
                          f"stride {s_} {p.ratio:.3f}" + (f" [{p.ci[0]:.3f}, {p.ci[1]:.3f}]" if p.ci else "")
                          + f" (filter lower on {p.wins}/{p.n})" for s_, p in zip(strided.strides, ps)) + ".")
     if family is not None:
         p = family.paired
-        curves["time_family"] = {
-            "x": list(range(p.n)), "series": {"dmanet (time axis)": list(family.method),
-                                              "no filter (time axis)": list(family.baseline)},
-            "xlabel": "seed", "ylabel": "chaotic test MSE (mean over horizons)",
-            "title": "filter_axis='time': paired by seed"}
         notes.append(f"filter_axis='time' family ({p.n} seeds, chaotic, mean over horizons): DMANet / no-filter MSE "
                      f"{p.ratio:.3f}" + (f" (paired 95% interval {p.ci[0]:.3f}-{p.ci[1]:.3f})" if p.ci else "")
                      + f", DMANet lower on {p.wins}/{p.n} seeds.")
+    dm = metrics["dmanet"]
     ratio = mse_ratio(dm.get("chaotic_mse", math.nan), metrics.get("dmanet_no_filter", {}).get("chaotic_mse", math.nan))
     notes.append(
         f"Leakage (levels 1-3): naive slicing {', '.join(f'{v:.3%}' for v in leakage['naive slicing'])}; "
@@ -292,4 +284,4 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             if r > 1.0:
                 notes.append(f"Not reproduced on {dataset}: DMANet's MSE is {r:.3f} x DLinear's (mean over "
                              f"horizons {', '.join(map(str, config.horizons))}).")
-    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
+    return notes

@@ -1,9 +1,11 @@
-"""Pieces of the DMANet reproduction: building an arm, the ``filter_axis="time"`` family, and the
-strided-only diagnostic (:class:`StridedOnlyDMANet`)."""
+"""Pieces of the DMANet reproduction: building an arm, the forecasting fits, the
+``filter_axis="time"`` family, and the strided-only diagnostic (:class:`StridedOnlyDMANet`). Each
+section returns a dataclass."""
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 from typing import Any
 
 import numpy as np
@@ -14,9 +16,13 @@ from icml26.papers.dmanet.analysis import PairedRatio, paired_ratio
 from icml26.papers.dmanet.baselines import DLinear, PatchTST
 from icml26.papers.dmanet.config import Config
 from icml26.papers.dmanet.model import DMANet
-from icml26.papers.dmanet.training import fit_forecaster
+from icml26.papers.dmanet.data import sliding_windows
+from icml26.papers.dmanet.training import ForecastFitResult, fit_forecaster
 
-__all__ = ["StridedOnly", "StridedOnlyDMANet", "TimeFamily", "build_model", "strided_only", "time_family"]
+__all__ = ["Forecasts", "StridedOnly", "StridedOnlyDMANet", "TimeFamily", "build_model", "forecasts", "strided_only",
+           "time_family"]
+
+log = logging.getLogger(__name__)
 
 
 def build_model(name: str, seq_len: int, pred_len: int, channels: int, config: Config,
@@ -39,6 +45,51 @@ def build_model(name: str, seq_len: int, pred_len: int, channels: int, config: C
                         n_layers=config.patchtst_layers, d_ff=2 * config.patchtst_d_model,
                         dropout=config.dropout)
     raise ValueError(f"unknown model {name!r}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Forecasts:
+    """Every forecasting fit, ``fits[(dataset, model, horizon)]`` one per seed index, and one test
+    window's forecasts (``example``: ``history``, ``truth`` and one series per model shown)."""
+
+    fits: dict[tuple[str, str, int], list[ForecastFitResult]]
+    example: dict[str, Any]
+
+
+EXAMPLE_MODELS = ("dmanet", "dmanet_no_filter", "dlinear")
+
+
+def forecasts(config: Config, ctx: RunContext, splits, series) -> Forecasts:
+    """Fit every (dataset, horizon, model, seed index) with one loop; every arm starts from the same
+    torch seed ``1000 · seed + seed index`` and sees the same batch order."""
+    fits: dict[tuple[str, str, int], list[ForecastFitResult]] = {}
+    example: dict[str, Any] = {}
+    jobs = [(d, h, m, s) for d in config.datasets for h in config.horizons for m in config.models
+            for s in range(config.seeds)]
+    for dataset, horizon, model_name, seed_index in ctx.progress(jobs, desc="fits"):
+        data, seq_len = splits[dataset], series[dataset][1]
+        torch.manual_seed(ctx.seed * 1000 + seed_index)  # same initial seed for every arm
+        model = build_model(model_name, seq_len, horizon, data.n_channels, config).to(ctx.device)
+        fit = fit_forecaster(
+            model, data, horizon, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
+            loss=config.loss, patience=config.patience, train_step=config.train_step,
+            max_batches_per_epoch=config.max_batches_per_epoch or None,
+            generator=ctx.torch_generator("batches", seed_index), device=ctx.device,
+        )
+        fits.setdefault((dataset, model_name, horizon), []).append(fit)
+        log.info("%s H=%d %s seed %d: test mse %.4f (%.1f s)", dataset, horizon, model_name, seed_index,
+                 fit.test_mse, fit.train_seconds)
+        if seed_index == 0 and horizon == config.horizons[0] and dataset == config.datasets[0] \
+                and model_name in EXAMPLE_MODELS:
+            x, y = sliding_windows(data.test, seq_len, horizon, step=max(1, horizon))
+            pick = min(len(x) - 1, 3)
+            model.eval()
+            with torch.no_grad():
+                pred = model(torch.as_tensor(x[pick: pick + 1], device=ctx.device)).cpu().numpy()[0, :, 0]
+            example.setdefault("history", x[pick, :, 0].tolist())
+            example.setdefault("truth", y[pick, :, 0].tolist())
+            example[model_name] = pred.tolist()
+    return Forecasts(fits, example)
 
 
 @dataclasses.dataclass(frozen=True)
