@@ -25,7 +25,6 @@ from typing import Any
 import numpy as np
 
 
-from icml26.common.config import validate_numbers
 from icml26.common.metrics import binary_auc
 from icml26.contract import Outcome, RunContext
 from icml26.papers.fox.analysis import chair, relative_reduction
@@ -39,6 +38,7 @@ from icml26.papers.fox.baselines import (
     vcd_generate,
 )
 from icml26.papers.fox.claims import CHECKS
+from icml26.papers.fox.config import ARMS, Config
 from icml26.papers.fox.decoding import DecodingConfig, FoxConfig, default_fox_layers, fox_generate
 from icml26.papers.fox.evaluation import caption_run, hallucination_scores, mechanism, pope_run
 from icml26.papers.fox.figures import plot
@@ -55,7 +55,6 @@ from icml26.papers.fox.training import TrainConfig, trained_tiny_llava
 
 __all__ = ["ARMS", "CHECKS", "Config", "STREAMS", "plot", "run"]
 
-ARMS = ("Fox", "vanilla", "VCD", "SID", "PAI", "Fox all layers")
 STREAMS: dict[str, str] = {
     "model": "the tiny LLaVA's training seed",
     "eval_scenes": "the evaluation scenes",
@@ -66,86 +65,6 @@ STREAMS: dict[str, str] = {
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
-
-
-@dataclasses.dataclass
-class Config:
-    """Vanilla, VCD, SID, PAI and Fox greedy decoding on a tiny LLaVA (full scale: the issue's plan)."""
-
-    train_steps: int = 3000
-    """Training steps of the tiny LLaVA (batch ``batch_size``)."""
-    batch_size: int = 32
-    """Training examples per step (issue #19: 32)."""
-    lr: float = 2e-3
-    """Peak AdamW learning rate."""
-    vision_pretrain_steps: int = 1500
-    """Steps of the vision stage (the CLIP tower alone names each quadrant's object; a stand-in for
-    LLaVA's pretrained CLIP); the LLaVA stage then trains it at 0.02× the rate."""
-    n_train_scenes: int = 6000
-    """Training scenes (rendered once)."""
-    caption_fraction: float = 0.5
-    """Fraction of caption examples in training (the rest: yes/no questions)."""
-    p_partner: float = 0.85
-    """P(B | A), the planted prior (issue #19)."""
-    faint_fraction: float = 0.2
-    """Fraction of faint objects (issue #19: 20 %)."""
-    n_eval: int = 500
-    """Adversarial evaluation images (A present, B absent)."""
-    max_new_tokens: int = 12
-    """Caption length limit (the longest caption has 12 tokens)."""
-    fox_layers: tuple[int, ...] = ()
-    """Fox's probed layers; ``()``: [⌈L/16⌉, ⌈L/2⌉) = {1} of 4."""
-    rho: float = 0.35
-    """Fox's head fraction ρ (k = 3 of 8 heads)."""
-    vcd_noise_step: int = 500
-    """VCD's diffusion step t."""
-    decoder_layers: int = 4
-    """Layers of the tiny LLaVA's decoder."""
-    decoder_width: int = 128
-    """Width of the decoder."""
-    arms: tuple[str, ...] = ARMS
-    """Greedy arms to run (``Fox``, ``vanilla`` and ``SID`` are needed by the checks; ``Fox all layers``
-    probes every decoder layer, a diagnostic of the layer range)."""
-    mechanism: bool = True
-    """Run the head-ablation mechanism check."""
-    sampling: bool = True
-    """Also caption with sampling (top-p 0.9): vanilla at T = 1, Fox at T = 1, and vanilla at T = 1/3 (the
-    control for Fox's sharpening: identical streams give z = 3·l)."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        for name in ("train_steps", "batch_size", "n_train_scenes", "n_eval", "max_new_tokens", "decoder_layers",
-                     "decoder_width"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
-        for name in ("caption_fraction", "p_partner", "faint_fraction"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name}={getattr(self, name)} must lie in [0, 1]")
-        if not 0.0 < self.rho <= 1.0:
-            raise ValueError(f"rho={self.rho} must lie in (0, 1]")
-        if not self.lr > 0:
-            raise ValueError(f"lr={self.lr} must be positive")
-        if self.vcd_noise_step > 999:
-            raise ValueError(f"vcd_noise_step={self.vcd_noise_step} must lie in [0, 999]")
-        self.fox_layers = tuple(self.fox_layers)
-        if any(v >= self.decoder_layers for v in self.fox_layers):
-            raise ValueError(f"fox_layers={self.fox_layers} must be below decoder_layers={self.decoder_layers}")
-        self.arms = tuple(self.arms)
-        if not set(self.arms) <= set(ARMS) or not {"Fox", "vanilla"} <= set(self.arms):
-            raise ValueError(f"arms={self.arms} must include 'Fox' and 'vanilla' and come from {ARMS}")
-        if self.decoder_width % 8:
-            raise ValueError(f"decoder_width={self.decoder_width} must be a multiple of the 8 heads")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction: 2000 training steps, 300 adversarial images (about 5 min on 2 cores)."""
-        return cls(train_steps=2000, n_eval=300)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """Seconds: 40 steps of a 2-layer, 64-wide model on 256 scenes, 12 images, no ablation sweep."""
-        return cls(train_steps=40, vision_pretrain_steps=20, n_train_scenes=256, n_eval=12, max_new_tokens=6,
-                   decoder_layers=2, decoder_width=64, mechanism=False)
 
 
 def _plugins(config: Config, seed_vcd: int) -> dict[str, tuple[Any, Any]]:
