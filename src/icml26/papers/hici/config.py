@@ -1,4 +1,7 @@
-"""HiCI's configuration: segment length, slot counts, bottlenecks, causality and inference mode."""
+"""HiCI's configuration: segment length, slot counts, bottlenecks, causality and inference mode
+(:class:`HiCIConfig`), and the reproduction's :class:`Config`: the tiny Llama and its pretraining, the
+context extension, the arms' fine-tuning, the retrieval evaluation and the timing bench, with the range
+each field accepts."""
 
 from __future__ import annotations
 
@@ -7,7 +10,8 @@ from typing import Literal
 
 from icml26.common.config import validate_numbers
 
-__all__ = ["CAUSAL_MODES", "INFERENCE_MODES", "LEAKING_MODES", "CausalMode", "HiCIConfig", "InferenceMode"]
+__all__ = ["CAUSAL_MODES", "INFERENCE_MODES", "LEAKING_MODES", "CausalMode", "Config", "HiCIConfig",
+           "InferenceMode"]
 
 CausalMode = Literal["causal_shift", "causal_shift_g", "none", "causal_gi"]
 InferenceMode = Literal["hici", "full"]
@@ -104,3 +108,114 @@ class HiCIConfig:
         if self.causal_mode == "causal_shift_g":
             return self.num_global
         return self.num_global + self.num_slots
+
+
+@dataclasses.dataclass
+class Config:
+    """Tiny Llama, marked-segment topic retrieval, extension 128 -> 512 (full: 3 seeds, stdlib perplexity)."""
+
+    d_model: int = dataclasses.field(default=64, metadata={"min": 1})
+    """Width of the tiny Llama (issue: 64-128)."""
+    n_layers: int = dataclasses.field(default=4, metadata={"min": 1})
+    """Decoder blocks."""
+    n_heads: int = dataclasses.field(default=4, metadata={"min": 1})
+    """Attention heads (no GQA)."""
+    num_topics: int = dataclasses.field(default=8, metadata={"min": 1})
+    """T, topics (chance 1/T)."""
+    topic_tokens_each: int = 12
+    """Content tokens per topic (disjoint vocabularies); 0: every topic over all 96 (the issue's chains)."""
+    segment_tokens: int = dataclasses.field(default=128, metadata={"min": 1})
+    """G, tokens per segment at extension (and HiCI's / S²-Attn's / the chunks' segment length)."""
+    pretrain_segments: int = dataclasses.field(default=4, metadata={"min": 1})
+    """Segments per pretraining document (1 = the issue's single-segment stream)."""
+    pretrain_segment_tokens: int = dataclasses.field(default=32, metadata={"min": 1})
+    """Tokens per pretraining segment; segments x tokens is the pretraining context (128)."""
+    pretrain_steps: int = 600
+    """Pretraining steps (all parameters; the retrieval loss reached ~0 by step 200 in our trials)."""
+    pretrain_batch: int = dataclasses.field(default=32, metadata={"min": 1})
+    """Pretraining documents per step."""
+    pretrain_lr: float = 5e-3
+    """Peak AdamW learning rate of pretraining."""
+    extension_factor: int = dataclasses.field(default=4, metadata={"min": 2})
+    """Target context / pretraining context: segments at extension, and the position-interpolation factor."""
+    finetune_steps: int = 150
+    """Extension steps, equal for every arm."""
+    finetune_batch: int = dataclasses.field(default=8, metadata={"min": 1})
+    """Documents per extension step."""
+    lora_rank: int = dataclasses.field(default=8, metadata={"min": 1})
+    """LoRA rank on q/k/v/o."""
+    lr: float = 2e-3
+    """Peak learning rate of LoRA, embeddings and norms (every arm)."""
+    hici_lr: float = 1e-2
+    """Peak learning rate of HiCI's modules (the authors: 10x the base rate)."""
+    answer_weight: float = dataclasses.field(default=1.0, metadata={"min": 0.0})
+    """Weight of the answer's cross-entropy beside the mean next-token loss."""
+    num_slots: int = 8
+    """M, HiCI's local slots."""
+    num_global: int = 4
+    """K, HiCI's global queries."""
+    bottleneck: int = dataclasses.field(default=32, metadata={"min": 1})
+    """B = c of HiCI at this width (the authors: 512 at d = 4096)."""
+    stat_dim: int = dataclasses.field(default=16, metadata={"min": 1})
+    """s of HiCI at this width (the authors: 128)."""
+    hici_heads: int = dataclasses.field(default=4, metadata={"min": 1})
+    """HiCI's own heads."""
+    eval_docs: int = dataclasses.field(default=500, metadata={"min": 1})
+    """Evaluation documents per length."""
+    eval_extrapolation: int = 8
+    """Segments of the longer evaluation (8 x 128 = 1024 tokens)."""
+    bench_sizes: tuple[int, ...] = (1024, 2048, 4096, 8192)
+    """Sequence lengths of the attention-block benchmark."""
+    bench_hidden: int = 256
+    """d of the benchmarked attention block."""
+    bench_segment: int = 256
+    """G of the fixed-segment HiCI arm of the benchmark."""
+    bench_repeats: int = dataclasses.field(default=3, metadata={"min": 1})
+    """Timed forward+backward runs per arm and size, interleaved (the fastest is kept: load only adds time)."""
+    stdlib_steps: int = 300
+    """Extension steps of the stdlib perplexity section (0: skipped)."""
+
+    def __post_init__(self) -> None:
+        validate_numbers(self)
+        for name in ("lr", "hici_lr", "pretrain_lr"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name}={getattr(self, name)} must be positive")
+        if self.eval_extrapolation <= self.extension_factor:
+            raise ValueError(f"eval_extrapolation={self.eval_extrapolation} must be larger than "
+                             f"extension_factor={self.extension_factor}")
+        if self.bottleneck % self.hici_heads:
+            raise ValueError(f"bottleneck={self.bottleneck} must be divisible by hici_heads={self.hici_heads}")
+        if len(self.bench_sizes) < 2 or any(n % (4 * self.bench_segment) for n in self.bench_sizes):
+            raise ValueError(f"bench_sizes={self.bench_sizes} must hold at least two multiples of "
+                             f"4 * bench_segment = {4 * self.bench_segment}")
+        if self.interpolation_factor < 1:
+            raise ValueError("the extension (extension_factor x segment_tokens) must not be shorter than the "
+                             "pretraining context (pretrain_segments x pretrain_segment_tokens)")
+
+    @property
+    def context(self) -> int:
+        """Pretraining context: ``pretrain_segments * pretrain_segment_tokens``."""
+        return self.pretrain_segments * self.pretrain_segment_tokens
+
+    @property
+    def interpolation_factor(self) -> float:
+        """Position-interpolation factor: extension length / pretraining context."""
+        return self.extension_factor * self.segment_tokens / self.context
+
+    def hici_config(self, **changes) -> HiCIConfig:
+        """HiCI at this width, ``causal_shift``, G = ``segment_tokens`` (``changes`` override fields)."""
+        fields = dict(num_slots=self.num_slots, num_global=self.num_global, bottleneck=self.bottleneck,
+                      stat_dim=self.stat_dim, num_heads=self.hici_heads, segment_size=self.segment_tokens,
+                      causal_mode="causal_shift")
+        return HiCIConfig(**{**fields, **changes})
+
+    @classmethod
+    def quick(cls) -> "Config":
+        return cls(pretrain_steps=300, stdlib_steps=0, bench_repeats=2)
+
+    @classmethod
+    def tiny(cls) -> "Config":
+        return cls(d_model=32, n_layers=2, segment_tokens=16, pretrain_segments=2, pretrain_segment_tokens=8,
+                   pretrain_steps=6, pretrain_batch=4, finetune_steps=3, finetune_batch=2, eval_docs=8,
+                   extension_factor=2, eval_extrapolation=4, bench_sizes=(128, 256), bench_hidden=32,
+                   bench_segment=32, bench_repeats=1, stdlib_steps=0, bottleneck=8, stat_dim=8)

@@ -28,7 +28,6 @@ import dataclasses
 import numpy as np
 import torch
 
-from icml26.common.config import validate_numbers
 from icml26.common.hf import quiet_transformers
 from icml26.common.tiny_lm import TinyLMConfig, build_model
 from icml26.contract import Outcome, RunContext
@@ -36,7 +35,7 @@ from icml26.papers.hici import analysis, s2attn
 from icml26.papers.hici.baselines import position_interpolation
 from icml26.papers.hici.benchmark import time_attention_blocks
 from icml26.papers.hici.claims import CHECKS
-from icml26.papers.hici.config import HiCIConfig
+from icml26.papers.hici.config import Config
 from icml26.papers.hici.data import TopicRetrievalTask
 from icml26.papers.hici.modules import GlobalIntegrator, LocalConstructor
 from icml26.papers.hici.patch import hici_parameters, patch, set_inference_mode
@@ -59,124 +58,6 @@ stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the sh
 ARMS = ("hici", "s2attn", "chunked", "full_ft")
 LLAMA2_7B_PARAMS = 6_738_415_616  # LLaMA-2-7B, counted from its Hugging Face checkpoint
 LLAMA2_7B_LAYERS, LLAMA2_7B_WIDTH = 32, 4096
-
-
-@dataclasses.dataclass
-class Config:
-    """Tiny Llama, marked-segment topic retrieval, extension 128 -> 512 (full: 3 seeds, stdlib perplexity)."""
-
-    d_model: int = 64
-    """Width of the tiny Llama (issue: 64-128)."""
-    n_layers: int = 4
-    """Decoder blocks."""
-    n_heads: int = 4
-    """Attention heads (no GQA)."""
-    num_topics: int = 8
-    """T, topics (chance 1/T)."""
-    topic_tokens_each: int = 12
-    """Content tokens per topic (disjoint vocabularies); 0: every topic over all 96 (the issue's chains)."""
-    segment_tokens: int = 128
-    """G, tokens per segment at extension (and HiCI's / S²-Attn's / the chunks' segment length)."""
-    pretrain_segments: int = 4
-    """Segments per pretraining document (1 = the issue's single-segment stream)."""
-    pretrain_segment_tokens: int = 32
-    """Tokens per pretraining segment; segments x tokens is the pretraining context (128)."""
-    pretrain_steps: int = 600
-    """Pretraining steps (all parameters; the retrieval loss reached ~0 by step 200 in our trials)."""
-    pretrain_batch: int = 32
-    """Pretraining documents per step."""
-    pretrain_lr: float = 5e-3
-    """Peak AdamW learning rate of pretraining."""
-    extension_factor: int = 4
-    """Target context / pretraining context: segments at extension, and the position-interpolation factor."""
-    finetune_steps: int = 150
-    """Extension steps, equal for every arm."""
-    finetune_batch: int = 8
-    """Documents per extension step."""
-    lora_rank: int = 8
-    """LoRA rank on q/k/v/o."""
-    lr: float = 2e-3
-    """Peak learning rate of LoRA, embeddings and norms (every arm)."""
-    hici_lr: float = 1e-2
-    """Peak learning rate of HiCI's modules (the authors: 10x the base rate)."""
-    answer_weight: float = 1.0
-    """Weight of the answer's cross-entropy beside the mean next-token loss."""
-    num_slots: int = 8
-    """M, HiCI's local slots."""
-    num_global: int = 4
-    """K, HiCI's global queries."""
-    bottleneck: int = 32
-    """B = c of HiCI at this width (the authors: 512 at d = 4096)."""
-    stat_dim: int = 16
-    """s of HiCI at this width (the authors: 128)."""
-    hici_heads: int = 4
-    """HiCI's own heads."""
-    eval_docs: int = 500
-    """Evaluation documents per length."""
-    eval_extrapolation: int = 8
-    """Segments of the longer evaluation (8 x 128 = 1024 tokens)."""
-    bench_sizes: tuple[int, ...] = (1024, 2048, 4096, 8192)
-    """Sequence lengths of the attention-block benchmark."""
-    bench_hidden: int = 256
-    """d of the benchmarked attention block."""
-    bench_segment: int = 256
-    """G of the fixed-segment HiCI arm of the benchmark."""
-    bench_repeats: int = 3
-    """Timed forward+backward runs per arm and size, interleaved (the fastest is kept: load only adds time)."""
-    stdlib_steps: int = 300
-    """Extension steps of the stdlib perplexity section (0: skipped)."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        for name in ("d_model", "n_layers", "n_heads", "num_topics", "segment_tokens", "pretrain_segments",
-                     "pretrain_segment_tokens", "pretrain_batch", "extension_factor", "finetune_batch",
-                     "lora_rank", "hici_heads", "eval_docs", "bench_repeats", "bottleneck", "stat_dim"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
-        for name in ("lr", "hici_lr", "pretrain_lr"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be positive")
-        if self.answer_weight < 0:
-            raise ValueError(f"answer_weight={self.answer_weight} must be >= 0 (0: the next-token loss alone)")
-        if self.extension_factor < 2 or self.eval_extrapolation <= self.extension_factor:
-            raise ValueError(f"extension_factor={self.extension_factor} must be >= 2 and eval_extrapolation="
-                             f"{self.eval_extrapolation} larger than it")
-        if self.bottleneck % self.hici_heads:
-            raise ValueError(f"bottleneck={self.bottleneck} must be divisible by hici_heads={self.hici_heads}")
-        if len(self.bench_sizes) < 2 or any(n % (4 * self.bench_segment) for n in self.bench_sizes):
-            raise ValueError(f"bench_sizes={self.bench_sizes} must hold at least two multiples of "
-                             f"4 * bench_segment = {4 * self.bench_segment}")
-        if self.interpolation_factor < 1:
-            raise ValueError("the extension (extension_factor x segment_tokens) must not be shorter than the "
-                             "pretraining context (pretrain_segments x pretrain_segment_tokens)")
-
-    @property
-    def context(self) -> int:
-        """Pretraining context: ``pretrain_segments * pretrain_segment_tokens``."""
-        return self.pretrain_segments * self.pretrain_segment_tokens
-
-    @property
-    def interpolation_factor(self) -> float:
-        """Position-interpolation factor: extension length / pretraining context."""
-        return self.extension_factor * self.segment_tokens / self.context
-
-    def hici_config(self, **changes) -> HiCIConfig:
-        """HiCI at this width, ``causal_shift``, G = ``segment_tokens`` (``changes`` override fields)."""
-        fields = dict(num_slots=self.num_slots, num_global=self.num_global, bottleneck=self.bottleneck,
-                      stat_dim=self.stat_dim, num_heads=self.hici_heads, segment_size=self.segment_tokens,
-                      causal_mode="causal_shift")
-        return HiCIConfig(**{**fields, **changes})
-
-    @classmethod
-    def quick(cls) -> "Config":
-        return cls(pretrain_steps=300, stdlib_steps=0, bench_repeats=2)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        return cls(d_model=32, n_layers=2, segment_tokens=16, pretrain_segments=2, pretrain_segment_tokens=8,
-                   pretrain_steps=6, pretrain_batch=4, finetune_steps=3, finetune_batch=2, eval_docs=8,
-                   extension_factor=2, eval_extrapolation=4, bench_sizes=(128, 256), bench_hidden=32,
-                   bench_segment=32, bench_repeats=1, stdlib_steps=0, bottleneck=8, stat_dim=8)
 
 
 def _make_arm(arm: str, base, config: Config, seed: int):

@@ -17,13 +17,14 @@ from icml26.common.hf import quiet_transformers
 from icml26.common.tiny_lm import TinyLMConfig, evaluate_loss, pretrained_tiny_lm, random_windows
 from icml26.papers.hici import s2attn
 from icml26.papers.hici.baselines import position_interpolation
+from icml26.papers.hici.config import Config
 from icml26.papers.hici.patch import hici_parameters, patch, set_inference_mode
 from icml26.papers.hici.training import lora_extension
 
 __all__ = ["stdlib_perplexity"]
 
 
-def stdlib_perplexity(config, ctx) -> dict[str, dict[str, float]]:
+def stdlib_perplexity(config: Config, ctx) -> dict[str, dict[str, float]]:
     """``{arm: {mode: perplexity}}`` (modes ``chunked`` / ``full``) after ``config.stdlib_steps`` steps."""
     lm = pretrained_tiny_lm(TinyLMConfig(arch="llama"), show_progress=ctx.show_progress)
     length = lm.config.context * config.extension_factor
