@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common.config import validate_numbers
 from icml26.common.schedule import warmup_cosine
 from icml26.contract import Outcome, RunContext
 from icml26.papers.llr.analysis import (
@@ -45,111 +44,16 @@ from icml26.papers.llr.analysis import (
     steps_to_target,
 )
 from icml26.papers.llr.claims import CHECKS
+from icml26.papers.llr.config import ARM_KINDS, Config
 from icml26.papers.llr.figures import plot
 
 __all__ = ["ARM_KINDS", "CHECKS", "Config", "STREAMS", "plot", "run"]
-
-ARM_KINDS = ("LLR", "uniform", "uniform-matched", "kind-static", "shuffled", "LLR-mean")
-QUICK_ARMS = ("LLR", "uniform", "uniform-matched", "kind-static", "shuffled")
 
 STREAMS: dict[str, str] = {
     "batches": "the training data order, the same for every arm",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
-
-
-@dataclasses.dataclass
-class Config:
-    """Uniform AdamW vs LLR on a tiny LLaMA (full scale: the brief's CPU plan, §4.3)."""
-
-    base_lrs: tuple[float, ...] = (7.5e-4, 1.5e-3, 3e-3, 6e-3, 1.2e-2)
-    """Base learning-rate grid for every arm: the brief's {7.5e-4, 1.5e-3, 3e-3} (§4.4) extended upwards
-    so that it brackets uniform AdamW's best rate (our pilot: 3e-3 to 6e-3)."""
-    steps: int = 800
-    """Training steps per run (brief §4.4: at least 800)."""
-    batch_size: int = 32
-    """Sequences per step (brief §4.3: 32)."""
-    context: int = 128
-    """Tokens per sequence."""
-    d_model: int = 128
-    """Width of the tiny LLaMA (brief §4.2: 128)."""
-    n_layers: int = 4
-    """Transformer blocks (brief §4.2: 4)."""
-    n_heads: int = 4
-    """Attention heads."""
-    vocab_size: int = 2048
-    """BPE vocabulary of the shared tokenizer."""
-    warmup_fraction: float = 0.1
-    """Linear warm-up as a fraction of the steps (authors' configs: 10 %)."""
-    min_lr_ratio: float = 0.1
-    """Cosine decay ends at this fraction of the peak (authors' ``alpha_f``: 0.1)."""
-    weight_decay: float = 0.1
-    """AdamW weight decay on matrices (authors' configs: 0.1)."""
-    grad_clip: float = 1.0
-    """Global gradient-norm clip (authors' configs: 1.0)."""
-    r_min: float = 1.0
-    """Multiplier of the most heavy-tailed layer (shipped yaml configs: 1)."""
-    r_max: float = 3.0
-    """Multiplier of the least heavy-tailed layer and of embeddings/head (shipped yaml configs: 3)."""
-    every: int = 10
-    """Steps between alpha fits (brief §4.3 at CPU scale; authors: 40 at 3200+ steps)."""
-    ramp_steps: int = 5
-    """Steps over which a new multiplier is ramped in (brief §4.3; authors: 20)."""
-    active_fraction: float = 0.2
-    """Alphas are refit only during this first fraction of training (authors' ``LLR_ratio``)."""
-    min_eigs: int = 50
-    """Layers with fewer ESD eigenvalues are not fitted (authors' ``eigs_thresh``)."""
-    arms: tuple[str, ...] = ARM_KINDS
-    """Arms run at every base rate (``LLR`` and ``uniform`` are required)."""
-    shuffle_seed: int = 1
-    """Seed of the shuffled control's permutation."""
-    eval_every: int = 25
-    """Validation loss every this many steps (brief §4.3: 25)."""
-    eval_batches: int = 4
-    """Validation batches of 32 windows per evaluation (brief §4.3: 4 fixed batches)."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        self.base_lrs = tuple(float(x) for x in self.base_lrs)
-        if not self.base_lrs or any(not x > 0 for x in self.base_lrs):
-            raise ValueError(f"base_lrs={self.base_lrs} must be a non-empty tuple of positive rates")
-        if list(self.base_lrs) != sorted(set(self.base_lrs)):
-            raise ValueError(f"base_lrs={self.base_lrs} must be strictly increasing (smallest first)")
-        for name in ("steps", "batch_size", "context", "d_model", "n_layers", "n_heads", "every",
-                     "eval_every", "eval_batches"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
-        if self.eval_every > self.steps:
-            raise ValueError(f"eval_every={self.eval_every} exceeds steps={self.steps}; lower eval_every")
-        if not 0 <= self.warmup_fraction < 1 or not 0 < self.min_lr_ratio <= 1:
-            raise ValueError("warmup_fraction must lie in [0, 1) and min_lr_ratio in (0, 1]")
-        if not 0 < self.r_min <= self.r_max:
-            raise ValueError(f"need 0 < r_min <= r_max, got {self.r_min}, {self.r_max}")
-        if not 0 <= self.active_fraction <= 1:
-            raise ValueError(f"active_fraction={self.active_fraction} must lie in [0, 1]")
-        for name in ("weight_decay", "grad_clip"):
-            if getattr(self, name) < 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be non-negative")
-        self.arms = tuple(self.arms)
-        if not {"LLR", "uniform"} <= set(self.arms) or not set(self.arms) <= set(ARM_KINDS):
-            raise ValueError(f"arms={self.arms} must include 'LLR' and 'uniform' and come from {ARM_KINDS}")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction: 3 blocks of width 96, 400 steps of 16x64 tokens, rates 7.5e-4 to 1.2e-2
-        in factors of 4, five arms (about 6.5 min on one core)."""
-        return cls(base_lrs=(7.5e-4, 3e-3, 1.2e-2), steps=400, batch_size=16, context=64, d_model=96,
-                   n_layers=3, eval_every=25, arms=QUICK_ARMS)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """Seconds: one base rate, 30 steps of a 1-block width-64 model with a 512-token vocabulary."""
-        return cls(base_lrs=(3e-3,), steps=30, batch_size=8, context=32, d_model=64, n_layers=2, n_heads=2,
-                   vocab_size=512, every=5, ramp_steps=2, active_fraction=0.5, eval_every=10, eval_batches=1,
-                   arms=QUICK_ARMS)
 
 
 def _lr_factor(step: int, cfg: Config) -> float:
