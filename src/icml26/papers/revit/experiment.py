@@ -21,11 +21,11 @@ import logging
 import numpy as np
 import torch
 
-from icml26.common.config import validate_numbers
 from icml26.contract import Outcome, RunContext
 from icml26.papers.revit.analysis import relative_gain, rotation_spread, summarize_rotations
 from icml26.papers.revit.baselines import PlainViT
 from icml26.papers.revit.claims import CHECKS
+from icml26.papers.revit.config import Config
 from icml26.papers.revit.figures import plot
 from icml26.papers.revit.group import rotate_field
 from icml26.papers.revit.model import ReViT2d
@@ -46,105 +46,6 @@ STREAMS: dict[str, str] = {
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
-
-
-@dataclasses.dataclass
-class Config:
-    """Navier–Stokes rotation test. The paper's own sizes for this task are not known
-    (its 2D results are on advection and Kolmogorov flow): the full-scale defaults are
-    our scaling of the brief's CPU plan [inferred]."""
-
-    grid: int = 64
-    """Grid side N of the periodic domain [0, 2π)² (brief §4.1: 32 on CPU, 64 optional)."""
-    train_trajectories: int = 640
-    """Training trajectories (brief: 160 at N=32)."""
-    pairs_per_trajectory: int = 8
-    """Consecutive one-step pairs cut from each trajectory (brief: 8)."""
-    test_trajectories: int = 64
-    """Held-out trajectories, each evaluated at all four rotations (brief: 32)."""
-    nu: float = 2e-3
-    """Kinematic viscosity ν (brief §4.1)."""
-    dt: float = 0.01
-    """Heun time step (brief §4.1)."""
-    substeps: int = 20
-    """Solver steps per prediction step: one pair spans 20·0.01 = 0.2 time units (brief §4.1)."""
-    angle_spread: float = 0.4
-    """Background-flow angle drawn from ±angle_spread rad around +x (brief §4.1: 0.4)."""
-    patch: int = 4
-    """Patch side K (brief §1.3 suggestion: 4)."""
-    window: int = 4
-    """Swin window side in tokens (brief §1.3: 4)."""
-    dim: int = 96
-    """Token width D (brief §1.3: 64–96)."""
-    heads: int = 4
-    """Attention heads (brief §4.2: 4)."""
-    depths: tuple[int, ...] = (2, 2, 2)
-    """Encoder blocks per level; each further level halves the token grid [inferred]."""
-    decoder_depth: int = 1
-    """Blocks per level after each expansion [inferred]."""
-    steps: int = 4000
-    """Optimisation steps per model and seed (same for every model)."""
-    batch_size: int = 32
-    """Pairs per step (brief §4.2: 32)."""
-    lr: float = 2e-3
-    """Peak learning rate of the one-cycle schedule (brief §4.2: 2e-3)."""
-    weight_decay: float = 1e-4
-    """AdamW weight decay."""
-    seeds: int = 3
-    """Model seeds per arm within one run (the data are the same for every seed). The quick
-    setting uses 1: one master seed (``--seed``) is one replicate with its own data, and issue
-    #11's 3 seeds are ``icml26 run revit --quick --seeds 0-2``."""
-    local_kernel: str = "bilinear"
-    """ReViT's ψ over rebased offsets in patch embedding, decoder, merge and expand [ours]:
-    ``bilinear`` (fixed interpolation weights; identity frames give exactly a linear patch
-    embedding) or ``mlp`` (a learned MLP, mean-pooled: issue #11's first version)."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        if self.patch < 1 or self.window < 1:
-            raise ValueError(f"patch={self.patch} and window={self.window} must be at least 1")
-        if not self.depths:
-            raise ValueError("depths must list at least one level, e.g. (2, 2)")
-        if self.grid % 2 or self.grid < 8:
-            raise ValueError(f"grid={self.grid} must be an even size ≥ 8")
-        tokens = self.grid // self.patch
-        if self.grid % self.patch:
-            raise ValueError(f"grid={self.grid} must be divisible by patch={self.patch}")
-        levels = len(self.depths)
-        if tokens % (2 ** (levels - 1)):
-            raise ValueError(f"grid/patch={tokens} must be divisible by 2^(levels-1)={2 ** (levels - 1)}; "
-                             f"shorten depths or change grid")
-        for level in range(levels):
-            side = tokens // 2**level
-            if side % min(self.window, side):
-                raise ValueError(f"token side {side} at level {level} is not a multiple of window={self.window}")
-        positive = {"train_trajectories": self.train_trajectories, "pairs_per_trajectory": self.pairs_per_trajectory,
-                    "test_trajectories": self.test_trajectories, "substeps": self.substeps, "steps": self.steps,
-                    "batch_size": self.batch_size, "seeds": self.seeds, "dim": self.dim, "heads": self.heads}
-        for name, value in positive.items():
-            if value < 1:
-                raise ValueError(f"{name}={value} must be ≥ 1")
-        if self.dim % self.heads:
-            raise ValueError(f"dim={self.dim} must be divisible by heads={self.heads}")
-        if self.nu < 0 or self.dt <= 0 or self.lr <= 0 or not 0 <= self.angle_spread <= np.pi:
-            raise ValueError(f"need nu ≥ 0, dt > 0, lr > 0 and 0 ≤ angle_spread ≤ π (got nu={self.nu}, "
-                             f"dt={self.dt}, lr={self.lr}, angle_spread={self.angle_spread})")
-        if self.local_kernel not in ("bilinear", "mlp"):
-            raise ValueError(f"local_kernel={self.local_kernel!r} must be 'bilinear' or 'mlp'")
-        if self.weight_decay < 0:
-            raise ValueError(f"weight_decay={self.weight_decay} must be non-negative")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction: N=32, ~0.21 M-parameter models, 400 steps, one replicate per master
-        seed (``--seeds 0-2`` for issue #11's three; about a minute and a half each on one core)."""
-        return cls(grid=32, train_trajectories=160, test_trajectories=32, dim=64, depths=(2, 2), steps=400, seeds=1)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """Contract-suite setting (seconds)."""
-        return cls(grid=16, train_trajectories=4, pairs_per_trajectory=2, test_trajectories=2, substeps=5,
-                   window=2, dim=16, heads=2, depths=(1, 1), steps=3, batch_size=4, seeds=1)
 
 
 def _model(arm: str, config: Config) -> torch.nn.Module:
