@@ -19,7 +19,6 @@ import math
 
 import numpy as np
 
-from icml26.common.config import validate_numbers
 from icml26.contract import Outcome, RunContext
 from icml26.papers.robust_ntp import (
     Cycling,
@@ -41,6 +40,7 @@ from icml26.papers.robust_ntp import (
 )
 from icml26.papers.robust_ntp.analysis import markov_conditionals, max_ratio, ratio, regret_per_round, trigger_rate
 from icml26.papers.robust_ntp.claims import CHECKS
+from icml26.papers.robust_ntp.config import Config
 from icml26.papers.robust_ntp.figures import plot
 
 __all__ = ["CHECKS", "STREAMS", "Config", "ExactSection", "HorizonResult", "StudentSection", "plot", "run"]
@@ -53,80 +53,6 @@ STREAMS: dict[str, str] = {
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
-
-
-@dataclasses.dataclass
-class Config:
-    """Sticky-RPS robustification (the brief's CPU plan, §4)."""
-
-    stay: float = 0.8
-    """Probability that the opponent model repeats its last token."""
-    horizons: tuple[int, ...] = (256, 1024, 4096)
-    """Horizons T for the exact-conditional section."""
-    threshold_coef: float = 1.0
-    """τ = threshold_coef · √T (our choice; the brief suggests T^{3/4} or εT, see README)."""
-    n_model_samples: int = 1000
-    """Sequences of D used for the trigger rate at each T."""
-    n_tv_samples: int = 200
-    """Sequences of D used for the Monte Carlo TV at each T."""
-    window: int = 64
-    """Context of the bounded-context variant of D′."""
-    distill_horizon: int = 128
-    """T of the transformer section."""
-    distill_sequences: int = 12_000
-    """Training histories for each student."""
-    distill_steps: int = 3000
-    """Optimiser steps for each student."""
-    distill_d_model: int = 64
-    """Student width (2 layers, 4 heads)."""
-    distill_eval_samples: int = 200
-    """D samples for the students' per-position TV."""
-    curve_sequences: tuple[int, ...] = ()
-    """Budget curve (issue #29): training histories of each extra robust student (empty: no curve)."""
-    curve_steps: tuple[int, ...] = ()
-    """Budget curve: optimiser steps of each extra robust student (same length as ``curve_sequences``)."""
-    curve_seeds: int = 2
-    """Budget curve: replicates per budget (new histories and initialisation each)."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        if not 0 <= self.stay <= 1:
-            raise ValueError(f"stay={self.stay} must be in [0, 1]")
-        if not self.horizons or min(self.horizons) < 8:
-            raise ValueError(f"horizons={self.horizons} must be at least 8 each")
-        if self.threshold_coef <= 0:
-            raise ValueError(f"threshold_coef={self.threshold_coef} must be positive")
-        for name in ("n_model_samples", "n_tv_samples", "distill_sequences", "distill_steps", "distill_d_model",
-                     "distill_eval_samples"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
-        if self.n_tv_samples < 2:
-            raise ValueError(f"n_tv_samples={self.n_tv_samples} must be at least 2 (for a standard error)")
-        if self.distill_sequences < 3:
-            raise ValueError(f"distill_sequences={self.distill_sequences} must be at least 3 (a third of each kind)")
-        if self.distill_d_model % 4:
-            raise ValueError(f"distill_d_model={self.distill_d_model} must be divisible by the 4 attention heads")
-        if self.distill_horizon < 2:
-            raise ValueError(f"distill_horizon={self.distill_horizon} must be at least 2")
-        if len(self.curve_sequences) != len(self.curve_steps):
-            raise ValueError(f"curve_sequences={self.curve_sequences} and curve_steps={self.curve_steps} must have "
-                             "the same length (one (histories, steps) budget each)")
-        if any(n < 3 for n in self.curve_sequences) or any(n < 1 for n in self.curve_steps) or self.curve_seeds < 1:
-            raise ValueError("curve_sequences must be >= 3 each, curve_steps >= 1 each and curve_seeds >= 1")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The students' budget that shows the claim (issue #29): 12,000 histories and 3,000 steps.
-
-        The earlier quick budget (3,000 histories, 1,200 steps) left the distilled robust/raw regret
-        ratio at 0.66 (bar 0.5) where this one gave 0.36 on the same seed: the shortfall was the
-        budget, not the student. Everything else is the exact-conditional plan of the brief."""
-        return cls(distill_sequences=12_000, distill_steps=3000)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        return cls(horizons=(32, 64), n_model_samples=20, n_tv_samples=5, window=16, distill_horizon=24,
-                   distill_sequences=30, distill_steps=5, distill_d_model=16, distill_eval_samples=3)
 
 
 def _threshold(config: Config, horizon: int) -> float:
