@@ -16,21 +16,19 @@ beats the baseline on ≥ 2 of 3 games).
 from __future__ import annotations
 
 import concurrent.futures
-import dataclasses
 import logging
 import multiprocessing
 import time
-from typing import Any, Literal
+from typing import Any
 
 import torch
 
-from icml26.common.config import validate_numbers
 from icml26.contract import Outcome, RunContext
 
 from .analysis import average_curves, finite_mean, first_crossing, games_won, paired_gaps, return_ratio
 from .claims import CHECKS
+from .config import Config
 from .figures import LABELS, plot
-from .games import MINATAR_GAMES
 from .runs import ARMS, RunSummary, collect_probe_states, run_one
 
 __all__ = ["ARMS", "CHECKS", "Config", "RunSummary", "STREAMS", "plot", "run"]
@@ -43,94 +41,6 @@ STREAMS: dict[str, str] = {
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 log = logging.getLogger(__name__)
-
-@dataclasses.dataclass
-class Config:
-    """Stream Q(λ) vs Stream Q(λ)+SPR+orth+orth² on MinAtar (full scale: issue 9's full mode)."""
-
-    games: tuple[str, ...] = ("breakout", "space_invaders", "freeway")
-    """MinAtar games (issue 9's full mode; the paper runs five MinAtar games, Atari and Octax)."""
-    seeds: int = 3
-    """Seeds per game and arm (the paper: 1, 42, 999); arms share a seed's initialization."""
-    arms: tuple[str, ...] = ("spr_orth2", "spr_naive", "stream_q")
-    """Arms among spr_orth2 (the method), spr_naive (SPR, no orth/orth²) and stream_q (baseline)."""
-    total_steps: int = 1_000_000
-    """Environment steps per run (issue 9: 0.5-1M; the paper: 5M on MinAtar)."""
-    exploration_fraction: float = 0.2
-    """ε goes 1 → 0.01 linearly over this fraction of the run (Elsayed and stream-rep-rl MinAtar: 0.2)."""
-    lr_preset: Literal["elsayed", "official"] = "elsayed"
-    """RL/SPR step sizes: elsayed = ObGD α 1.0, SPR 1e-4; official = stream-rep-rl's q_lr 1e-4 for both."""
-    gamma: float = 0.99
-    """γ (both codes)."""
-    lamda: float = 0.8
-    """λ of the eligibility traces (both codes)."""
-    kappa: float = 2.0
-    """κ of ObGD (both codes)."""
-    spr_depth: int = 5
-    """K, SPR prediction steps (stream-rep-rl and SPR: 5)."""
-    spr_weight: float = 2.0
-    """w, SPR loss weight (stream-rep-rl and SPR: 2)."""
-    spr_tau: float = 0.99
-    """τ of the EMA target encoder and projection (stream-rep-rl: 0.99, no augmentation)."""
-    orth_beta: float = 0.99
-    """β of the orth momentum (stream-rep-rl orth_beta)."""
-    action_alignment: Literal["correct", "official"] = "correct"
-    """SPR window actions: correct, or stream-rep-rl's off-by-one (official)."""
-    target_init: Literal["copy", "independent"] = "copy"
-    """SPR targets copied from the online weights (SPR), or independent (stream-rep-rl)."""
-    official_architecture: bool = False
-    """Give the SPR arms stream-rep-rl's SPR head (ReLU, no LN) while the baseline keeps LN+LeakyReLU."""
-    sticky_action_prob: float = 0.1
-    """MinAtar's sticky-action probability (its default)."""
-    probe_states: int = 2000
-    """States in the fixed probe set for the rank metrics (random policy, own seed)."""
-    srank_delta: float = 0.01
-    """δ of srank (Kumar et al. 2021)."""
-    loss_window: int = 40_000
-    """The SPR+orth² loss must fall below -0.8 within this many steps: twice the 20k steps naive
-    SPR needs (issue #30 re-based issue #9's 20k on naive SPR's curve; see ``claims.py``)."""
-    curve_points: int = 60
-    """Points per learning/loss curve."""
-    processes: int = 0
-    """Worker processes, one torch thread each (0: one per thread the run was given, i.e.
-    ``ICML26_THREADS`` or every core, and 1 in a ``--seeds`` sweep job; 1: in this process).
-    The numbers do not depend on it (each run is seeded on its own and single-threaded)."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        if not self.games or any(g not in MINATAR_GAMES for g in self.games):
-            raise ValueError(f"games={self.games} must be a non-empty subset of {', '.join(MINATAR_GAMES)}")
-        if len(set(self.arms)) != len(self.arms) or any(a not in ARMS for a in self.arms):
-            raise ValueError(f"arms={self.arms} must be distinct names among {', '.join(ARMS)}")
-        if "spr_orth2" not in self.arms or "stream_q" not in self.arms:
-            raise ValueError("arms must include the method spr_orth2 and the baseline stream_q")
-        for name in ("seeds", "total_steps", "probe_states", "curve_points", "loss_window", "spr_depth"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
-        if self.total_steps < self.curve_points:
-            raise ValueError(f"total_steps={self.total_steps} must be at least curve_points={self.curve_points}")
-        if not 0.0 < self.exploration_fraction <= 1.0:
-            raise ValueError(f"exploration_fraction={self.exploration_fraction} must lie in (0, 1]")
-        if self.processes < 0:
-            raise ValueError(f"processes={self.processes} must be 0 (one per core) or positive")
-        if not 0.0 <= self.srank_delta < 1.0:
-            raise ValueError(f"srank_delta={self.srank_delta} must lie in [0, 1)")
-        for name in ("gamma", "lamda", "spr_tau", "orth_beta", "sticky_action_prob"):
-            if not 0.0 <= getattr(self, name) <= 1.0:
-                raise ValueError(f"{name}={getattr(self, name)} must lie in [0, 1]")
-        if self.kappa <= 0 or self.spr_weight < 0:
-            raise ValueError(f"kappa={self.kappa} must be positive and spr_weight={self.spr_weight} non-negative")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """Breakout, one seed, the method against Stream Q(λ), 60k steps each (issue 9)."""
-        return cls(games=("breakout",), seeds=1, arms=("spr_orth2", "stream_q"), total_steps=60_000)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """A few seconds: 600 steps, a small probe set, in this process."""
-        return cls(games=("breakout",), seeds=1, arms=("spr_orth2", "stream_q"), total_steps=600,
-                   probe_states=64, curve_points=6, loss_window=600, processes=1)
 
 
 # ---------------------------------------------------------------------------
