@@ -29,11 +29,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common.config import validate_numbers
 from icml26.common.seeding import torch_threads
 from icml26.contract import Outcome, RunContext
 from icml26.papers.subspace_path.analysis import fraction_of_dense, gap_points, split_accuracy
 from icml26.papers.subspace_path.claims import CHECKS
+from icml26.papers.subspace_path.config import Config
 
 __all__ = ["ABLATIONS", "ARMS", "CHECKS", "STREAMS", "Config", "run"]
 
@@ -56,110 +56,6 @@ ARMS = ("SubspacePath", "global_gradient", "wanda_sp", "random", "oracle", "plan
 """Masked arms, the method first (``planted_pathway`` only with ``route_drop > 0``)."""
 ABLATIONS = ("no_whitelist", "random_axes", "dbs_axes", "no_mixing")
 """Arms that are the method with one part changed (reported in the ``ablations`` row)."""
-
-
-@dataclasses.dataclass
-class Config:
-    """The six-skill reproduction (full scale: the issue's plan plus the SmolLM2 section)."""
-
-    steps: int = 1500
-    """Training steps of the tiny Llama."""
-    batch_size: int = 64
-    """Training examples per step."""
-    lr: float = 3e-3
-    """Peak AdamW learning rate (warm-up 100 steps, cosine decay)."""
-    d_model: int = 128
-    """Residual width (issue: 128)."""
-    n_layers: int = 4
-    """Decoder blocks (issue: 4)."""
-    n_heads: int = 8
-    """Heads per block (issue: 8)."""
-    route_drop: float = dataclasses.field(default=0.0, metadata={"min": 0.0, "max": 1.0})
-    """Skill-routed head dropout: probability that a head outside a training example's planted pathway is
-    switched off (0 = plain training, the default; 0.75 = the planted-pathway variant) [ours]."""
-    pathway_shared: int = 2
-    """Heads per layer in every skill's pathway."""
-    pathway_per_skill: int = 2
-    """Further heads per layer in each skill's own pathway."""
-    n_axes: int = 4
-    """Domains DBS selects out of the six (issue: 4)."""
-    coverage_weight: float = 0.5
-    """λ of the DBS objective min(1 − |cos|) + λ·coverage."""
-    pool_size: int = 128
-    """Inputs per domain for DBS, probes, importance and the baselines' calibration."""
-    scenarios_per_domain: int = 6
-    """Scenarios per selected and per OOD domain."""
-    scenarios_per_pair: int = 2
-    """Cross scenarios per pair of selected domains."""
-    turns: int = 50
-    """Evaluated examples per scenario after its first input (issue: 50)."""
-    prune_ratios: tuple[float, ...] = (0.3, 0.5)
-    """Fractions of heads removed (issue: 30 % and 50 %)."""
-    whitelist_alpha: float = 1e-3
-    """Mann–Whitney significance level of the whitelist (paper: 0.001)."""
-    whitelist_max_fraction: float = dataclasses.field(default=0.25, metadata={"min": 0.0, "max": 1.0})
-    """Cap on the whitelist's share of heads, so that 50 % budgets stay feasible (paper's artifact: 19 %)."""
-    probe_epochs: int = 15
-    """Probe training epochs (authors: 10–20)."""
-    speed: bool = True
-    """Measure the random-Llama speed-up."""
-    smollm2_speed: bool = True
-    """Measure the SmolLM2 speed-up (needs the pretrained extra)."""
-    speed_repeats: int = 5
-    """Timed forward passes per model (after one warm-up)."""
-    speed_tokens: int = 512
-    """Sequence length of the speed measurement (issue: 512)."""
-    speed_ratio: float = dataclasses.field(default=0.3, metadata={"min": 0.0, "max": 1.0})
-    """Fraction of heads removed for the speed measurement (issue: 30 %)."""
-    smollm2_section: bool = True
-    """Run the SmolLM2 section with stdlib docstrings as domains (full setting)."""
-    real_pool_size: int = 24
-    """SmolLM2 section: docstrings per domain for probes and calibration."""
-    real_scenarios: int = 3
-    """SmolLM2 section: scenarios per domain (and per cross pair used)."""
-    real_turns: int = 10
-    """SmolLM2 section: evaluated docstrings per scenario."""
-    real_tokens: int = 128
-    """SmolLM2 section: tokens per docstring (truncation)."""
-    small_model_threads: int = 1
-    """Torch threads for the tiny model (its small ops run faster on one; restored afterwards)."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        for name in ("steps", "batch_size", "d_model", "n_layers", "n_heads", "n_axes", "pool_size",
-                     "scenarios_per_domain", "scenarios_per_pair", "turns", "probe_epochs", "speed_repeats",
-                     "speed_tokens", "real_pool_size", "real_scenarios", "real_turns", "real_tokens",
-                     "small_model_threads"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
-        if self.d_model % self.n_heads:
-            raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        if not 2 <= self.n_axes <= 5:
-            raise ValueError(f"n_axes={self.n_axes} must lie in [2, 5]: DBS keeps some of six skills and holds out the rest")
-        if self.pathway_shared + self.pathway_per_skill > self.n_heads:
-            raise ValueError(f"pathway_shared + pathway_per_skill = {self.pathway_shared + self.pathway_per_skill} "
-                             f"exceeds n_heads={self.n_heads}")
-        self.prune_ratios = tuple(float(r) for r in self.prune_ratios)
-        if not self.prune_ratios or any(not 0 < r < 1 for r in self.prune_ratios):
-            raise ValueError(f"prune_ratios={self.prune_ratios} must be fractions in (0, 1)")
-        for name in ("lr", "coverage_weight", "whitelist_alpha"):
-            if not getattr(self, name) > 0:
-                raise ValueError(f"{name}={getattr(self, name)} must be positive")
-        for name in ("route_drop", "whitelist_max_fraction", "speed_ratio"):
-            if not 0 <= getattr(self, name) <= 1:
-                raise ValueError(f"{name}={getattr(self, name)} must lie in [0, 1]")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction: one replicate, both speed measurements, no SmolLM2 accuracy section."""
-        return cls(smollm2_section=False)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """Seconds: 120 training steps of 16 examples, small pools, one scenario each, no speed or SmolLM2 sections."""
-        return cls(steps=120, batch_size=16, pool_size=16, scenarios_per_domain=1, scenarios_per_pair=1, turns=8,
-                   probe_epochs=2,
-                   speed=False, smollm2_speed=False, smollm2_section=False)
 
 
 @dataclasses.dataclass

@@ -21,6 +21,7 @@ import torch
 
 from icml26.contract import RunContext
 from icml26.papers.subspace_path.analysis import split_accuracy
+from icml26.papers.subspace_path.config import Config
 
 __all__ = ["PACKAGES", "package_docstrings", "smollm2_section"]
 
@@ -61,7 +62,7 @@ def _next_token_accuracy(model, batch) -> float:
     return float((pred == target)[valid].float().mean())
 
 
-def smollm2_section(cfg, ctx: RunContext) -> tuple[dict, list[str]]:
+def smollm2_section(cfg: Config, ctx: RunContext) -> tuple[dict, list[str]]:
     """Metrics ``{"smollm2_<arm>": {...}}`` and notes of the real-model section."""
     from icml26.common.extras import extra_installed
 
