@@ -14,7 +14,6 @@ stream per replicate); iterations to 80 % success and redundant searches at the 
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import math
 import time
@@ -22,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from icml26.common.config import validate_numbers
 from icml26.common.data import load_digits_split
 from icml26.contract import Outcome, RunContext
 from icml26.papers.vimrag.analysis import iterations_to_reach, median_ratio, points_gap, spread_points, tail_mean
 from icml26.papers.vimrag.claims import CHECKS
+from icml26.papers.vimrag.config import Config
 from icml26.papers.vimrag.digits_task import POLICIES, DigitReader, sample_episode, solve
 from icml26.papers.vimrag.figures import plot
 from icml26.papers.vimrag.search_task import SearchTask, train
@@ -47,78 +46,6 @@ stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the sh
 MAIN_POLICIES = ("graph_modulated", "uniform", "recency", "priority_only")
 REACH_LEVEL, REACH_WINDOW = 0.8, 10  # the issue's 80 % success, over a trailing window of iterations
 TAIL = 0.1  # "at the end of training": the last 10 % of iterations
-
-
-@dataclasses.dataclass
-class Config:
-    """VimRAG reproduction settings (full scale = the issue's; the paper's MLLM scale is out of reach)."""
-
-    episodes: int = 2000
-    """Episodes per budget in (A) (issue: 2 000)."""
-    budgets: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
-    """Budgets as fractions of the full cost (every item at 8x8)."""
-    control_episodes: int = 2000
-    """Episodes of the unstructured-graph control at 40 % (0: skip)."""
-    relevance_gap: float = 1.0
-    """Mean log-priority of pivotal items above distractors (priority = exp(gap·pivotal + noise·N(0,1)))."""
-    relevance_noise: float = 1.0
-    """Standard deviation of the log-priority noise (gap = noise: pivotal-vs-distractor AUC 0.76)."""
-    dead_follow: float = dataclasses.field(default=0.3, metadata={"min": 0.0, "max": 1.0})
-    """Probability that a dead end builds on an earlier dead end rather than a live node."""
-    replicates: int = 5
-    """Seeds of (B) inside one run (issue: 5; quick 3)."""
-    iterations: int = 300
-    """Policy updates per training run (issue: 300)."""
-    questions: int = 16
-    """Questions per iteration."""
-    group: int = 8
-    """G, rollouts per question (issue: 8)."""
-    documents: int = 12
-    """N documents (issue: 12)."""
-    horizon: int = 6
-    """Steps per rollout (issue: 6)."""
-    features: int = 256
-    """Hash buckets of the state features."""
-    lr: float = 0.05
-    """Adam learning rate for both methods: GRPO's best of {0.01, 0.02, 0.03, 0.05, 0.1} on pilot seeds 100-107."""
-    clip: float = 0.2
-    """ε of the clipped surrogate (inactive with one update per batch; kept for the loss's shape)."""
-    extra_lrs: tuple[float, ...] = (0.01, 0.02)
-    """Further learning rates at which both methods are also trained (sensitivity; not in the checks)."""
-    threads: int = 1
-    """The most torch intra-op threads the runner gives this run (0: no limit); the policy is tiny, one thread is fastest."""
-
-    def __post_init__(self) -> None:
-        validate_numbers(self)
-        for name in ("episodes", "replicates", "iterations", "questions", "documents", "horizon", "features"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
-        if self.group < 2:
-            raise ValueError(f"group={self.group} must be at least 2 (group-normalised advantages)")
-        if self.documents < 3:
-            raise ValueError(f"documents={self.documents} must be at least 3 (a, b and a distractor)")
-        if not self.budgets or any(not 0 < b <= 1 for b in self.budgets) or 0.4 not in self.budgets \
-                or 1.0 not in self.budgets:
-            raise ValueError(f"budgets={self.budgets!r} must be fractions in (0, 1] including 0.4 and 1.0 (the checks)")
-        if self.relevance_noise <= 0 or self.relevance_gap < 0:
-            raise ValueError("relevance_noise must be > 0 and relevance_gap >= 0")
-        if not 0 <= self.dead_follow <= 1:
-            raise ValueError(f"dead_follow={self.dead_follow} must be in [0, 1]")
-        if self.lr <= 0 or self.clip <= 0:
-            raise ValueError(f"lr={self.lr} and clip={self.clip} must be positive")
-        if any(lr <= 0 for lr in self.extra_lrs):
-            raise ValueError(f"extra_lrs={self.extra_lrs!r} must be positive learning rates")
-
-    @classmethod
-    def quick(cls) -> "Config":
-        """The CPU reproduction: the issue's sizes with 3 seeds of (B) (about a minute on 2 cores)."""
-        return cls(replicates=3)
-
-    @classmethod
-    def tiny(cls) -> "Config":
-        """The contract-suite setting (seconds)."""
-        return cls(episodes=60, control_episodes=30, budgets=(0.4, 1.0), replicates=1, iterations=15, questions=4,
-                   extra_lrs=())
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:

@@ -1,0 +1,73 @@
+"""Configuration of the VimRAG reproduction: the synthetic retrieval task, the memory-budget policies,
+the policy-gradient training and its replicates, with the range each field accepts."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from icml26.common.config import validate_numbers
+
+__all__ = ["Config"]
+
+
+@dataclasses.dataclass
+class Config:
+    """VimRAG reproduction settings (full scale = the issue's; the paper's MLLM scale is out of reach)."""
+
+    episodes: int = dataclasses.field(default=2000, metadata={"min": 1})
+    """Episodes per budget in (A) (issue: 2 000)."""
+    budgets: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
+    """Budgets as fractions of the full cost (every item at 8x8)."""
+    control_episodes: int = 2000
+    """Episodes of the unstructured-graph control at 40 % (0: skip)."""
+    relevance_gap: float = dataclasses.field(default=1.0, metadata={"min": 0.0})
+    """Mean log-priority of pivotal items above distractors (priority = exp(gap·pivotal + noise·N(0,1)))."""
+    relevance_noise: float = 1.0
+    """Standard deviation of the log-priority noise (gap = noise: pivotal-vs-distractor AUC 0.76)."""
+    dead_follow: float = dataclasses.field(default=0.3, metadata={"min": 0.0, "max": 1.0})
+    """Probability that a dead end builds on an earlier dead end rather than a live node."""
+    replicates: int = dataclasses.field(default=5, metadata={"min": 1})
+    """Seeds of (B) inside one run (issue: 5; quick 3)."""
+    iterations: int = dataclasses.field(default=300, metadata={"min": 1})
+    """Policy updates per training run (issue: 300)."""
+    questions: int = dataclasses.field(default=16, metadata={"min": 1})
+    """Questions per iteration."""
+    group: int = dataclasses.field(default=8, metadata={"min": 2})
+    """G, rollouts per question (issue: 8)."""
+    documents: int = dataclasses.field(default=12, metadata={"min": 3})
+    """N documents (issue: 12)."""
+    horizon: int = dataclasses.field(default=6, metadata={"min": 1})
+    """Steps per rollout (issue: 6)."""
+    features: int = dataclasses.field(default=256, metadata={"min": 1})
+    """Hash buckets of the state features."""
+    lr: float = 0.05
+    """Adam learning rate for both methods: GRPO's best of {0.01, 0.02, 0.03, 0.05, 0.1} on pilot seeds 100-107."""
+    clip: float = 0.2
+    """ε of the clipped surrogate (inactive with one update per batch; kept for the loss's shape)."""
+    extra_lrs: tuple[float, ...] = (0.01, 0.02)
+    """Further learning rates at which both methods are also trained (sensitivity; not in the checks)."""
+    threads: int = 1
+    """The most torch intra-op threads the runner gives this run (0: no limit); the policy is tiny, one thread is fastest."""
+
+    def __post_init__(self) -> None:
+        validate_numbers(self)
+        if not self.budgets or any(not 0 < b <= 1 for b in self.budgets) or 0.4 not in self.budgets \
+                or 1.0 not in self.budgets:
+            raise ValueError(f"budgets={self.budgets!r} must be fractions in (0, 1] including 0.4 and 1.0 (the checks)")
+        if self.relevance_noise <= 0:
+            raise ValueError(f"relevance_noise={self.relevance_noise} must be > 0")
+        if self.lr <= 0 or self.clip <= 0:
+            raise ValueError(f"lr={self.lr} and clip={self.clip} must be positive")
+        if any(lr <= 0 for lr in self.extra_lrs):
+            raise ValueError(f"extra_lrs={self.extra_lrs!r} must be positive learning rates")
+
+    @classmethod
+    def quick(cls) -> "Config":
+        """The CPU reproduction: the issue's sizes with 3 seeds of (B) (about a minute on 2 cores)."""
+        return cls(replicates=3)
+
+    @classmethod
+    def tiny(cls) -> "Config":
+        """The contract-suite setting (seconds)."""
+        return cls(episodes=60, control_episodes=30, budgets=(0.4, 1.0), replicates=1, iterations=15, questions=4,
+                   extra_lrs=())
