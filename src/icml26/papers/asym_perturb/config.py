@@ -13,7 +13,7 @@ __all__ = ["EFG_ARMS", "Config"]
 EFG_ARMS = {"kuhn_poker": tuple(MATRIX_ARMS) + ("cfr_plus",),
             "leduc_poker": ("asymmetric_reference", "asymmetric", "symmetric_reference", "cfr_plus")}
 """The arms run on each extensive-form game (Leduc, for time: the two asymmetric methods, the
-symmetric-reference baseline and CFR+, the comparison issue #29 asks for)."""
+symmetric-reference baseline and CFR+: the comparison that tells a method from a solver)."""
 
 
 @dataclasses.dataclass
@@ -39,7 +39,7 @@ class Config:
     mu_grid: tuple[float, ...] = (0.1, 0.3, 1.0)
     """μ of the shared grid for the reference methods (1.0 is the authors' APGA value)."""
     threshold_fraction: float = dataclasses.field(default=0.5, metadata={"min": 0.0, "max": 1.0})
-    """μ of the fixed-σ arms on a game = this × min(μ̄_x, μ̄_y) (issue #29: "half the smaller threshold")."""
+    """μ of the fixed-σ arms on a game = this × min(μ̄_x, μ̄_y) ("half the smaller threshold")."""
     mu_cap: float = 1.0
     """Upper limit of the fixed-σ μ (a threshold may be infinite)."""
     eta: float = 0.05
@@ -74,7 +74,7 @@ class Config:
 
     @classmethod
     def quick(cls) -> "Config":
-        """The CPU reproduction of issues 4 and 29: 20 games per family at 2·10⁴ iterations (tuning on
+        """The CPU reproduction: 20 games per family at 2·10⁴ iterations (tuning on
         8 held-out games at 10⁴), Kuhn with 10⁴ iterations, Leduc with 3,000 (≈ 3–5 ms per iteration and arm on one core)."""
         return cls(seeds=20, random_size=10, degenerate_base=5, degenerate_duplicates=2,
                    iterations=20_000, tuning_games=8, tuning_iterations=10_000, efg_iterations=10_000,

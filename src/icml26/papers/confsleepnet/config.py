@@ -28,7 +28,7 @@ class Config:
     """Spread of per-subject gains, frequency scale and background (0: identical subjects)."""
     corruption_fractions: tuple[float, ...] = dataclasses.field(default=(0.0, 0.2, 0.4),
                                                                 metadata={"min": 0.0, "max": 1.0})
-    """Fractions pi of held-out epochs whose EOG is corrupted (issue 12)."""
+    """Fractions pi of held-out epochs whose EOG is corrupted."""
     corruption_modes: tuple[str, ...] = CORRUPTION_MODES
     """EOG corruptions, drawn with equal probability: shift (1-3 epochs), pop, swap."""
     seeds: int = dataclasses.field(default=3, metadata={"min": 1})
@@ -48,7 +48,7 @@ class Config:
     annealing_epochs: int = dataclasses.field(default=10, metadata={"min": 1})
     """Epochs until the EDL loss's KL weight reaches 1 (Sensoy et al.: 10)."""
     coverage: float = 0.8
-    """Coverage of the selective-accuracy score (issue 12: 80 %)."""
+    """Coverage of the selective-accuracy score (80 %)."""
     threads: int = 0
     """The most torch intra-op threads the runner gives this run (0: no limit)."""
 

@@ -49,16 +49,16 @@ class Config:
     perturb_length: int = dataclasses.field(default=64, metadata={"min": 3})
     """Tokens per perturbed prefix (ours; the last one is perturbed and measured)."""
     epsilons: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1)
-    """Perturbation sizes as fractions of the state's norm, ``|delta| = epsilon |x_t|`` (issue #30)."""
+    """Perturbation sizes as fractions of the state's norm, ``|delta| = epsilon |x_t|``: comparable across layers and prefixes."""
     pretrained_tokens: int = 60_000
-    """Analysed tokens of the pretrained arm (SmolLM2; issue #30: at least 20k, and a 95% interval no wider
+    """Analysed tokens of the pretrained arm (SmolLM2; at least 20k, and a 95% interval no wider
     than +/- 0.015: 20k tokens gave +/- 0.021, 48k +/- 0.0144 [0.0132, 0.0156] over 3 seeds); 0 skips the arm."""
     pretrained_context: int = 128
     """Tokens per window of the pretrained arm."""
     pretrained_batch: int = dataclasses.field(default=8, metadata={"min": 1})
     """Windows per forward pass of the pretrained model."""
     pretrained_perturb_positions: int = dataclasses.field(default=2000, metadata={"min": 2, "sentinels": (0,)})
-    """Prefixes of the pretrained arm's perturbation study (issue #30: at least 2,000); 0 skips it."""
+    """Prefixes of the pretrained arm's perturbation study (at least 2,000 for a resolved slope); 0 skips it."""
     pretrained_perturb_length: int = dataclasses.field(default=24, metadata={"min": 3})
     """Tokens per perturbed prefix of the pretrained arm (ours)."""
     pretrained_perturb_batch: int = dataclasses.field(default=100, metadata={"min": 1})

@@ -19,7 +19,7 @@ class Config:
     train_steps: int = dataclasses.field(default=3000, metadata={"min": 1})
     """Training steps of the tiny LLaVA (batch ``batch_size``)."""
     batch_size: int = dataclasses.field(default=32, metadata={"min": 1})
-    """Training examples per step (issue #19: 32)."""
+    """Training examples per step."""
     lr: float = 2e-3
     """Peak AdamW learning rate."""
     vision_pretrain_steps: int = 1500
@@ -30,9 +30,9 @@ class Config:
     caption_fraction: float = dataclasses.field(default=0.5, metadata={"min": 0.0, "max": 1.0})
     """Fraction of caption examples in training (the rest: yes/no questions)."""
     p_partner: float = dataclasses.field(default=0.85, metadata={"min": 0.0, "max": 1.0})
-    """P(B | A), the planted prior (issue #19)."""
+    """P(B | A), the planted prior."""
     faint_fraction: float = dataclasses.field(default=0.2, metadata={"min": 0.0, "max": 1.0})
-    """Fraction of faint objects (issue #19: 20 %)."""
+    """Fraction of faint objects."""
     n_eval: int = dataclasses.field(default=500, metadata={"min": 1})
     """Adversarial evaluation images (A present, B absent)."""
     max_new_tokens: int = dataclasses.field(default=12, metadata={"min": 1})

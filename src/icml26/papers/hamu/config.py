@@ -22,8 +22,8 @@ class Config:
     """HAMU-Q vs baselines (full scale: the brief's CPU plan, §4, on Animal-MNIST; the paper's ρ grid)."""
 
     dataset: Literal["animal_mnist", "digits"] = "animal_mnist"
-    """Data set (:data:`~icml26.papers.hamu.problem.DATASETS`): Animal-MNIST (issue #28: original and
-    reference differ by ≥ 10 points of forget accuracy) or digits (issue #5's testbed, ~1 point)."""
+    """Data set (:data:`~icml26.papers.hamu.problem.DATASETS`): Animal-MNIST (original and
+    reference differ by ≥ 10 points of forget accuracy, so a matched window exists) or digits (~1 point)."""
     n_train: int = dataclasses.field(default=2000, metadata={"min": 1})
     """Training samples per replicate (stratified; original and references train on them)."""
     n_val: int = dataclasses.field(default=1000, metadata={"min": 1})
@@ -43,7 +43,7 @@ class Config:
     hamu_lrs: tuple[float, ...] = (0.03, 0.1, 0.3, 1.0, 3.0)
     """Learning-rate grid of the HAMU arms (HAMU's step norm is lr·‖g_r‖). On Animal-MNIST the
     forget accuracy crosses the matched window within 120 steps from lr ≈ 0.1 (on digits, where
-    ‖g_r‖ ≈ 1e-3 on the converged MLP, from lr ≈ 1; issue #5's grid was 1-100)."""
+    ‖g_r‖ ≈ 1e-3 on the converged MLP, from lr ≈ 1)."""
     baseline_lrs: tuple[float, ...] = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
     """Learning-rate grid of the baselines (directions clipped to norm 1; GradDiff crosses the window
     from lr ≈ 0.01, NegGrad+ from 0.1 to 1 depending on ρ)."""
@@ -71,10 +71,10 @@ class Config:
     """Steps between evaluations (checkpoints of the Pareto fronts and of the matched point)."""
     match_window: float = 0.05
     """Matched forget accuracy: within this of the reference's, and at least this below the
-    original's (issue #5: 5 points)."""
+    original's (5 points)."""
     stop_cost_points: float = 1.0
     """The stop rule "costs nothing" when the stopped model's retain-test accuracy is within this
-    many points of the best in-window checkpoint's (issue #28: 1 point)."""
+    many points of the best in-window checkpoint's (1 point)."""
     guarantee_lr: float = 0.1
     """Learning rate of the float64 guarantee probe (HAMU-Q layer-wise at the smallest rate of the quick
     grid that unlearns: the guarantee is first order, so it is read at small lr)."""
@@ -109,7 +109,7 @@ class Config:
 
     @classmethod
     def quick(cls) -> "Config":
-        """The CPU reproduction (issue #5: ρ ∈ {0, 0.5, 1}, a small lr grid). Issue #28: 10 replicates
+        """The CPU reproduction (ρ ∈ {0, 0.5, 1}, a small lr grid): 10 replicates
         (independent data splits, models and forget sets) inside one master seed, the baselines at
         ρ = 0.5 only (where the comparisons are read; the guarantee probe too), 100 steps with a
         checkpoint every 4th (to fit 10 replicates in ~8 minutes on one core); the

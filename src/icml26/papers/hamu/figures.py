@@ -55,7 +55,7 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
         pos = np.arange(len(names))
         ax.errorbar(means, pos, xerr=[means - low, high - means], fmt="o", capsize=3)
         ax.axvline(0.0, color="k", lw=0.8)
-        ax.axvline(2.0, color="r", lw=0.8, ls="--", label="issue #5 bar (+2 points)")
+        ax.axvline(2.0, color="r", lw=0.8, ls="--", label="bar (+2 points)")
         ax.set_yticks(pos, names, fontsize=8)
         ax.set_xlabel("points (paired 95% interval over replicates)")
         ax.set_title("rho = 0.5: HAMU-Q minus each baseline (margin_*), the reference's ceiling (ceiling_vs_*)",

@@ -67,7 +67,7 @@ VIEWS = ("dropout", "teacher", "answer")
 
 @dataclasses.dataclass(frozen=True)
 class InstEmbSettings:
-    """Loss and pooling settings of an :class:`InstEmbModel` (defaults: issue #23 / brief §1, ours)."""
+    """Loss and pooling settings of an :class:`InstEmbModel` (defaults: the paper brief §1, ours)."""
 
     tau: float = 0.05
     """InfoNCE temperature τ (not published; ours)."""

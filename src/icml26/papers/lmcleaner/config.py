@@ -60,10 +60,10 @@ class Config:
     """δ (authors' code default 1e-5)."""
     clip_norm: float = 1.0
     """C of the noise section's clipped run: every per-sample loss gradient is clipped to norm C, so
-    Δ̄ = η·C bounds every batch's update publicly (issue #28; ours: C = 1)."""
+    Δ̄ = η·C bounds every batch's update publicly (ours: C = 1)."""
     noise_calibration_requests: int = dataclasses.field(default=19, metadata={"min": 1})
-    """Planted canary batches whose deletion calibrates β as the largest of their β̂ (issue #28: β set from
-    a measurement). If the request is exchangeable with them, its β̂ exceeds that maximum with probability
+    """Planted canary batches whose deletion calibrates β as the largest of their β̂ (β set from
+    a measurement, not assumed). If the request is exchangeable with them, its β̂ exceeds that maximum with probability
     1/(n + 1): 19 gives 95% coverage."""
     noise_calibration_spacing: int = dataclasses.field(default=100, metadata={"min": 1})
     """They sit at t_z − j·spacing, j = 1 … ``noise_calibration_requests``."""
@@ -71,7 +71,7 @@ class Config:
     """Public rows of the tail correction's Hessian (all of ``n_test`` public rows by default)."""
     tail_krylov: int = dataclasses.field(default=4, metadata={"min": 1})
     """Krylov dimension m of the tail correction (public HVPs per deleted batch); chosen on a seed-0
-    pilot so that K = 10 plus the tail fits issue #28's 60 gradient-equivalents."""
+    pilot so that K = 10 plus the tail fits a 60-gradient-equivalent budget."""
     subspace_dim: int = 10
     """k, the noise subspace dimension (brief §4.4: k = 10)."""
     noise_draws: int = dataclasses.field(default=20, metadata={"min": 1})

@@ -178,7 +178,7 @@ def fit_recursive(
             regime's equations on the same support, with the scale fixed along the recursive
             estimate z₀ (⟨z₀, z⟩ = ‖z₀‖²; the solution is ∝ G⁻¹z₀ for the joint weighted Gram G,
             one inverse-iteration step from z₀), reported in the recursive pass's convention
-            Σ_{i∈root} d_i = |root|; method ``"recursive_refined"`` (ours, issue #28). The
+            Σ_{i∈root} d_i = |root|; method ``"recursive_refined"`` (ours). The
             recursive pass solves each component from its own marginal equations only and
             discards the equations of its descendants' blocks that also involve it; the joint
             solve uses them all. Measured (12 systems, N = 10⁵): fixing the scale along z₀

@@ -55,12 +55,12 @@ class Config:
     """AdamW weight decay."""
     seeds: int = dataclasses.field(default=3, metadata={"min": 1})
     """Model seeds per arm within one run (the data are the same for every seed). The quick
-    setting uses 1: one master seed (``--seed``) is one replicate with its own data, and issue
-    #11's 3 seeds are ``icml26 run revit --quick --seeds 0-2``."""
+    setting uses 1: one master seed (``--seed``) is one replicate with its own data, and three
+    seeds are ``icml26 run revit --quick --seeds 0-2``."""
     local_kernel: str = "bilinear"
     """ReViT's ψ over rebased offsets in patch embedding, decoder, merge and expand [ours]:
     ``bilinear`` (fixed interpolation weights; identity frames give exactly a linear patch
-    embedding) or ``mlp`` (a learned MLP, mean-pooled: issue #11's first version)."""
+    embedding) or ``mlp`` (a learned MLP, mean-pooled: the first version)."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -89,7 +89,7 @@ class Config:
     @classmethod
     def quick(cls) -> "Config":
         """The CPU reproduction: N=32, ~0.21 M-parameter models, 400 steps, one replicate per master
-        seed (``--seeds 0-2`` for issue #11's three; about a minute and a half each on one core)."""
+        seed (``--seeds 0-2`` for three; about a minute and a half each on one core)."""
         return cls(grid=32, train_trajectories=160, test_trajectories=32, dim=64, depths=(2, 2), steps=400, seeds=1)
 
     @classmethod

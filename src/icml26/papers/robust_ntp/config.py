@@ -37,7 +37,7 @@ class Config:
     distill_eval_samples: int = dataclasses.field(default=200, metadata={"min": 1})
     """D samples for the students' per-position TV."""
     curve_sequences: tuple[int, ...] = dataclasses.field(default=(), metadata={"min": 3})
-    """Budget curve (issue #29): training histories of each extra robust student (empty: no curve)."""
+    """Budget curve: training histories of each extra robust student (empty: no curve)."""
     curve_steps: tuple[int, ...] = dataclasses.field(default=(), metadata={"min": 1})
     """Budget curve: optimiser steps of each extra robust student (same length as ``curve_sequences``)."""
     curve_seeds: int = dataclasses.field(default=2, metadata={"min": 1})
@@ -57,7 +57,7 @@ class Config:
 
     @classmethod
     def quick(cls) -> "Config":
-        """The students' budget that shows the claim (issue #29): 12,000 histories and 3,000 steps.
+        """The students' budget that shows the claim: 12,000 histories and 3,000 steps.
 
         The earlier quick budget (3,000 histories, 1,200 steps) left the distilled robust/raw regret
         ratio at 0.66 (bar 0.5) where this one gave 0.36 on the same seed: the shortfall was the

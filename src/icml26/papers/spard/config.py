@@ -17,7 +17,7 @@ class Config:
     replicates: int = dataclasses.field(default=5, metadata={"min": 1})
     """Independent replicates (data split, attack, pool, initialisation) per run (issue: 5; quick: 3)."""
     ratios: tuple[float, ...] = (0.01, 0.03, 0.10)
-    """Safety-data ratios p (subset size k = ⌊p · |user set|⌋; issue #22: 1, 3, 10 %)."""
+    """Safety-data ratios p (subset size k = ⌊p · |user set|⌋: 1, 3, 10 %)."""
     headline_ratio: float = 0.03
     """The p of the headline comparison with the baselines (the paper's 3 %)."""
     harmful_ratio: float = 0.10

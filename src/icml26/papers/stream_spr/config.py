@@ -16,16 +16,16 @@ __all__ = ["Config"]
 
 @dataclasses.dataclass
 class Config:
-    """Stream Q(λ) vs Stream Q(λ)+SPR+orth+orth² on MinAtar (full scale: issue 9's full mode)."""
+    """Stream Q(λ) vs Stream Q(λ)+SPR+orth+orth² on MinAtar (full scale: three games, 1M steps each)."""
 
     games: tuple[str, ...] = ("breakout", "space_invaders", "freeway")
-    """MinAtar games (issue 9's full mode; the paper runs five MinAtar games, Atari and Octax)."""
+    """MinAtar games (the full mode's three; the paper runs five MinAtar games, Atari and Octax)."""
     seeds: int = dataclasses.field(default=3, metadata={"min": 1})
     """Seeds per game and arm (the paper: 1, 42, 999); arms share a seed's initialization."""
     arms: tuple[str, ...] = ("spr_orth2", "spr_naive", "stream_q")
     """Arms among spr_orth2 (the method), spr_naive (SPR, no orth/orth²) and stream_q (baseline)."""
     total_steps: int = dataclasses.field(default=1_000_000, metadata={"min": 1})
-    """Environment steps per run (issue 9: 0.5-1M; the paper: 5M on MinAtar)."""
+    """Environment steps per run (1M by default; the paper: 5M on MinAtar)."""
     exploration_fraction: float = 0.2
     """ε goes 1 → 0.01 linearly over this fraction of the run (Elsayed and stream-rep-rl MinAtar: 0.2)."""
     lr_preset: Literal["elsayed", "official"] = "elsayed"
@@ -58,7 +58,7 @@ class Config:
     """δ of srank (Kumar et al. 2021)."""
     loss_window: int = dataclasses.field(default=40_000, metadata={"min": 1})
     """The SPR+orth² loss must fall below -0.8 within this many steps: twice the 20k steps naive
-    SPR needs (issue #30 re-based issue #9's 20k on naive SPR's curve; see ``claims.py``)."""
+    SPR needs (the 20k is read off naive SPR's curve; see ``claims.py``)."""
     curve_points: int = dataclasses.field(default=60, metadata={"min": 1})
     """Points per learning/loss curve."""
     processes: int = 0
@@ -85,7 +85,7 @@ class Config:
 
     @classmethod
     def quick(cls) -> "Config":
-        """Breakout, one seed, the method against Stream Q(λ), 60k steps each (issue 9)."""
+        """Breakout, one seed, the method against Stream Q(λ), 60k steps each."""
         return cls(games=("breakout",), seeds=1, arms=("spr_orth2", "stream_q"), total_steps=60_000)
 
     @classmethod
