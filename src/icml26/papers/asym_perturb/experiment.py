@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.asym_perturb.analysis import (
     TARGET,
     iterations_to,
@@ -60,12 +60,12 @@ THREADS = 1
 faster than two on a busy 2-core machine (OpenMP synchronisation per small op)."""
 
 
-def _curve(result: GameResult, points: int, title: str) -> dict[str, Any]:
+def _curve(result: GameResult, points: int, title: str) -> Curve:
     series, lower, upper, x = {}, {}, {}, None
     for run in result.arms:
         x, lower[run.arm], series[run.arm], upper[run.arm] = quantile_bands(run.nash_conv, points)
-    return {"x": x, "series": series, "lower": lower, "upper": upper, "xlabel": "iteration",
-            "ylabel": "NashConv of the last iterate (median, IQR)", "title": title, "logy": True}
+    return Curve(x=x, series=series, xlabel="iteration", ylabel="NashConv of the last iterate (median, IQR)",
+                 title=title, logy=True, extra={"lower": lower, "upper": upper})
 
 
 def _matrix_checks(fam: str, result: GameResult) -> list:
@@ -115,18 +115,18 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                                            f"{shapes[fam]} {fam} games, {config.seeds} per seed; every arm tuned "
                                            f"on {config.tuning_games} held-out games")
         rank = list(np.linspace(0, 1, config.seeds))
-        curves[f"iterations_{fam}"] = {
-            "x": rank, "series": {r.arm: np.sort(iterations_to(r.nash_conv, TARGET)).astype(float).tolist()
-                                  for r in result.arms},
-            "xlabel": "fraction of games (sorted)",
-            "ylabel": f"iterations to NashConv ≤ 1e-6 ({config.iterations + 1}: never)",
-            "title": f"{fam}: iterations to 1e-6, games sorted", "logy": True}
-        curves[f"thresholds_{fam}"] = {
-            "x": rank, "series": {"mu_bar_x": _sorted_curve(result.mu_bar_x),
-                                  "mu_bar_y": _sorted_curve(result.mu_bar_y),
-                                  "mu used (fixed σ)": _sorted_curve(result.mu_games)},
-            "xlabel": "fraction of games (sorted)", "ylabel": "threshold μ̄ (LP) / μ used",
-            "title": f"{fam}: perturbation thresholds (infinite: not drawn)", "logy": True}
+        curves[f"iterations_{fam}"] = Curve(
+            x=rank, series={r.arm: np.sort(iterations_to(r.nash_conv, TARGET)).astype(float).tolist()
+                            for r in result.arms},
+            xlabel="fraction of games (sorted)",
+            ylabel=f"iterations to NashConv ≤ 1e-6 ({config.iterations + 1}: never)",
+            title=f"{fam}: iterations to 1e-6, games sorted", logy=True)
+        curves[f"thresholds_{fam}"] = Curve(
+            x=rank, series={"mu_bar_x": _sorted_curve(result.mu_bar_x),
+                            "mu_bar_y": _sorted_curve(result.mu_bar_y),
+                            "mu used (fixed σ)": _sorted_curve(result.mu_games)},
+            xlabel="fraction of games (sorted)", ylabel="threshold μ̄ (LP) / μ used",
+            title=f"{fam}: perturbation thresholds (infinite: not drawn)", logy=True)
         checks += _matrix_checks(fam, result)
 
     for game in config.efg_games:
