@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.confsleepnet.analysis import claim_values, mean_over_seeds, score_epochs
 from icml26.papers.confsleepnet.baselines import LateFusionNet
 from icml26.papers.confsleepnet.claims import CHECKS
@@ -170,44 +170,44 @@ def _curves(metrics, per_seed, curves_acc, example, fractions, config) -> dict[s
     arms = list(FUSION_ARMS) + ["late_concat_softmax"]
     curves: dict[str, Any] = {}
     for f in fractions:
-        curves[f"coverage_pi{f:g}"] = {
-            "x": list(COVERAGES),
-            "series": {arm: np.mean(curves_acc[f][arm], axis=0).tolist() for arm in arms},
-            "xlabel": "coverage (share of epochs kept, least uncertain first)", "ylabel": "accuracy",
-            "title": f"accuracy vs coverage, {f:.0%} of epochs with corrupted EOG"}
+        curves[f"coverage_pi{f:g}"] = Curve(
+            x=list(COVERAGES),
+            series={arm: np.mean(curves_acc[f][arm], axis=0).tolist() for arm in arms},
+            xlabel="coverage (share of epochs kept, least uncertain first)", ylabel="accuracy",
+            title=f"accuracy vs coverage, {f:.0%} of epochs with corrupted EOG")
     for name in ("acc", "mf1", "kappa"):
-        curves[f"{name}_vs_pi"] = {
-            "x": list(fractions), "series": {arm: [metrics[arm][f"{name}_{f:g}"] for f in fractions] for arm in arms},
-            "xlabel": "corrupted fraction pi", "ylabel": name, "title": f"{name} under EOG corruption"}
+        curves[f"{name}_vs_pi"] = Curve(
+            x=list(fractions), series={arm: [metrics[arm][f"{name}_{f:g}"] for f in fractions] for arm in arms},
+            xlabel="corrupted fraction pi", ylabel=name, title=f"{name} under EOG corruption")
     corrupted = [f for f in fractions if f > 0]
-    curves["auroc_vs_pi"] = {
-        "x": corrupted, "series": {
+    curves["auroc_vs_pi"] = Curve(
+        x=corrupted, series={
             **{arm: [metrics[arm][f"auroc_detectable_{f:g}"] for f in corrupted] for arm in arms},
             "ceiling (all corruptions)": [metrics["conflict_aware"][f"auroc_ceiling_{f:g}"] for f in corrupted]},
-        "xlabel": "corrupted fraction pi", "ylabel": "AUROC (fused u -> detectable corrupted epoch)",
-        "title": "detecting detectable corruptions by uncertainty"}
+        xlabel="corrupted fraction pi", ylabel="AUROC (fused u -> detectable corrupted epoch)",
+        title="detecting detectable corruptions by uncertainty")
     hi_tag = f"{max(fractions):g}"
-    curves["auroc_per_mode"] = {
-        "x": list(config.corruption_modes),
-        "series": {**{f"{arm}, detectable": [metrics[arm].get(f"auroc_detectable_{m}_{hi_tag}") for m in
-                                               config.corruption_modes] for arm in
-                      ("conflict_aware", "conflict_aware_common", "dempster_tmc")},
-                   **{f"{arm}, all": [metrics[arm].get(f"auroc_{m}_{hi_tag}") for m in config.corruption_modes]
-                      for arm in ("conflict_aware", "dempster_tmc")},
-                   "ceiling, all": [metrics["conflict_aware"].get(f"auroc_ceiling_{m}_{hi_tag}")
-                                    for m in config.corruption_modes]},
-        "xlabel": "corruption mode", "ylabel": "AUROC", "title": f"per corruption mode, pi = {hi_tag}"}
+    curves["auroc_per_mode"] = Curve(
+        x=list(config.corruption_modes),
+        series={**{f"{arm}, detectable": [metrics[arm].get(f"auroc_detectable_{m}_{hi_tag}") for m in
+                                            config.corruption_modes] for arm in
+                   ("conflict_aware", "conflict_aware_common", "dempster_tmc")},
+                **{f"{arm}, all": [metrics[arm].get(f"auroc_{m}_{hi_tag}") for m in config.corruption_modes]
+                   for arm in ("conflict_aware", "dempster_tmc")},
+                "ceiling, all": [metrics["conflict_aware"].get(f"auroc_ceiling_{m}_{hi_tag}")
+                                 for m in config.corruption_modes]},
+        xlabel="corruption mode", ylabel="AUROC", title=f"per corruption mode, pi = {hi_tag}")
     hi = f"{max(fractions):g}"
-    curves["per_seed"] = {
-        "x": list(range(len(per_seed))),
-        "series": {f"{arm} {m}": [s[arm][m] for s in per_seed] for arm in arms
-                   for m in (f"acc_{hi}", f"auroc_detectable_{hi}")},
-        "xlabel": "seed", "ylabel": "value", "title": "per-seed spread"}
+    curves["per_seed"] = Curve(
+        x=list(range(len(per_seed))),
+        series={f"{arm} {m}": [s[arm][m] for s in per_seed] for arm in arms
+                for m in (f"acc_{hi}", f"auroc_detectable_{hi}")},
+        xlabel="seed", ylabel="value", title="per-seed spread")
     if example:
         n = len(example["truth"])
-        curves["example_night"] = {"x": list(range(n)), "series": example, "xlabel": "30-s epoch",
-                                   "ylabel": "stage / uncertainty",
-                                   "title": f"one held-out night, {max(fractions):.0%} corrupted EOG (seed 0)"}
+        curves["example_night"] = Curve(x=list(range(n)), series=example, xlabel="30-s epoch",
+                                        ylabel="stage / uncertainty",
+                                        title=f"one held-out night, {max(fractions):.0%} corrupted EOG (seed 0)")
     return curves
 
 
