@@ -26,7 +26,7 @@ import numpy as np
 
 
 from icml26.common.metrics import binary_auc
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.fox.analysis import chair, relative_reduction
 from icml26.papers.fox.baselines import (
     PAIConfig,
@@ -165,12 +165,12 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                  f"'29.1 % over SID' at 7B: here {100 * relative_reduction(fox['chair_s'], metrics['SID']['chair_s']):.1f} %"))
 
     curves: dict[str, Any] = {
-        "train_loss": {"x": [i * trained.log["every"][0] for i in range(len(trained.log["loss"]))],
-                       "series": {"tiny LLaVA": trained.log["loss"]}, "xlabel": "step",
-                       "ylabel": "training loss (nats/token)", "title": "fox: tiny LLaVA training loss"},
-        "arms": {"x": list(metrics), "series": {m: [metrics[a][m] for a in metrics]
-                                                for m in ("chair_i", "chair_s", "recall", "pope_adversarial_f1")},
-                 "xlabel": "arm", "ylabel": "value", "title": "fox: hallucination and recall by arm"},
+        "train_loss": Curve(x=[i * trained.log["every"][0] for i in range(len(trained.log["loss"]))],
+                            series={"tiny LLaVA": trained.log["loss"]}, xlabel="step",
+                            ylabel="training loss (nats/token)", title="fox: tiny LLaVA training loss"),
+        "arms": Curve(x=list(metrics), series={m: [metrics[a][m] for a in metrics]
+                                               for m in ("chair_i", "chair_s", "recall", "pope_adversarial_f1")},
+                      xlabel="arm", ylabel="value", title="fox: hallucination and recall by arm"),
     }
     notes = [f"Captions (first 3 images; truth: {', '.join(' '.join(t) for t in truths[:3])}): " + "; ".join(
         f"{arm}: " + " | ".join(" ".join(c) for c in caps[:3]) for arm, caps in captions.items())]
@@ -205,11 +205,11 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         fox.update(probe_precision_at_k=mech.precision, probe_chance=mech.chance,
                    probe_precision_all_layers=mech_all.precision, mech_p_yes_partner=mech.p_yes)
         for j, layer in enumerate(every):
-            curves[f"heads_layer{layer}"] = {
-                "x": list(range(model_config.heads)),
-                "series": {"ablation drop of p(yes|B)": mech_all.head_effect[j].tolist(),
-                           "probe selection rate": mech_all.head_selected[j].tolist()},
-                "xlabel": "head", "ylabel": "value", "title": f"fox: layer {layer} heads, ablation vs probe"}
+            curves[f"heads_layer{layer}"] = Curve(
+                x=list(range(model_config.heads)),
+                series={"ablation drop of p(yes|B)": mech_all.head_effect[j].tolist(),
+                        "probe selection rate": mech_all.head_selected[j].tolist()},
+                xlabel="head", ylabel="value", title=f"fox: layer {layer} heads, ablation vs probe")
         top = np.unravel_index(np.argmax(mech_all.head_effect), mech_all.head_effect.shape)
         notes.append(f"Prior carriers: ablating layer {top[0]} head {top[1]} on the last row of 'is there a B ?' lowers "
                      f"p(yes) by {mech_all.head_effect[top]:.3f} on average (vanilla p(yes) {mech.p_yes:.3f}); the "
