@@ -1,9 +1,9 @@
 """HAMU reproduction: HAMU-Q against the unlearning baselines at graded hardness.
 
-One master seed holds ``replicates`` independent replicates (10 in the quick setting, issue #28:
+One master seed holds ``replicates`` independent replicates (10 in the quick setting,
 each its own draw of the data split, the models, the forget sets and the MIA samples; every
 comparison is paired per replicate and reported with a 95 % t interval). Per replicate: a stratified train / validation / test draw of
-Animal-MNIST (14×14 silhouettes; issue #28: a testbed where forgetting is measurable, since on
+Animal-MNIST (14×14 silhouettes: a testbed where forgetting is measurable, since on
 digits the original and the retrained reference differ by ~1 point of forget accuracy at
 ρ = 0.5), an MLP trained with Adam on the training set (the original), and for every hardness
 ρ a forget set of class-0 size (:func:`~icml26.papers.hamu.forget_split`) and a reference MLP
@@ -19,7 +19,7 @@ its grid:
 
 Every ``eval_every`` steps we record forget accuracy, retain accuracy (samples of the other
 classes) on the validation and on the test split, and per-sample losses. **Matched forget
-accuracy** is the reference's (within ``match_window``; issue #28: a statistic the reference
+accuracy** is the reference's (within ``match_window``: a statistic the reference
 defines): among the checkpoints of all learning rates in that window the one with the best
 *validation* retain accuracy is chosen, and its *test* retain accuracy reported. The same rule
 gives the retain-vs-forget Pareto fronts (validation-selected, test-reported) and their mean
@@ -41,7 +41,7 @@ import torch
 from torch import nn
 
 from icml26.common.metrics import loss_threshold_mia_auc
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 
 from .analysis import (
     guarantee_share,
@@ -319,14 +319,14 @@ def _outcome(config: Config, arms: list[str], per_rho: dict[float, RhoResult]) -
 def _curves(config: Config, arms: list[str], per_rho: dict[float, RhoResult]) -> dict[str, Any]:
     curves: dict[str, Any] = {}
     for rho, out in per_rho.items():
-        curves[f"pareto_{_tag(rho)}"] = {
-            "x": GRID.tolist(),
-            "series": {arm: np.mean(np.stack(out.pareto[arm]), axis=0).tolist() for arm in arms if out.pareto[arm]},
-            "xlabel": "forget accuracy (at most)", "ylabel": "retain-test accuracy (selected on validation)",
-            "title": f"Pareto front, rho = {rho:g}",
-            "reference": [float(np.mean(out.reference_forget)), float(np.mean(out.reference_acc))],
-            "original": [float(np.mean(out.original_forget)), float(np.mean(out.original_acc))],
-        }
+        curves[f"pareto_{_tag(rho)}"] = Curve(
+            x=GRID.tolist(),
+            series={arm: np.mean(np.stack(out.pareto[arm]), axis=0).tolist() for arm in arms if out.pareto[arm]},
+            xlabel="forget accuracy (at most)", ylabel="retain-test accuracy (selected on validation)",
+            title=f"Pareto front, rho = {rho:g}",
+            extra={"reference": [float(np.mean(out.reference_forget)), float(np.mean(out.reference_acc))],
+                   "original": [float(np.mean(out.original_forget)), float(np.mean(out.original_acc))]},
+        )
         steps = list(range(config.steps))
         for name, field, ylabel in (("kappa", "hardness", "kappa = g_r . g_f"), ("cos", "cosine", "cos(g_r, g_f)"),
                                     ("stop", "stop", "share of replicates with stop flag")):
@@ -335,6 +335,6 @@ def _curves(config: Config, arms: list[str], per_rho: dict[float, RhoResult]) ->
                 rows = [np.pad(np.asarray(getattr(t, field), dtype=float), (0, config.steps - len(getattr(t, field))),
                                constant_values=np.nan) for t in trajs]
                 series[f"lr {lr:g}"] = np.nanmean(np.stack(rows), axis=0).tolist()
-            curves[f"hamu_{name}_{_tag(rho)}"] = {"x": steps, "series": series, "xlabel": "step",
-                                                  "ylabel": ylabel, "title": f"HAMU-Q layer-wise, rho = {rho:g}"}
+            curves[f"hamu_{name}_{_tag(rho)}"] = Curve(x=steps, series=series, xlabel="step",
+                                                       ylabel=ylabel, title=f"HAMU-Q layer-wise, rho = {rho:g}")
     return curves
