@@ -30,7 +30,7 @@ import torch
 
 from icml26.common.hf import quiet_transformers
 from icml26.common.tiny_lm import TinyLMConfig, build_model
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.hici import analysis, s2attn
 from icml26.papers.hici.baselines import position_interpolation
 from icml26.papers.hici.benchmark import time_attention_blocks
@@ -229,16 +229,16 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     ]
     step = max(1, config.finetune_steps // 30)
     curves = {
-        "answer_loss": {"x": list(range(0, config.finetune_steps, step)), "xlabel": "extension step",
-                        "ylabel": "answer cross-entropy (nats)", "title": "extension x4: answer loss",
-                        "series": {arm: [float(np.mean(v[i:i + step])) for i in range(0, len(v), step)]
-                                   for arm, v in losses.items()}},
-        "accuracy": {"x": [int(k) for k in lengths], "xlabel": "tokens", "ylabel": "topic accuracy",
-                     "title": "topic retrieval (chance 1/8)",
-                     "series": {f"{arm} ({mode})": [metrics[arm][f"acc_{n}_{mode}"] for n in lengths]
-                                for arm in ARMS for mode in ("chunked", "full")}},
-        "attention_time": {"x": timings.sizes, "xlabel": "N", "ylabel": "seconds (forward + backward)",
-                           "title": f"attention block, d = {config.bench_hidden}", "logx": True, "logy": True,
-                           "series": timings.seconds},
+        "answer_loss": Curve(x=list(range(0, config.finetune_steps, step)), xlabel="extension step",
+                             ylabel="answer cross-entropy (nats)", title="extension x4: answer loss",
+                             series={arm: [float(np.mean(v[i:i + step])) for i in range(0, len(v), step)]
+                                     for arm, v in losses.items()}),
+        "accuracy": Curve(x=[int(k) for k in lengths], xlabel="tokens", ylabel="topic accuracy",
+                          title="topic retrieval (chance 1/8)",
+                          series={f"{arm} ({mode})": [metrics[arm][f"acc_{n}_{mode}"] for n in lengths]
+                                  for arm in ARMS for mode in ("chunked", "full")}),
+        "attention_time": Curve(x=timings.sizes, xlabel="N", ylabel="seconds (forward + backward)",
+                                title=f"attention block, d = {config.bench_hidden}", logx=True, logy=True,
+                                series=timings.seconds),
     }
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
