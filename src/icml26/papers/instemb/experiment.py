@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from icml26.common.tiny_lm import TinyLMConfig, build_model
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.instemb import (
     AttrWorld,
     InstEmbModel,
@@ -152,11 +152,11 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                                                 f"Spearman {daap.spearman:.3f} vs {ablation_l.spearman:.3f}"),
         CHECKS["contrastive_only_headroom"].measure(ablation_c.nmi),
     ]
-    curves["train_loss"] = {
-        "x": list(range(1, config.steps + 1)), "series": losses, "xlabel": "InstEmb step",
-        "ylabel": "loss", "title": "training loss (InstEmb: L_con + λ L_dist; its L_dist alone)"}
-    curves["sft_loss"] = {"x": list(range(1, config.sft_steps + 1)), "series": {"sft": sft_loss},
-                          "xlabel": "SFT step", "ylabel": "cross-entropy", "title": "SFT of the tiny Llama"}
+    curves["train_loss"] = Curve(
+        x=list(range(1, config.steps + 1)), series=losses, xlabel="InstEmb step",
+        ylabel="loss", title="training loss (InstEmb: L_con + λ L_dist; its L_dist alone)")
+    curves["sft_loss"] = Curve(x=list(range(1, config.sft_steps + 1)), series={"sft": sft_loss},
+                               xlabel="SFT step", ylabel="cross-entropy", title="SFT of the tiny Llama")
     return Outcome(metrics=ordered, checks=checks, curves=curves, notes=notes)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from icml26.contract import RunContext
+from icml26.contract import Curve, RunContext
 from icml26.papers.instemb.config import Config
 from icml26.papers.instemb.data import AttrWorld
 from icml26.papers.instemb.evaluation import AttrWorldEval
@@ -72,6 +72,6 @@ def run_tier(tier: str, config: Config, ctx: RunContext) -> TierOutcome:
     notes = [f"{name} tier: InstEmb-DAAP NMI {daap.nmi:.3f} vs InputLast {inputlast['nmi']:.3f}, Spearman "
              f"{daap.spearman:.3f} vs {inputlast['spearman']:.3f} ({config.tier_steps} steps, last "
              f"{config.tier_train_last_blocks} blocks trainable, {log.seconds:.0f} s)."]
-    curve = {"x": list(range(1, len(log.total) + 1)), "series": {"total": log.total, "distill": log.distill},
-             "xlabel": "InstEmb step", "ylabel": "loss", "title": f"InstEmb on {name}"}
+    curve = Curve(x=list(range(1, len(log.total) + 1)), series={"total": log.total, "distill": log.distill},
+                  xlabel="InstEmb step", ylabel="loss", title=f"InstEmb on {name}")
     return TierOutcome(metrics=metrics, notes=notes, curve=curve)
