@@ -7,12 +7,12 @@ rate of a small grid:
 * ``uniform``: AdamW, warm-up then cosine decay, one rate for every layer;
 * ``LLR``: the same plus :class:`~icml26.papers.llr.layerwise.LayerwiseLR` (``r`` in ``[1, 3]``);
 * ``uniform-matched``: uniform AdamW at ``m`` times the base rate, ``m`` = LLR's final
-  parameter-weighted mean multiplier at that base rate (issue #30: the control for "more rate");
+  parameter-weighted mean multiplier at that base rate (the control for "more rate");
 * ``kind-static``: every layer fixed from the start at the mean LLR multiplier of its matrix
   kind (LLR's final multipliers averaged over the blocks; embeddings/head at LLR's ``r_max``);
-  no spectral fit (issue #30: the control for "the map only sorts matrix kinds");
+  no spectral fit (the control for "the map only sorts matrix kinds");
 * ``shuffled``: LLR's multipliers permuted within matrix kinds at every fit (rate-preserving:
-  each kind keeps its multipliers; issue #30);
+  each kind keeps its multipliers: the control for "the fitted map's layer order matters");
 * ``LLR-mean``: LLR with the multipliers divided by their mean (ours, not the paper's; full only).
 
 ``uniform-matched`` and ``kind-static`` are read from the ``LLR`` run at the same base rate, so
@@ -33,7 +33,7 @@ import numpy as np
 import torch
 
 from icml26.common.schedule import warmup_cosine
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.llr.analysis import (
     best_rate,
     kind_means,
@@ -199,29 +199,29 @@ def _metrics(config: Config, runs: dict[tuple[str, float], ArmRun]) -> dict[str,
 def _curves(config: Config, runs: dict[tuple[str, float], ArmRun]) -> dict[str, Any]:
     smallest = config.base_lrs[0]
     curves: dict[str, Any] = {
-        "final_loss_vs_lr": {
-            "x": list(config.base_lrs),
-            "series": {k: [runs[(k, lr)].final for lr in config.base_lrs] for k in config.arms},
-            "xlabel": "base learning rate", "ylabel": "final validation loss (nats)",
-            "title": "llr: final validation loss over the base-rate grid", "logx": True,
-        }
+        "final_loss_vs_lr": Curve(
+            x=list(config.base_lrs),
+            series={k: [runs[(k, lr)].final for lr in config.base_lrs] for k in config.arms},
+            xlabel="base learning rate", ylabel="final validation loss (nats)",
+            title="llr: final validation loss over the base-rate grid", logx=True,
+        )
     }
     for lr in config.base_lrs:
-        curves[f"valid_lr{lr:g}"] = {
-            "x": runs[("uniform", lr)].eval_steps,
-            "series": {k: runs[(k, lr)].valid for k in config.arms},
-            "xlabel": "step", "ylabel": "validation loss (nats)", "title": f"llr: validation loss, base rate {lr:g}",
-        }
+        curves[f"valid_lr{lr:g}"] = Curve(
+            x=runs[("uniform", lr)].eval_steps,
+            series={k: runs[(k, lr)].valid for k in config.arms},
+            xlabel="step", ylabel="validation loss (nats)", title=f"llr: validation loss, base rate {lr:g}",
+        )
     history = runs[("LLR", smallest)].history
-    curves["alpha_per_layer"] = {
-        "x": history["steps"], "series": {n: v for n, v in history["alpha"].items() if not all(map(math.isnan, v))},
-        "xlabel": "step", "ylabel": "ESD power-law alpha", "title": f"llr: alpha per layer (LLR, lr={smallest:g})",
-    }
-    curves["multiplier_per_layer"] = {
-        "x": history["steps"], "series": history["target"],
-        "xlabel": "step", "ylabel": "learning-rate multiplier (target)",
-        "title": f"llr: multiplier per layer (LLR, lr={smallest:g})",
-    }
+    curves["alpha_per_layer"] = Curve(
+        x=history["steps"], series={n: v for n, v in history["alpha"].items() if not all(map(math.isnan, v))},
+        xlabel="step", ylabel="ESD power-law alpha", title=f"llr: alpha per layer (LLR, lr={smallest:g})",
+    )
+    curves["multiplier_per_layer"] = Curve(
+        x=history["steps"], series=history["target"],
+        xlabel="step", ylabel="learning-rate multiplier (target)",
+        title=f"llr: multiplier per layer (LLR, lr={smallest:g})",
+    )
     return curves
 
 
@@ -250,7 +250,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     smallest = config.base_lrs[0]
     finals = {kind: {lr: runs[(kind, lr)].final for lr in config.base_lrs} for kind in config.arms}
 
-    # -- checks: LLR against each control, min over the grid (issue #10, #30) ----------------
+    # -- checks: LLR against each control, min over the grid ----------------
     small_gap, _ = min_gap({smallest: finals["uniform"][smallest]}, finals["LLR"])
     checks = []
     for arm, check_id in (("shuffled", "shuffled_gap"), ("uniform-matched", "rate_matched_gap"),
