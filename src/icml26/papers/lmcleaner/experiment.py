@@ -10,7 +10,7 @@ relative residual ‖θ̂_K − θ_ideal‖/‖θ[τ] − θ_ideal‖, test accu
 loss-threshold MIA AUC, and cost (gradient-equivalents and measured wall time)
 against retraining from scratch, replay, gradient ascent, NegGrad+ and no-op.
 
-Also per lag (issue #28): our public-data tail correction (``lmcleaner_tail``), the
+Also per lag: our public-data tail correction (``lmcleaner_tail``), the
 residual-vs-cost frontier, and every cost in gradient-equivalents *calibrated by measured unit
 costs* (:mod:`.cost`), with the per-request cost model's predicted wall times beside the measured
 ones.
@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 
 from .analysis import (
     accuracy_drop_points,
@@ -193,54 +193,54 @@ def _curves(config: Config, sweeps: dict[str, SweepResult], noise: CertifiedNois
             row = sweep.per_lag[lag]
             series = {labels[b]: row.curves[b] for b in (*BACKENDS, "exact+tail")}
             series["linearisation floor (K = L−1)"] = [row.floor] * len(config.windows)
-            curves[f"residual_{kind}_L{lag}"] = {
-                "x": list(config.windows), "series": series, "xlabel": "truncation window K",
-                "ylabel": "‖θ̂ − θ_ideal‖ / ‖θ[τ] − θ_ideal‖", "title": f"{kind}, lag L = {lag}", "logy": True}
+            curves[f"residual_{kind}_L{lag}"] = Curve(
+                x=list(config.windows), series=series, xlabel="truncation window K",
+                ylabel="‖θ̂ − θ_ideal‖ / ‖θ[τ] − θ_ideal‖", title=f"{kind}, lag L = {lag}", logy=True)
         per = sweep.per_lag
         for metric, label in (("acc", "test accuracy"), ("mia", "canary MIA AUC")):
-            curves[f"{metric}_{kind}"] = {
-                "x": list(config.lags),
-                "series": {arm: [getattr(per[lag].arms[arm], metric) for lag in config.lags]
-                           for arm in ("lmcleaner", "lmcleaner_tail", "replay", "gradient_ascent", "neggrad_plus",
-                                       "no_op")},
-                "xlabel": "lag L", "ylabel": label, "title": f"{kind}: {label} (K = {config.headline_window})",
-                "logx": True}
+            curves[f"{metric}_{kind}"] = Curve(
+                x=list(config.lags),
+                series={arm: [getattr(per[lag].arms[arm], metric) for lag in config.lags]
+                        for arm in ("lmcleaner", "lmcleaner_tail", "replay", "gradient_ascent", "neggrad_plus",
+                                    "no_op")},
+                xlabel="lag L", ylabel=label, title=f"{kind}: {label} (K = {config.headline_window})",
+                logx=True)
     first = sweeps[config.models[0]].per_lag
     for lag in config.lags:
         row = first[lag]
-        curves[f"frontier_L{lag}"] = {
-            "x": list(config.windows),
-            "series": {"LMCleaner cost": row.costs["exact"], "LMCleaner residual": row.curves["exact"],
-                       "LMCleaner + tail cost": row.costs["exact+tail"],
-                       "LMCleaner + tail residual": row.curves["exact+tail"]},
-            "replay": [row.arms["replay"].calibrated, 0.0], "retrain": [row.arms["retrain"].calibrated, 0.0],
-            "xlabel": "truncation window K", "ylabel": "calibrated gradient-equivalents / residual",
-            "title": f"{config.models[0]}: residual vs cost, L = {lag}"}
-    curves["calibrated_cost"] = {
-        "x": list(config.lags),
-        "series": {arm: [first[lag].arms[arm].calibrated for lag in config.lags] for arm in CALIBRATED},
-        "xlabel": "lag L", "ylabel": "gradient-equivalents (measured unit costs)",
-        "title": f"{config.models[0]}: calibrated cost of one deletion", "logx": True, "logy": True}
-    curves["unit_costs"] = {
-        "x": list(config.lags),
-        "series": {"HVP / SGD step": [first[lag].units.hvp_cost for lag in config.lags],
-                   "public-tail HVP / SGD step": [first[lag].units.tail_cost for lag in config.lags]},
-        "xlabel": "lag L (measured before its timings)", "ylabel": "SGD steps", "title": "measured unit costs",
-        "logx": True}
-    curves["cost"] = {
-        "x": list(config.lags),
-        "series": {f"{arm} ({unit})": [getattr(first[lag].arms[arm], key) * scale for lag in config.lags]
-                   for arm in ("lmcleaner", "lmcleaner_tail", "replay", "retrain")
-                   for key, unit, scale in (("wall", "measured ms", 1e3), ("predicted_wall", "predicted ms", 1e3))},
-        "xlabel": "lag L", "ylabel": "wall time of one deletion (ms)", "title": f"{config.models[0]}: cost of one deletion",
-        "logx": True, "logy": True}
-    curves["noise"] = {
-        "x": ["no noise", "flat Q", "random Q", "isotropic σ_eq", "random Q, no tail", "band Q", "isotropic"],
-        "series": {"test accuracy": [noise.acc_clean, noise.acc_subspace_flat, noise.acc_subspace_random,
-                                     noise.acc_isotropic_equivalent, noise.acc_subspace_random_plain,
-                                     noise.acc_subspace_band, noise.acc_isotropic]},
-        "xlabel": "noise", "ylabel": "test accuracy",
-        "title": f"Certified noise at ε = {config.epsilon:g}, δ = {config.delta:g} (clipped run, Δ̄ = η·C)"}
+        curves[f"frontier_L{lag}"] = Curve(
+            x=list(config.windows),
+            series={"LMCleaner cost": row.costs["exact"], "LMCleaner residual": row.curves["exact"],
+                    "LMCleaner + tail cost": row.costs["exact+tail"],
+                    "LMCleaner + tail residual": row.curves["exact+tail"]},
+            xlabel="truncation window K", ylabel="calibrated gradient-equivalents / residual",
+            title=f"{config.models[0]}: residual vs cost, L = {lag}",
+            extra={"replay": [row.arms["replay"].calibrated, 0.0], "retrain": [row.arms["retrain"].calibrated, 0.0]})
+    curves["calibrated_cost"] = Curve(
+        x=list(config.lags),
+        series={arm: [first[lag].arms[arm].calibrated for lag in config.lags] for arm in CALIBRATED},
+        xlabel="lag L", ylabel="gradient-equivalents (measured unit costs)",
+        title=f"{config.models[0]}: calibrated cost of one deletion", logx=True, logy=True)
+    curves["unit_costs"] = Curve(
+        x=list(config.lags),
+        series={"HVP / SGD step": [first[lag].units.hvp_cost for lag in config.lags],
+                "public-tail HVP / SGD step": [first[lag].units.tail_cost for lag in config.lags]},
+        xlabel="lag L (measured before its timings)", ylabel="SGD steps", title="measured unit costs",
+        logx=True)
+    curves["cost"] = Curve(
+        x=list(config.lags),
+        series={f"{arm} ({unit})": [getattr(first[lag].arms[arm], key) * scale for lag in config.lags]
+                for arm in ("lmcleaner", "lmcleaner_tail", "replay", "retrain")
+                for key, unit, scale in (("wall", "measured ms", 1e3), ("predicted_wall", "predicted ms", 1e3))},
+        xlabel="lag L", ylabel="wall time of one deletion (ms)", title=f"{config.models[0]}: cost of one deletion",
+        logx=True, logy=True)
+    curves["noise"] = Curve(
+        x=["no noise", "flat Q", "random Q", "isotropic σ_eq", "random Q, no tail", "band Q", "isotropic"],
+        series={"test accuracy": [noise.acc_clean, noise.acc_subspace_flat, noise.acc_subspace_random,
+                                  noise.acc_isotropic_equivalent, noise.acc_subspace_random_plain,
+                                  noise.acc_subspace_band, noise.acc_isotropic]},
+        xlabel="noise", ylabel="test accuracy",
+        title=f"Certified noise at ε = {config.epsilon:g}, δ = {config.delta:g} (clipped run, Δ̄ = η·C)")
     curves["ledger"] = ledger
     return curves
 

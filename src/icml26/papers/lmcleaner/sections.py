@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from icml26.common.metrics import loss_threshold_mia_auc
-from icml26.contract import RunContext
+from icml26.contract import Curve, RunContext
 
 from .accountant import RDPAccountant
 from .analysis import draft_composition_epsilon, per_request_mu, relative_residual
@@ -337,7 +337,7 @@ def lag_sweep(kind: str, data: MixtureData, config: Config, ctx: RunContext) -> 
 # ---------------------------------------------------------------------------
 # Section 3: ledger
 # ---------------------------------------------------------------------------
-def ledger_curve(config: Config) -> dict[str, Any]:
+def ledger_curve(config: Config) -> Curve:
     """ε after M requests, each (ε, δ)-calibrated: draft formula vs RDP vs exact composition (a curve)."""
     mu = per_request_mu(config.epsilon, config.delta)  # per-request shift (Eq. 14–15)
     counts = sorted({1, 2, 5, 10, 20, 50, config.ledger_requests} & set(range(1, config.ledger_requests + 1)))
@@ -348,6 +348,6 @@ def ledger_curve(config: Config) -> dict[str, Any]:
         acc.add_gaussian(mu, count=m)
         rdp.append(acc.epsilon(config.delta)[0])
         exact.append(acc.exact_epsilon(config.delta))
-    return {"x": counts, "series": {"draft formula": draft, "RDP accountant": rdp, "exact Gaussian": exact},
-            "xlabel": "sequential requests M", "ylabel": f"total ε at δ = {config.delta:g}",
-            "title": "Privacy ledger across requests", "logx": True, "logy": True}
+    return Curve(x=counts, series={"draft formula": draft, "RDP accountant": rdp, "exact Gaussian": exact},
+                 xlabel="sequential requests M", ylabel=f"total ε at δ = {config.delta:g}",
+                 title="Privacy ledger across requests", logx=True, logy=True)
