@@ -3,12 +3,12 @@
 For each of ``n_systems`` random systems (n = 8, components of sizes 3, 3, 2 on a chain
 condensation), draw one soft-drift intervention per component plus a held-out one, and
 fit from exact moments and from N ∈ ``sample_sizes`` samples per regime. The arms come in
-two information classes (issue #28: method and baseline get the same information):
+two information classes (method and baseline get the same information):
 
 given the support of B (the drift graph)
   * ``recursive`` — the paper's recursive algorithm;
   * ``recursive_refined`` — the same, then the joint least squares of every regime's
-    equations on the support (ours, issue #28);
+    equations on the support (ours);
   * ``lsq_known_support`` — the paper's least-squares estimator with the support;
   * ``observational_lyapunov`` — the baseline: observational data only, D = I assumed;
   * ``observational_unknown_d`` — observational data only, D unknown (with the support the
@@ -42,7 +42,7 @@ import dataclasses
 
 import numpy as np
 
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.ou_steady import (
     Intervention,
     OUEstimate,
@@ -311,17 +311,17 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                                                         metrics["lsq_known_support"]["heldout_cov_err"])),
     ]
     curves = {
-        "drift_error_vs_N": {
-            "x": sizes,
-            "series": {arm: [metrics[arm][f"err_{sample_size_tag(n)}"] for n in sizes] for arm in ARMS},
-            "exact": {arm: metrics[arm]["err_exact"] for arm in ARMS},
-            "screen_sizes": list(config.screen_sizes),
-            "xlabel": "samples per regime N",
-            "ylabel": "median scale-aligned drift error",
-            "title": f"OU recovery, n={sum(config.scc_sizes)}, {config.n_systems} systems per seed",
-            "logx": True,
-            "logy": True,
-        },
+        "drift_error_vs_N": Curve(
+            x=sizes,
+            series={arm: [metrics[arm][f"err_{sample_size_tag(n)}"] for n in sizes] for arm in ARMS},
+            xlabel="samples per regime N",
+            ylabel="median scale-aligned drift error",
+            title=f"OU recovery, n={sum(config.scc_sizes)}, {config.n_systems} systems per seed",
+            logx=True,
+            logy=True,
+            extra={"exact": {arm: metrics[arm]["err_exact"] for arm in ARMS},
+                   "screen_sizes": list(config.screen_sizes)},
+        ),
     }
     notes = _notes(config, metrics, sizes, tag)
     dropped = [f"{arm}.{name}" for arm, row in metrics.items() for name, v in row.items() if not np.isfinite(v)]
