@@ -1,6 +1,6 @@
 """ReViT reproduction: one-step Navier–Stokes prediction tested at all four rotations.
 
-Setting (issue 11; brief §4): 2D periodic Navier–Stokes with a uniform background
+Setting (brief §4): 2D periodic Navier–Stokes with a uniform background
 flow whose direction is drawn near +x, so the training set is orientation-biased.
 Three models of about 0.21 M parameters are trained for the same number of steps on
 the same pairs, with several seeds each:
@@ -21,7 +21,7 @@ import logging
 import numpy as np
 import torch
 
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.revit.analysis import relative_gain, rotation_spread, summarize_rotations
 from icml26.papers.revit.baselines import PlainViT
 from icml26.papers.revit.claims import CHECKS
@@ -185,16 +185,16 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     xs = list(range(1, config.steps + 1, stride))
     loss_series = {arm: [float(np.mean([run_[i - 1] for run_ in runs[arm].losses])) for i in xs] for arm in ARMS}
     curves = {
-        "per_rotation_mse": {"x": degrees, "series": series, "xlabel": "test rotation (degrees)",
-                             "ylabel": "test MSE (velocity)", "title": "Test MSE per rotation (mean of seeds)",
-                             "logy": True},
-        "per_rotation_mse_by_seed": {"x": degrees, "series": by_seed, "xlabel": "test rotation (degrees)",
-                                     "ylabel": "test MSE (velocity)", "logy": True},
-        "training_loss": {"x": xs, "series": loss_series, "xlabel": "step",
-                          "ylabel": "training MSE (normalised units)", "title": "Training loss (mean of seeds)",
-                          "logy": True},
-        "steps_per_s": {"x": [0], "series": {arm: [steps_per_s[arm]] for arm in ARMS},
-                        "xlabel": "", "ylabel": "training steps/s"},
+        "per_rotation_mse": Curve(x=degrees, series=series, xlabel="test rotation (degrees)",
+                                  ylabel="test MSE (velocity)", title="Test MSE per rotation (mean of seeds)",
+                                  logy=True),
+        "per_rotation_mse_by_seed": Curve(x=degrees, series=by_seed, xlabel="test rotation (degrees)",
+                                          ylabel="test MSE (velocity)", logy=True),
+        "training_loss": Curve(x=xs, series=loss_series, xlabel="step",
+                               ylabel="training MSE (normalised units)", title="Training loss (mean of seeds)",
+                               logy=True),
+        "steps_per_s": Curve(x=[0], series={arm: [steps_per_s[arm]] for arm in ARMS},
+                             ylabel="training steps/s"),
     }
     notes = [
         f"ReViT vs ViT+augmentation at rotation 0 (reported, not gated): MSE {metrics['ReViT']['mse_rot0']:.3g} vs "
@@ -206,6 +206,6 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     ]
     if ratio_aug_rot0 > 1.3:
         notes.append("ReViT learns more slowly in distribution than ViT+augmentation at this CPU budget "
-                     "(issue #30's target is at most 1.3x); its advantage here is exact equivariance and "
+                     "(the target is at most 1.3x); its advantage here is exact equivariance and "
                      "rotated generalisation.")
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
