@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 from icml26.common.cache import config_hash, entry, load_entry
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.robuq import (
     LinearSchedule,
     TinyDiT,
@@ -251,20 +251,20 @@ def _outcome(config, results, losses, kurt, sens, alloc, scorer) -> Outcome:
                                             note=f"{eps['robuq_a4']:.4f} vs {eps['naive_a4']:.4f}"),
     ]
     curves: dict[str, Any] = {
-        "eps_by_t": {"x": results["fp"]["timesteps"], "series": {a: results[a]["by_t"] for a in arms},
-                     "xlabel": "timestep t", "ylabel": "held-out ε-MSE", "title": "ε-MSE by timestep", "logy": True},
-        "qat_loss": {"x": list(range(0, config.qat_steps, 10)),
-                     "series": {a: losses[a][::10] for a in losses}, "xlabel": "QAT step",
-                     "ylabel": "training ε loss", "title": "QAT loss", "logy": True},
-        "kurtosis": {"x": list(range(len(kurt["names"]))), "series": {"before H": kurt["before"],
-                     "after D·H": kurt["after"]}, "xlabel": "layer", "ylabel": "mean excess kurtosis",
-                     "title": "per-token excess kurtosis of Linear inputs (FP model)", "labels": kurt["names"]},
-        "ampn": {"x": list(range(len(alloc.names))), "series": {"bits": list(alloc.bits)},
-                 "xlabel": "layer", "ylabel": "activation bits", "title": "AMPN allocation",
-                 "labels": list(alloc.names), "sensitivity": sens.delta.tolist(), "bit_options": list(sens.bit_options)},
-        "samples": {"x": list(range(20 * 64)), "series": {a: results[a]["samples"].ravel().tolist() for a in arms},
-                    "shape": [20, 8, 8], "xlabel": "pixel", "ylabel": "value",
-                    "title": "two DDIM samples per class, flattened"},
+        "eps_by_t": Curve(x=results["fp"]["timesteps"], series={a: results[a]["by_t"] for a in arms},
+                          xlabel="timestep t", ylabel="held-out ε-MSE", title="ε-MSE by timestep", logy=True),
+        "qat_loss": Curve(x=list(range(0, config.qat_steps, 10)),
+                          series={a: losses[a][::10] for a in losses}, xlabel="QAT step",
+                          ylabel="training ε loss", title="QAT loss", logy=True),
+        "kurtosis": Curve(x=list(range(len(kurt["names"]))), series={"before H": kurt["before"],
+                          "after D·H": kurt["after"]}, xlabel="layer", ylabel="mean excess kurtosis",
+                          title="per-token excess kurtosis of Linear inputs (FP model)", labels=kurt["names"]),
+        "ampn": Curve(x=list(range(len(alloc.names))), series={"bits": list(alloc.bits)},
+                      xlabel="layer", ylabel="activation bits", title="AMPN allocation", labels=list(alloc.names),
+                      extra={"sensitivity": sens.delta.tolist(), "bit_options": list(sens.bit_options)}),
+        "samples": Curve(x=list(range(20 * 64)), series={a: results[a]["samples"].ravel().tolist() for a in arms},
+                         xlabel="pixel", ylabel="value", title="two DDIM samples per class, flattened",
+                         extra={"shape": [20, 8, 8]}),
     }
     notes = [f"Every arm, full precision included, trains {config.qat_steps} steps from the cached FP model "
              f"(held-out eps-MSE {results['fp_start']['eps_mse']:.4f} before them; arm fp_start).",
