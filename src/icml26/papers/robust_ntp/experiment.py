@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.robust_ntp import (
     Cycling,
     DistillConfig,
@@ -229,32 +229,32 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     ]
     curve_x = list(range(1, h_max + 1, max(1, h_max // 256)))
     curves = {
-        "regret_per_round": {
-            "x": list(config.horizons),
-            "series": {"raw": [r.raw_regret for r in per_h],
-                       "robustified": [r.robust_regret for r in per_h],
-                       f"robustified, context {config.window}": [r.windowed_regret for r in per_h]},
-            "xlabel": "horizon T", "ylabel": "regret per round vs greedy adversary",
-            "title": "Sticky-RPS model: regret per round", "logx": True,
-        },
-        "regret_curve": {
-            "x": curve_x,
-            "series": {"raw": [float(exact.raw_curve[t - 1]) for t in curve_x],
-                       "robustified": [float(exact.robust_curve[t - 1]) for t in curve_x]},
-            "trigger": exact.trigger,
-            "xlabel": "round t", "ylabel": "cumulative regret",
-            "title": f"T={h_max}: greedy adversary (fallback at t={exact.trigger})",
-        },
+        "regret_per_round": Curve(
+            x=list(config.horizons),
+            series={"raw": [r.raw_regret for r in per_h],
+                    "robustified": [r.robust_regret for r in per_h],
+                    f"robustified, context {config.window}": [r.windowed_regret for r in per_h]},
+            xlabel="horizon T", ylabel="regret per round vs greedy adversary",
+            title="Sticky-RPS model: regret per round", logx=True,
+        ),
+        "regret_curve": Curve(
+            x=curve_x,
+            series={"raw": [float(exact.raw_curve[t - 1]) for t in curve_x],
+                    "robustified": [float(exact.robust_curve[t - 1]) for t in curve_x]},
+            xlabel="round t", ylabel="cumulative regret",
+            title=f"T={h_max}: greedy adversary (fallback at t={exact.trigger})",
+            extra={"trigger": exact.trigger},
+        ),
     }
     if students.curve:
         budgets = sorted({(pt.sequences, pt.steps) for pt in students.curve})
-        curves["budget_curve"] = {
-            "x": [steps for _, steps in budgets],
-            "series": {f"replicate {r}": [next((ratio(pt.regret, students.raw_student_regret) for pt in students.curve
-                                                if (pt.sequences, pt.steps) == bud and pt.replicate == r), None)
-                                          for bud in budgets] for r in range(config.curve_seeds)},
-            "labels": [f"{n} x {st}" for n, st in budgets],
-            "xlabel": "optimiser steps (histories x steps)", "ylabel": "robust / raw student regret",
-            "title": f"distillation budget, T = {t_d}"}
+        curves["budget_curve"] = Curve(
+            x=[steps for _, steps in budgets],
+            series={f"replicate {r}": [next((ratio(pt.regret, students.raw_student_regret) for pt in students.curve
+                                             if (pt.sequences, pt.steps) == bud and pt.replicate == r), None)
+                                       for bud in budgets] for r in range(config.curve_seeds)},
+            labels=[f"{n} x {st}" for n, st in budgets],
+            xlabel="optimiser steps (histories x steps)", ylabel="robust / raw student regret",
+            title=f"distillation budget, T = {t_d}")
     ctx.provenance["tau_rule"] = f"{config.threshold_coef} * sqrt(T)"
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
