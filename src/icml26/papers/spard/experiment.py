@@ -1,4 +1,4 @@
-"""SPARD reproduction: the digits analogue of a harmful fine-tuning attack (issue #22, brief §4).
+"""SPARD reproduction: the digits analogue of a harmful fine-tuning attack (brief §4).
 
 Per replicate (:mod:`icml26.papers.spard.digits`): an aligned MLP that refuses harmful digits
 7/8/9 is fine-tuned on a shifted 0-6 task with 10 % attack data (compliant labels), under
@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.spard.analysis import accuracy_drop_points, ratio_to_best, worst_gap
 from icml26.papers.spard.claims import CHECKS
 from icml26.papers.spard.config import Config
@@ -153,13 +153,13 @@ def _curves(metrics: dict[str, dict[str, float]], cfg: Config) -> dict[str, Any]
     names = {"SPARD (DPP)": "SPARD p={:.0%}", "SPAG+random": "SPAG+random p={:.0%}", "SPAG+top-k": "SPAG+top-k p={:.0%}"}
     sel = {"DPP": "DPP", "random": "random", "top-k": "top-k"}
     return {
-        "asr_vs_ratio": {"x": xs, "series": {k: [metrics[v.format(p)]["asr"] for p in cfg.ratios] for k, v in names.items()},
-                         "xlabel": "safety data p (% of the user set)", "ylabel": "attack success rate",
-                         "title": "spard: ASR of SPAG by selection rule"},
-        "coverage_vs_ratio": {"x": xs, "series": {k: [metrics[f"selection {v} p={p:.0%}"]["categories_mean"]
-                                                      for p in cfg.ratios] for k, v in sel.items()},
-                              "xlabel": "safety data p (% of the user set)", "ylabel": "harm categories covered (of 3)",
-                              "title": "spard: category coverage of the selected subset"},
+        "asr_vs_ratio": Curve(x=xs, series={k: [metrics[v.format(p)]["asr"] for p in cfg.ratios] for k, v in names.items()},
+                              xlabel="safety data p (% of the user set)", ylabel="attack success rate",
+                              title="spard: ASR of SPAG by selection rule"),
+        "coverage_vs_ratio": Curve(x=xs, series={k: [metrics[f"selection {v} p={p:.0%}"]["categories_mean"]
+                                                     for p in cfg.ratios] for k, v in sel.items()},
+                                   xlabel="safety data p (% of the user set)", ylabel="harm categories covered (of 3)",
+                                   title="spard: category coverage of the selected subset"),
     }
 
 
@@ -177,11 +177,11 @@ def _text_section(cfg: Config, ctx: RunContext, metrics: dict, curves: dict, not
         metrics[f"text {selector} k={k}"] = row
     for metric, label in (("areas", "risk areas covered (of 5)"), ("intents", "intent tags covered"),
                           ("logdet", "log det L_Y"), ("reference_area_share", "share from the reference's area")):
-        curves[f"text_{metric}"] = {"x": list(cfg.text_ks),
-                                    "series": {s: [text.rows[(s, k)][metric] for k in cfg.text_ks]
-                                               for s in ("DPP", "top-k", "random")},
-                                    "xlabel": "subset size k", "ylabel": label,
-                                    "title": f"spard: Do-Not-Answer selection, {label}"}
+        curves[f"text_{metric}"] = Curve(x=list(cfg.text_ks),
+                                         series={s: [text.rows[(s, k)][metric] for k in cfg.text_ks]
+                                                 for s in ("DPP", "top-k", "random")},
+                                         xlabel="subset size k", ylabel=label,
+                                         title=f"spard: Do-Not-Answer selection, {label}")
     ctx.provenance["text_section_encode_seconds"] = round(text.encode_seconds, 1)
     notes.append(f"text section: {text.n_prompts} Do-Not-Answer prompts, MiniLM embeddings; each risk area's "
                  "random half in turn is the reference, the rest the candidates; means over the 5 areas.")
