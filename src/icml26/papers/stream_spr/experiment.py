@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 
 from .analysis import average_curves, finite_mean, first_crossing, games_won, paired_gaps, return_ratio
 from .claims import CHECKS
@@ -135,8 +135,8 @@ def _summarize(config: Config, results: list[RunSummary]) -> tuple[Outcome, dict
     last = next((v for v in reversed(loss) if v is not None), float("nan"))
     notes.append(f"SPR+orth² loss (bin mean, runs averaged): {last:.3f} at the end; first below -0.8 "
                  + (f"in the bin ending at step {crossed}." if crossed is not None else "nowhere in the run.")
-                 + f" The bar's window is {window} steps: twice the 20k steps naive SPR needs to reach -0.8 "
-                   "(issue #30); add spr_naive to arms to measure naive SPR's curve in the same run.")
+                 + f" The bar's window is {window} steps: twice the 20k steps naive SPR needs to reach -0.8; "
+                   "add spr_naive to arms to measure naive SPR's curve in the same run.")
     if "spr_naive" in metrics:
         naive = average_curves([r.spr_loss_curve for r in results if r.arm == "spr_naive"])
         naive_crossed = first_crossing(results[0].edges, naive, -0.8)
@@ -191,34 +191,34 @@ def _curves(config: Config, results: list[RunSummary], arms: list[str]) -> dict[
     curves: dict[str, Any] = {}
     for game in config.games:
         suffix = "" if len(config.games) == 1 else f"_{game}"
-        curves[f"learning_curve{suffix}"] = {
-            "x": edges,
-            "series": {LABELS[a]: average_curves([r.return_curve for r in results if r.game == game and r.arm == a])
-                       for a in arms},
-            "xlabel": "environment steps", "ylabel": "mean return, last 20 episodes",
-            "title": f"MinAtar {game}: learning curves ({config.seeds} seed(s))",
-        }
+        curves[f"learning_curve{suffix}"] = Curve(
+            x=edges,
+            series={LABELS[a]: average_curves([r.return_curve for r in results if r.game == game and r.arm == a])
+                    for a in arms},
+            xlabel="environment steps", ylabel="mean return, last 20 episodes",
+            title=f"MinAtar {game}: learning curves ({config.seeds} seed(s))",
+        )
     spr_arms = [a for a in arms if ARMS[a]["spr"]]
-    curves["spr_loss"] = {
-        "x": edges,
-        "series": {LABELS[a]: average_curves([r.spr_loss_curve for r in results if r.arm == a]) for a in spr_arms},
-        "xlabel": "environment steps", "ylabel": "SPR loss (−cos), bin mean",
-        "title": "SPR loss (bar: below −0.8 within the loss window)",
-    }
+    curves["spr_loss"] = Curve(
+        x=edges,
+        series={LABELS[a]: average_curves([r.spr_loss_curve for r in results if r.arm == a]) for a in spr_arms},
+        xlabel="environment steps", ylabel="SPR loss (−cos), bin mean",
+        title="SPR loss (bar: below −0.8 within the loss window)",
+    )
     if len(config.games) > 1 or config.seeds > 1:
-        curves["returns_by_seed"] = {
-            "x": list(range(config.seeds)),
-            "series": {f"{a} · {g}": _per_seed(results, a, g) for g in config.games for a in arms},
-            "xlabel": "seed index", "ylabel": "last-10% return",
-            "title": "last-10% return by game, arm and seed",
-        }
+        curves["returns_by_seed"] = Curve(
+            x=list(range(config.seeds)),
+            series={f"{a} · {g}": _per_seed(results, a, g) for g in config.games for a in arms},
+            xlabel="seed index", ylabel="last-10% return",
+            title="last-10% return by game, arm and seed",
+        )
     method_runs = [r for r in results if r.arm == "spr_orth2"]
-    curves["encoder_cosine"] = {
-        "x": edges,
-        "series": {"|cos| before orth²": average_curves([r.cos_before_curve for r in method_runs]),
-                   "|cos| after orth²": [None if v is None else max(v, 1e-12)
-                                         for v in average_curves([r.cos_after_curve for r in method_runs])]},
-        "xlabel": "environment steps", "ylabel": "|cos(SPR encoder update, ObGD encoder update)|",
-        "title": "SPR+orth²: alignment of the two encoder updates", "logy": True,
-    }
+    curves["encoder_cosine"] = Curve(
+        x=edges,
+        series={"|cos| before orth²": average_curves([r.cos_before_curve for r in method_runs]),
+                "|cos| after orth²": [None if v is None else max(v, 1e-12)
+                                      for v in average_curves([r.cos_after_curve for r in method_runs])]},
+        xlabel="environment steps", ylabel="|cos(SPR encoder update, ObGD encoder update)|",
+        title="SPR+orth²: alignment of the two encoder updates", logy=True,
+    )
     return curves
