@@ -30,7 +30,7 @@ import numpy as np
 import torch
 
 from icml26.common.seeding import torch_threads
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.subspace_path.analysis import fraction_of_dense, gap_points, split_accuracy
 from icml26.papers.subspace_path.claims import CHECKS
 from icml26.papers.subspace_path.config import Config
@@ -208,11 +208,11 @@ def _synthetic(cfg: Config, ctx: RunContext) -> tuple[dict, list, dict, list[str
                         "dbs_separation": basis.separation, "dbs_coverage": basis.coverage, **info}
 
     checks = []
-    curves = {f"exact_match_{split}": {
-        "x": [0.0] + [100 * r for r in cfg.prune_ratios],
-        "series": {arm: [dense_split[split]] + [rows[arm][f"{split}_{round(100 * r)}"] for r in cfg.prune_ratios]
-                   for arm in arms},
-        "xlabel": "heads removed (%)", "ylabel": "exact match", "title": f"{split} scenarios"}
+    curves = {f"exact_match_{split}": Curve(
+        x=[0.0] + [100 * r for r in cfg.prune_ratios],
+        series={arm: [dense_split[split]] + [rows[arm][f"{split}_{round(100 * r)}"] for r in cfg.prune_ratios]
+                for arm in arms},
+        xlabel="heads removed (%)", ylabel="exact match", title=f"{split} scenarios")
         for split in dense_split}
     notes = [f"DBS selected {selected} (separation {basis.separation:.2f}, coverage {basis.coverage:.2f}); "
              f"OOD: {held_out}. Whitelist: {info['whitelist']} heads of {cfg.n_layers * cfg.n_heads}.",
