@@ -1,6 +1,6 @@
 """Reproduction of zs_expand (our interpretation) on a synthetic granularity benchmark.
 
-1. **Synthetic benchmark** (issue #26): 6 superclasses x 8 fine classes; causal attributes in a
+1. **Synthetic benchmark**: 6 superclasses x 8 fine classes; causal attributes in a
    coarse and a fine block, rendered as words in three description sources x 6 nuisance
    sentences and embedded by all-MiniLM-L6-v2; features ``x = ReLU(A_c R1) R2 + eps`` from the
    causal attributes only; a multinomial logistic head on 30 seen classes; 18 unseen classes
@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.contract import Outcome, RunContext
+from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.zs_expand.analysis import intervention_variance, per_class_accuracy, ratio, restricted_predictions
 from icml26.papers.zs_expand.baselines import ICISExpander, SharedMLPExpander, WAvgExpander
 from icml26.papers.zs_expand.claims import ARMS as ARM_SPECS
@@ -245,20 +245,20 @@ def _outcome(config: Config, ctx: RunContext, arms: dict[str, ArmScores], ceilin
     ]
     names = list(arms) + ["ceiling_own_images"]
     curves: dict[str, Any] = {
-        "zsl": {"x": ["all", "similar", "distinct"],
-                "series": {n: [metrics[n]["zsl"], metrics[n]["zsl_similar"], metrics[n]["zsl_distinct"]]
-                           for n in names},
-                "xlabel": "unseen subset", "ylabel": "ZSL per-class accuracy", "title": "ZSL accuracy by subset"},
-        "gzsl": {"x": ["S", "U", "H"],
-                 "series": {n: [metrics[n]["gzsl_seen"], metrics[n]["gzsl_unseen"], metrics[n]["gzsl_h"]]
-                            for n in names},
-                 "xlabel": "GZSL figure", "ylabel": "per-class accuracy", "title": "GZSL with the injected head"},
-        "variance": {"x": list(arms), "series": {"relative variance": [arms[n].variance for n in arms]},
-                     "xlabel": "arm", "ylabel": "Var_n[w] / mean |w|^2",
-                     "title": "weight variance across nuisance interventions"},
-        "group_count": {"x": [int(k) for k in extras["scores"]], "series": {"eigengap": list(extras["scores"].values())},
-                        "xlabel": "number of groups G", "ylabel": f"{config.criterion} score",
-                        "title": f"group count (chosen {extras['n_groups']}, ARI {extras['ari']:.2f})"},
+        "zsl": Curve(x=["all", "similar", "distinct"],
+                     series={n: [metrics[n]["zsl"], metrics[n]["zsl_similar"], metrics[n]["zsl_distinct"]]
+                             for n in names},
+                     xlabel="unseen subset", ylabel="ZSL per-class accuracy", title="ZSL accuracy by subset"),
+        "gzsl": Curve(x=["S", "U", "H"],
+                      series={n: [metrics[n]["gzsl_seen"], metrics[n]["gzsl_unseen"], metrics[n]["gzsl_h"]]
+                              for n in names},
+                      xlabel="GZSL figure", ylabel="per-class accuracy", title="GZSL with the injected head"),
+        "variance": Curve(x=list(arms), series={"relative variance": [arms[n].variance for n in arms]},
+                          xlabel="arm", ylabel="Var_n[w] / mean |w|^2",
+                          title="weight variance across nuisance interventions"),
+        "group_count": Curve(x=[int(k) for k in extras["scores"]], series={"eigengap": list(extras["scores"].values())},
+                             xlabel="number of groups G", ylabel=f"{config.criterion} score",
+                             title=f"group count (chosen {extras['n_groups']}, ARI {extras['ari']:.2f})"),
     }
     notes = [
         f"Synthetic benchmark ({config.n_groups}x{config.per_group} classes, {config.n_nuisances} nuisances): "

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from icml26.contract import RunContext
+from icml26.contract import Curve, RunContext
 from icml26.papers.zs_expand.baselines import ICISExpander, SharedMLPExpander, WAvgExpander
 from icml26.papers.zs_expand.config import Config
 from icml26.papers.zs_expand.data import NUISANCES
@@ -205,11 +205,11 @@ def real_section(config: Config, ctx: RunContext, encoder: Any) -> RealSection |
     logits = feats[test_seen] @ seen_rows[:, :-1].numpy().T + seen_rows[:, -1].numpy()
     seen_acc = float((seen[logits.argmax(1)] == y_test[test_seen]).mean())
     metrics["real_seen_head"] = {"seen_accuracy": seen_acc}
-    curve = {"x": ["ZSL", "GZSL S", "GZSL U", "GZSL H"],
-             "series": {arm: [m["zsl"], m["gzsl_seen"], m["gzsl_unseen"], m["gzsl_h"]]
-                        for arm, m in metrics.items() if "zsl" in m},
-             "xlabel": "figure", "ylabel": "per-class accuracy",
-             "title": f"Animal-MNIST + digits: {len(seen)} seen, unseen {', '.join(REAL_UNSEEN)}"}
+    curve = Curve(x=["ZSL", "GZSL S", "GZSL U", "GZSL H"],
+                  series={arm: [m["zsl"], m["gzsl_seen"], m["gzsl_unseen"], m["gzsl_h"]]
+                          for arm, m in metrics.items() if "zsl" in m},
+                  xlabel="figure", ylabel="per-class accuracy",
+                  title=f"Animal-MNIST + digits: {len(seen)} seen, unseen {', '.join(REAL_UNSEEN)}")
     me, mlp = metrics["real_zs_expand"], metrics["real_shared_mlp"]
     verdict = "at least as good as" if me["zsl"] >= mlp["zsl"] else "worse than"
     notes = [f"Real section (report only): CNN seen accuracy {seen_acc:.3f}; ZSL over the 6 unseen classes: "
