@@ -649,13 +649,14 @@ def test_pretrained_arm_on_smollm2_measures_rho_and_the_cached_perturbation_stud
     from icml26.papers.curvature.experiment import STREAMS, Config
     from icml26.papers.curvature.sections import pretrained_arm
 
-    config = Config(pretrained_tokens=300, pretrained_context=32, pretrained_batch=4, bootstrap=20,
+    config = Config(pretrained_tokens=600, pretrained_context=96, pretrained_batch=4, bootstrap=20,
                     pretrained_perturb_positions=6, pretrained_perturb_length=8, pretrained_perturb_batch=4)
     ctx = RunContext(seed=0, device=torch.device("cpu"), setting="quick", threads=1, streams=STREAMS)
     metrics, study = pretrained_arm(config, stdlib_corpus(), ctx)
-    assert metrics["n_windows"] == 11 and metrics["n_tokens"] >= 300  # ceil(300 / (32 - 3 - 1)) windows
+    assert metrics["n_windows"] == 7 and metrics["n_tokens"] >= 600  # ceil(600 / (96 - 3 - 1)) windows
     assert 1 <= metrics["best_layer"] <= 30 and metrics["best_ci_low"] <= metrics["best_spearman"] <= metrics["best_ci_high"]
-    # SmolLM2 beats a bigram fitted on the text outside its windows (32-token windows: a short context)
+    # SmolLM2 beats a bigram fitted on the text outside its windows. With 96-token windows the margin is
+    # 0.7-2.0 nats over seeds 0-2; 32-token windows gave -0.02 to 0.8 (too little context to test this).
     assert metrics["valid_loss"] < metrics["bigram_valid_loss"] - 0.2
     assert study is not None and study.delta["aligned"].shape == (4, 6) and np.isfinite(study.delta["aligned"]).all()
     assert 1 <= study.layer <= 29 and study.tests["aligned"].n == 6
