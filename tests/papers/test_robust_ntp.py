@@ -384,4 +384,4 @@ def test_budget_curve_config_and_run():
         if key.startswith("robust_over_raw_student_"):
             tag = key[len("robust_over_raw_student_"):]
             assert value == pytest.approx(curve[f"robust_student_regret_{tag}"] / raw)
-    assert out.curves["budget_curve"]["labels"] == ["30 x 2", "60 x 3"]
+    assert list(out.curves["budget_curve"].labels) == ["30 x 2", "60 x 3"]
