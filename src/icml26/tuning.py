@@ -16,7 +16,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from icml26.contract import ArmSpec
+from icml26.checks import ArmSpec
 
 __all__ = ["grid_points", "tune"]
 
