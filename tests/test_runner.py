@@ -94,12 +94,14 @@ def test_atomic_write_gives_files_the_usual_permissions(tmp_path):
 
 
 def test_provenance_names_the_commit_the_run_started_on(fake_paper, monkeypatch):
+    from icml26 import provenance
+
     states = iter([("a" * 40, False), ("b" * 40, True)])  # HEAD moves while the run goes on
-    monkeypatch.setattr(runner, "_git_commit", lambda: next(states))
+    monkeypatch.setattr(provenance, "git_commit", lambda: next(states))
     prov = runner.run("zz_fake", seed=1, out=None).data["provenance"]
     assert (prov["git_commit"], prov["git_dirty"]) == ("a" * 40, False)
     assert (prov["git_commit_at_end"], prov["git_dirty_at_end"]) == ("b" * 40, True)
-    monkeypatch.setattr(runner, "_git_commit", lambda: ("c" * 40, False))
+    monkeypatch.setattr(provenance, "git_commit", lambda: ("c" * 40, False))
     prov = runner.run("zz_fake", seed=1, out=None).data["provenance"]
     assert prov["git_commit"] == "c" * 40 and "git_commit_at_end" not in prov
 

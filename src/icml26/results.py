@@ -28,13 +28,14 @@ budgets :mod:`icml26.budgets`; their names still import from here.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import math
 import os
 import re
 import tempfile
-from pathlib import Path
 from importlib import import_module
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from icml26.aggregate import claim_status as _claim_status
@@ -430,3 +431,28 @@ def __getattr__(name: str) -> Any:
         if name in moved:
             return getattr(import_module(module), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# ---------------------------------------------------------------------------
+# A configuration's identity
+# ---------------------------------------------------------------------------
+def config_hash(key: str, setting: str, config: Mapping[str, Any]) -> str:
+    """A short hash of what a seed's numbers depend on besides the seed and the code: the paper,
+    the setting and every resolved config field. Seeds are aggregated only when it is equal."""
+    text = json.dumps({"paper": key, "setting": setting, "config": config}, sort_keys=True,
+                      default=_json_default, allow_nan=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def _json_default(obj: Any) -> Any:
+    import numpy as np
+
+    if isinstance(obj, (np.integer,)):
+        return int(obj)
+    if isinstance(obj, (np.floating,)):
+        return float(obj)
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if type(obj).__module__.split(".")[0] == "torch" and hasattr(obj, "detach"):  # a tensor
+        return obj.detach().cpu().tolist()
+    raise TypeError(f"cannot write {type(obj).__name__} to a result; convert it to numbers first")

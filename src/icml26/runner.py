@@ -20,16 +20,10 @@ atomically: a run that fails writes nothing.
 from __future__ import annotations
 
 import dataclasses
-import datetime as _dt
-import hashlib
-import io
 import json
 import logging
 import math
 import os
-import platform
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
@@ -37,19 +31,23 @@ from typing import Any, Literal, Mapping, Sequence
 import numpy as np
 import torch
 
+from icml26 import provenance as _prov
 from icml26 import registry
 from icml26.common.config import apply_overrides, config_to_dict
 from icml26.common.extras import MissingExtraError
 from icml26.common.seeding import default_threads, resolve_device, seed_everything, set_threads
 from icml26.contract import Outcome, RunContext, curves_to_dicts, finish_checks
+from icml26.render import render_figures, render_with
 from icml26.results import (
     SCHEMA_VERSION,
     Result,
+    _json_default,
     atomic_write_bytes,
     atomic_write_text,
-    plot_curves,
+    config_hash,
     validate,
 )
+from icml26.seeds import aggregate_folder, parse_seeds, seeds_in
 
 __all__ = [
     "PaperNotImplementedError",
@@ -149,8 +147,6 @@ class RunPlan:
               threads: int | None = None, out: str | os.PathLike | None = "results") -> RunPlan:
         if setting not in ("full", "quick", "tiny"):
             raise ValueError(f"setting={setting!r} must be 'full', 'quick' or 'tiny'")
-        from icml26.sweep import parse_seeds
-
         seed_list = tuple(parse_seeds(seeds))
         if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
             raise ValueError(f"threads={threads!r} must be a positive integer (None: every core)")
@@ -208,57 +204,6 @@ def check_out(out: str | os.PathLike, key: str) -> Path:
     return folder
 
 
-def _git_commit() -> tuple[str | None, bool | None]:
-    here = Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=here, capture_output=True,
-                                text=True, timeout=5, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=5, check=True).stdout.strip()
-        return commit or None, bool(dirty)
-    except (OSError, subprocess.SubprocessError):
-        return None, None
-
-
-def _cpu_model() -> str:
-    """The CPU's model name (float32 kernels, hence the last digits of trained models, depend on it)."""
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace").splitlines():
-            if line.lower().startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
-
-
-def _provenance(ctx: RunContext, wall: float, code: tuple[str | None, bool | None]) -> dict[str, Any]:
-    """``code`` is :func:`_git_commit` taken when the run started: the code that ran (a long run
-    can outlive the checkout's HEAD; if HEAD moved, the end state is recorded beside it)."""
-    import icml26
-
-    commit, dirty = code
-    end = _git_commit()
-    moved = {} if end == code else {"git_commit_at_end": end[0], "git_dirty_at_end": end[1]}
-    return {
-        "icml26": icml26.__version__,
-        "git_commit": commit,
-        "git_dirty": dirty,
-        **moved,
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "torch": torch.__version__,
-        "platform": platform.platform(),
-        "machine": platform.machine(),
-        "cpu": _cpu_model(),
-        "threads": ctx.threads,
-        "device": str(ctx.device),
-        "wall_time_s": round(wall, 3),
-        "utc": _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "argv": sys.argv[1:],
-        **ctx.provenance,
-    }
-
-
 def run(
     key: str,
     quick: bool = True,
@@ -303,8 +248,6 @@ def run_plan(plan: RunPlan, *, progress: bool | None = None) -> Result:
     if folder is not None and (folder / "seeds").is_dir():
         # the folder holds a sweep: this seed joins it (same configuration only) instead of
         # replacing the multi-seed aggregate with a single seed
-        from icml26.sweep import seeds_in
-
         seeds_in(folder, plan.key, plan.config_hash)
     data, figures = execute_plan(plan, plan.seeds[0], progress=progress, render=folder is not None)
     if folder is None:
@@ -320,8 +263,6 @@ def write_run(folder: Path, data: Mapping[str, Any], figures: Mapping[str, bytes
     key = data["paper"]
     if not (folder / "seeds").is_dir():
         return Result(dict(data), path=write_result(folder, data, figures))
-    from icml26.sweep import aggregate_folder, seeds_in
-
     seed = int(data["seed"])
     seeds_in(folder, key, data["config_hash"])  # another configuration's seeds: refuse before writing anything
     write_result(folder / "seeds" / str(seed), data, figures)
@@ -368,7 +309,7 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
                      show_progress=progress, streams=_declared_streams(module))
 
     log.info("running %s (%s, seed %d) on %s", key, setting, seed, dev)
-    code = _git_commit()
+    code = _prov.git_commit()
     start = time.perf_counter()
     outcome = module.run(config, ctx)
     wall = time.perf_counter() - start
@@ -401,7 +342,7 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
         "curves": _clean(curves_to_dicts(outcome.curves)),
         "figures": [],
         "notes": list(outcome.notes),
-        "provenance": _provenance(ctx, wall, code),
+        "provenance": _prov.provenance(ctx, wall, code),
     }
     data = json.loads(_dumps(data))  # exactly what a reader of result.json sees
     # Render figures from the JSON-ready data before anything is written.
@@ -409,14 +350,6 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
     data["figures"] = sorted(figures)
     validate(data)
     return data, figures
-
-
-def config_hash(key: str, setting: str, config: Mapping[str, Any]) -> str:
-    """A short hash of what a seed's numbers depend on besides the seed and the code: the paper,
-    the setting and every resolved config field. Seeds are aggregated only when it is equal."""
-    text = json.dumps({"paper": key, "setting": setting, "config": config}, sort_keys=True,
-                      default=_json_default, allow_nan=True)
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 
 
 def claim_block(text: str, checks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -444,13 +377,6 @@ def arms_record(declared: Mapping[str, Any], tuning: Mapping[str, Mapping[str, A
     return out
 
 
-def render_figures(key: str, data: dict[str, Any]) -> dict[str, bytes]:
-    """The paper's figures for a result (its ``plot``, or one figure per curve), as PNG bytes."""
-    module = registry.get(key).load_experiment()
-    plotter = getattr(module, "plot", None) or plot_curves
-    return render_with(plotter, data)
-
-
 def write_result(folder: Path, data: Mapping[str, Any], figures: Mapping[str, bytes]) -> Path:
     """Write the PNGs, then ``result.json`` (atomically), into ``folder``; remove stale PNGs there."""
     for name, png in figures.items():
@@ -461,25 +387,6 @@ def write_result(folder: Path, data: Mapping[str, Any], figures: Mapping[str, by
         if stale.name not in figures:
             stale.unlink()
     return path
-
-
-def render_with(plotter, data: dict[str, Any]) -> dict[str, bytes]:
-    """``plotter(data)``'s figures as PNG bytes, ``{name.png: bytes}`` (headless)."""
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    import matplotlib.pyplot as plt
-
-    rendered = {}
-    for name, fig in plotter(data).items():
-        if not name.endswith(".png"):
-            name = f"{name}.png"
-        buffer = io.BytesIO()
-        fig.savefig(buffer, format="png", dpi=110)
-        plt.close(fig)
-        rendered[name] = buffer.getvalue()
-    return rendered
-
 
 
 def _dumps(data: Mapping[str, Any]) -> str:
@@ -503,13 +410,3 @@ def _clean(obj: Any) -> Any:
     return obj
 
 
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, (np.integer,)):
-        return int(obj)
-    if isinstance(obj, (np.floating,)):
-        return float(obj)
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu().tolist()
-    raise TypeError(f"cannot write {type(obj).__name__} to a result; convert it to numbers first")

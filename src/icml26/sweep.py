@@ -24,55 +24,23 @@ Backends: ``process`` (a ``spawn`` process pool; default) and ``ray`` (Ray core 
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import dataclasses
 import json
 import logging
-import multiprocessing
 import os
-import re
 import traceback
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
 
-from icml26.aggregate import aggregate_results
 from icml26.common.progress import progress as _progress
+from icml26.pool import WorkerDied, run_jobs  # noqa: F401  (re-exported)
 from icml26.results import Result, validate
+from icml26.seeds import aggregate_folder, parse_seeds, seeds_in  # noqa: F401  (re-exported)
 
 __all__ = ["SweepResult", "aggregate_folder", "parse_seeds", "rederive", "seeds_in", "sweep", "sweep_plan"]
 
 log = logging.getLogger(__name__)
 Backend = Literal["process", "ray"]
-
-
-def parse_seeds(text: str | Sequence[int]) -> list[int]:
-    """``"0-4"`` → ``[0, 1, 2, 3, 4]``; ``"0,3,7"`` → ``[0, 3, 7]``; ``"0-2,9"`` mixes both.
-
-    Seeds must be non-negative and distinct.
-    """
-    if not isinstance(text, str):
-        seeds = [int(s) for s in text]
-    else:
-        seeds = []
-        for part in text.split(","):
-            part = part.strip()
-            m = re.fullmatch(r"(\d+)\s*-\s*(\d+)", part)
-            if m:
-                lo, hi = int(m[1]), int(m[2])
-                if hi < lo:
-                    raise ValueError(f"seeds={text!r}: range {part!r} runs backwards")
-                seeds.extend(range(lo, hi + 1))
-            elif re.fullmatch(r"\d+", part):
-                seeds.append(int(part))
-            else:
-                raise ValueError(f"seeds={text!r}: {part!r} is not a seed or a range like 0-4")
-    if not seeds:
-        raise ValueError("seeds: give at least one seed, e.g. 0-2")
-    if any(s < 0 for s in seeds):
-        raise ValueError(f"seeds={seeds}: seeds must be non-negative")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds={seeds}: a seed is listed twice")
-    return seeds
 
 
 @dataclasses.dataclass
@@ -182,224 +150,6 @@ def sweep_plan(plan, *, workers: int | None = None, backend: Backend = "process"
     return SweepResult(Result(data, path=path), per_seed, failed)
 
 
-def seeds_in(folder: Path, key: str, expect: str | None = None) -> dict[int, dict[str, Any]]:
-    """The seed results kept in ``folder/seeds/<s>/result.json``, validated, by seed.
-
-    With ``expect`` (a :func:`icml26.runner.config_hash`), a seed run with another configuration
-    raises ``ValueError`` naming the seeds and what to do: an aggregate never mixes configurations.
-    """
-    from icml26.results import load_result
-    from icml26.runner import config_hash
-
-    found: dict[int, dict[str, Any]] = {}
-    other: list[int] = []
-    base = Path(folder) / "seeds"
-    for path in sorted(base.glob("*/result.json")) if base.is_dir() else []:
-        if not re.fullmatch(r"\d+", path.parent.name):
-            continue
-        data = load_result(path)
-        if data["paper"] != key or data["seed"] != int(path.parent.name):
-            raise ValueError(f"{path}: holds paper {data['paper']!r} seed {data['seed']}, not {key} seed "
-                             f"{path.parent.name}; remove it")
-        got = data.get("config_hash") or config_hash(key, data["setting"], data["config"])
-        if expect is not None and got != expect:
-            other.append(data["seed"])
-            continue
-        found[data["seed"]] = data
-    if other:
-        raise ValueError(f"{base} holds seed(s) {', '.join(map(str, sorted(other)))} run with another configuration "
-                         "(setting or config fields); an aggregate never mixes them: pass another --out, or remove "
-                         "those seeds")
-    return found
-
-
-def aggregate_folder(key: str, folder: Path | None, fresh: Mapping[int, Mapping[str, Any]],
-                     failed: Sequence[Mapping[str, Any]] = (), *, provenance: Mapping[str, Any] | None = None,
-                     expect: str | None = None, render: bool = True) -> tuple[dict[str, Any], dict[str, bytes]]:
-    """The aggregate of every same-configuration seed in ``folder/seeds`` plus ``fresh`` (seed -> data, taking
-    precedence), with roles and units from the paper's current declarations, and its figures.
-
-    This is what a sweep writes, and what ``icml26 aggregate KEY`` rebuilds from the committed seeds.
-    """
-    from icml26 import registry
-    from icml26.runner import config_hash, render_figures
-
-    spec = registry.get(key)
-    kept = dict(seeds_in(folder, key, expect)) if folder is not None else {}
-    kept.update({int(s): dict(d) for s, d in fresh.items()})
-    for f in failed:  # a seed that failed now is not counted from an older result left in its folder
-        kept.pop(int(f["seed"]), None)
-    if not kept:
-        raise ValueError(f"{key}: no seed result to aggregate" + (f" in {folder}/seeds" if folder else ""))
-    hashes = {d.get("config_hash") or config_hash(key, d["setting"], d["config"]) for d in kept.values()}
-    if len(hashes) > 1:
-        raise ValueError(f"{key}: the seeds {sorted(kept)} were run with different configurations; cannot aggregate")
-    ordered = [kept[s] for s in sorted(kept)]
-    data = aggregate_results(ordered, failed, declared=spec.load_claims(), unit=spec.load_replication().unit)
-    data["config_hash"] = hashes.pop()
-    data["arms"] = _arms_over_seeds(spec, ordered)
-    data["provenance"].update(dict(provenance or {}))
-    data["provenance"]["seed_commits"] = {str(d["seed"]): d["provenance"].get("git_commit") for d in ordered}
-    from icml26.runner import _git_commit
-
-    data["provenance"]["aggregated_at"] = _git_commit()[0]
-    figures: dict[str, bytes] = {}
-    if render:
-        try:
-            figures = render_figures(key, data)
-        except Exception as exc:  # a paper's plot() that cannot read an aggregate: say so, draw the curves
-            log.warning("%s: plot() failed on the aggregate (%s); drawing its curves instead", key, exc)
-            data["notes"].append(f"The paper's figures could not be drawn from the aggregate ({type(exc).__name__}); "
-                                 "each seed's folder has them; these are the mean curves.")
-            from icml26.results import plot_curves
-            from icml26.runner import render_with
-
-            figures = render_with(plot_curves, data)
-    data["figures"] = sorted(figures)
-    validate(data)
-    return data, figures
-
-
-def _arms_over_seeds(spec, results: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The declared arms with each seed's tuning choices (``chosen_by_seed``: seed -> one choice per call)."""
-    out: dict[str, Any] = {}
-    for arm_id, arm in spec.load_arms().items():
-        entry = arm.to_dict()
-        chosen = {str(r["seed"]): [c["chosen"] for c in r.get("arms", {}).get(arm_id, {}).get("calls", [])]
-                  for r in results}
-        if any(chosen.values()):
-            entry["chosen_by_seed"] = chosen
-        out[arm_id] = entry
-    return out
-
-
-_STARTED = None  # in a worker: the queue on which it tells the driver which job it runs
-
-
-def _init_worker(parent: int, started) -> None:
-    """Worker initializer: keep the driver's queue, and exit when the driver is gone (no orphans)."""
-    global _STARTED
-    _STARTED = started
-    _watch_parent(parent)
-
-
-def _watch_parent(parent: int) -> None:
-    """Exit this process when the process that started it is gone."""
-    import threading
-    import time
-
-    def watch() -> None:
-        while True:
-            time.sleep(1.0)
-            if os.getppid() != parent:
-                os._exit(1)
-
-    threading.Thread(target=watch, name="icml26-parent-watch", daemon=True).start()
-
-
-def _tracked(tag: Any, fn, *args):
-    """Run ``fn(*args)`` in a worker after telling the driver which process runs ``tag``."""
-    if _STARTED is not None:
-        _STARTED.put((tag, os.getpid()))
-    return fn(*args)
-
-
-def _signal_text(code: int | None) -> str:
-    if code is None:
-        return "worker died"
-    if code < 0:
-        import signal
-
-        try:
-            return f"worker killed by signal {-code} ({signal.Signals(-code).name})"
-        except ValueError:
-            return f"worker killed by signal {-code}"
-    return f"worker exited with status {code}"
-
-
-class WorkerDied(RuntimeError):
-    """The process running a job died (killed by a signal, e.g. the kernel's out-of-memory killer)."""
-
-
-def run_jobs(jobs: Sequence[tuple[Any, tuple]], workers: int, finished, *, fn=None, bar=None) -> None:
-    """Run ``fn(*args)`` for each ``(tag, args)`` on ``workers`` spawned processes (one torch thread each),
-    calling ``finished(tag, value, error)`` in the driver as each ends.
-
-    A job that raises is reported with its exception. A worker that dies (a signal, the OOM killer)
-    costs only the job it was running: that job is reported with :class:`WorkerDied` naming the signal,
-    the pool is replaced, and the jobs that were running beside it are run again. Workers exit when the
-    driver dies.
-    """
-    import signal
-    from concurrent.futures.process import BrokenProcessPool
-
-    fn = fn or _job
-    context = multiprocessing.get_context("spawn")
-    env = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)  # inherited by the spawned workers
-    pending = list(jobs)
-    stalls = 0
-    try:
-        while pending:
-            started = context.SimpleQueue()
-            pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context,
-                                          initializer=_init_worker, initargs=(os.getpid(), started))
-            try:
-                futures = {pool.submit(_tracked, tag, fn, *args): (tag, args) for tag, args in pending}
-                processes = dict(getattr(pool, "_processes", {}) or {})
-                pending, lost = [], []
-                for future in cf.as_completed(futures):
-                    tag, args = futures[future]
-                    try:
-                        value, error = future.result(), None
-                    except BrokenProcessPool:
-                        lost.append((tag, args))
-                        continue
-                    except Exception as exc:
-                        value, error = None, exc
-                    finished(tag, value, error)
-                    if bar is not None:
-                        bar.update(1)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
-            if not lost:
-                break
-            # Which lost job was running in the process that died? The others are run again.
-            pids: dict[int, Any] = {}
-            while not started.empty():
-                tag, pid = started.get()
-                pids[pid] = tag
-            processes.update(dict(getattr(pool, "_processes", {}) or {}))
-            codes = {pid: proc.exitcode for pid, proc in processes.items()}
-            lost_tags = {tag for tag, _ in lost}
-            running = {pid: tag for pid, tag in pids.items() if tag in lost_tags}
-            culprits = {tag: codes.get(pid) for pid, tag in running.items()
-                        if codes.get(pid) not in (None, 0, -signal.SIGTERM)}
-            if not culprits:  # e.g. killed with SIGTERM: every job that was running is a suspect
-                culprits = {tag: codes.get(pid) for pid, tag in running.items()}
-            if not culprits:  # a worker died between jobs: nothing is lost, run them again (twice in a row at most)
-                stalls += 1
-                if stalls >= 2:
-                    culprits = {tag: None for tag in lost_tags}
-            else:
-                stalls = 0
-            for tag, args in lost:
-                if tag in culprits:
-                    finished(tag, None, WorkerDied(_signal_text(culprits[tag])))
-                    if bar is not None:
-                        bar.update(1)
-                else:
-                    pending.append((tag, args))
-            if pending:
-                log.warning("a worker died (%s); running %d job(s) again in a new pool",
-                            "; ".join(f"{t}: {_signal_text(c)}" for t, c in culprits.items()), len(pending))
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
 
 
 def _run_processes(args, workers: int, finished, bar) -> None:
@@ -418,7 +168,7 @@ def _run_processes(args, workers: int, finished, bar) -> None:
                 finished(a[1], value, error)
                 bar.update(1)
         return
-    run_jobs([(a[1], a) for a in args], workers, finished, bar=bar)
+    run_jobs([(a[1], a) for a in args], workers, finished, fn=_job, bar=bar)
 
 
 def _run_ray(args, workers: int, address: str | None, finished, bar) -> None:
@@ -459,7 +209,8 @@ def rederive(key: str, data: Mapping[str, Any]) -> dict[str, Any]:
     each check's role and budget, the claim's status, reason and counts, the declared arms, the
     configuration hash. Measured values are untouched; the provenance records the re-derivation."""
     from icml26 import registry
-    from icml26.runner import _git_commit, arms_record, claim_block, config_hash
+    from icml26.provenance import git_commit
+    from icml26.runner import arms_record, claim_block, config_hash
 
     spec = registry.get(key)
     declared = spec.load_claims()
@@ -479,7 +230,7 @@ def rederive(key: str, data: Mapping[str, Any]) -> dict[str, Any]:
     out["schema"] = max(int(out["schema"]), 3)
     out.setdefault("config_hash", config_hash(key, out["setting"], out["config"]))
     out["arms"] = out.get("arms") or arms_record(spec.load_arms(), {})
-    out["provenance"]["rederived_at"] = _git_commit()[0]
+    out["provenance"]["rederived_at"] = git_commit()[0]
     validate(out)
     return out
 
@@ -508,9 +259,9 @@ class RunAllResult:
         return [r["paper"] for r in self.rows if r["status"] == "failed"]
 
     def to_dict(self) -> dict[str, Any]:
-        from icml26.runner import _cpu_model
+        from icml26.provenance import cpu_model
 
-        return {"wall_time_s": round(self.wall_time_s, 1), "workers": self.workers, "cpu": _cpu_model(),
+        return {"wall_time_s": round(self.wall_time_s, 1), "workers": self.workers, "cpu": cpu_model(),
                 "serial_time_s": round(sum(r.get("wall_time_s") or 0.0 for r in self.rows), 1),
                 "papers": self.rows}
 
@@ -616,7 +367,7 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
                 if waiting:
                     note_start(waiting[0])
 
-            run_jobs([(k, (plans[k], seed, out is not None)) for k in order], workers, on_done)
+            run_jobs([(k, (plans[k], seed, out is not None)) for k in order], workers, on_done, fn=_job)
     finally:
         stop.set()
     return RunAllResult([rows[k] for k in [*unplanned, *order] if k in rows], time.perf_counter() - started_at,
