@@ -96,3 +96,28 @@ def test_hamu_trainer_raises_forget_loss_and_logs_each_step(tmp_path):
     assert lm_loss(forget) > before
     with pytest.raises(ValueError, match="learning_rate"):
         hamu_trainer(forget, hamu={"lr": 1.0}, model=model, args=_args(tmp_path), train_dataset=retain)
+
+
+@pytest.mark.parametrize("which", ["curvature", "plain"])
+def test_gradient_accumulation_gives_the_update_of_one_large_batch(tmp_path, which):
+    """Two micro-batches of 4 accumulated = one batch of 8, as for the plain Trainer (SGD, one step)."""
+    from icml26.papers.curvature import CurvatureLoss
+
+    data = _Rows(n=8)
+    updates = {}
+    for accumulation in (1, 2):
+        model = _model()
+        before = [p.detach().clone() for p in model.parameters()]
+        args = transformers.TrainingArguments(
+            output_dir=str(tmp_path / str(accumulation)), max_steps=1, per_device_train_batch_size=8 // accumulation,
+            gradient_accumulation_steps=accumulation, learning_rate=0.1, optim="sgd", lr_scheduler_type="constant",
+            max_grad_norm=0.0, report_to=[], save_strategy="no", use_cpu=True, logging_strategy="no",
+            disable_tqdm=True, seed=0, dataloader_drop_last=True)
+        kwargs = dict(model=model, args=args, train_dataset=data)
+        trainer = (curvature_trainer(CurvatureLoss(layers=(1,), weight=1.0), **kwargs) if which == "curvature"
+                   else transformers.Trainer(**kwargs))
+        trainer.train()
+        updates[accumulation] = torch.cat([(p.detach() - b).flatten() for p, b in zip(model.parameters(), before)])
+    ratio = float(updates[2].norm() / updates[1].norm())
+    assert ratio == pytest.approx(1.0, abs=1e-4), ratio
+    torch.testing.assert_close(updates[2], updates[1], rtol=1e-3, atol=1e-6)

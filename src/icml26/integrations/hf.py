@@ -101,7 +101,8 @@ def curvature_trainer(curvature_loss: Any, **trainer_kwargs: Any):
 
     The loss of a batch is the model's own loss (``labels`` in the batch) plus
     ``curvature_loss(outputs, input_ids, attention_mask)``; the two parts of the last step are in
-    ``trainer.last_losses``.
+    ``trainer.last_losses``. Gradient accumulation follows the Trainer's ``num_items_in_batch``
+    convention, so accumulating k micro-batches gives the update of one k-times-larger batch.
     """
     from icml26.papers.curvature import CurvatureLoss
 
@@ -115,10 +116,24 @@ def curvature_trainer(curvature_loss: Any, **trainer_kwargs: Any):
         def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
             if "labels" not in inputs:
                 raise ValueError("the batch has no labels; the curvature Trainer adds to the model's own loss")
-            outputs = model(**inputs, output_hidden_states=True)
+            scaled = self.model_accepts_loss_kwargs and num_items_in_batch is not None
+            kwargs = {"num_items_in_batch": num_items_in_batch} if scaled else {}
+            outputs = model(**inputs, output_hidden_states=True, **kwargs)
             aux = curvature_loss(outputs, inputs.get("input_ids"), inputs.get("attention_mask"))
-            loss = outputs.loss + aux
             self.last_losses = {"lm": float(outputs.loss.detach()), "curvature": float(aux.detach())}
+            if scaled:
+                # The Trainer's convention under gradient accumulation: the model's loss is a sum over the
+                # micro-batch's label tokens divided by the whole accumulated batch's count, and the Trainer
+                # does not divide again. The regulariser (a mean over this micro-batch) gets the same
+                # weight: its share of the accumulated batch's label tokens.
+                labels = inputs["labels"]
+                shifts = getattr(self, "_loss_shifts_labels", True)  # a causal LM predicts labels[1:]
+                items = (labels[..., 1:] if shifts else labels).ne(-100).sum()
+                aux = aux * items.to(aux.dtype) / torch.as_tensor(num_items_in_batch, dtype=aux.dtype,
+                                                                   device=aux.device)
+            loss = outputs.loss + aux
+            if scaled and self.args.average_tokens_across_devices:
+                loss = loss * (self.accelerator.num_processes // self.get_tp_size())  # as Trainer.compute_loss does
             return (loss, outputs) if return_outputs else loss
 
     return CurvatureTrainer(**trainer_kwargs)
