@@ -121,3 +121,37 @@ def test_gradient_accumulation_gives_the_update_of_one_large_batch(tmp_path, whi
     ratio = float(updates[2].norm() / updates[1].norm())
     assert ratio == pytest.approx(1.0, abs=1e-4), ratio
     torch.testing.assert_close(updates[2], updates[1], rtol=1e-3, atol=1e-6)
+
+
+def test_hamu_trainer_accumulates_both_gradients_into_one_step_per_optimizer_step(tmp_path):
+    """Accumulation 2 x 4 rows = one HAMU step on 8 rows (retain and forget), max_steps steps in all."""
+    retain, forget = _Rows(n=16, seed=1), _Rows(n=16, seed=2)
+    updates, counts = {}, {}
+    for accumulation in (1, 2):
+        model = _model()
+        before = [p.detach().clone() for p in model.parameters()]
+        args = transformers.TrainingArguments(
+            output_dir=str(tmp_path / str(accumulation)), max_steps=2, per_device_train_batch_size=8 // accumulation,
+            per_device_eval_batch_size=8 // accumulation, gradient_accumulation_steps=accumulation,
+            learning_rate=0.5, lr_scheduler_type="constant", report_to=[], save_strategy="no", use_cpu=True,
+            logging_strategy="no", disable_tqdm=True, seed=0, dataloader_drop_last=True)
+        trainer = hamu_trainer(forget, hamu={"bound": 0.5}, model=model, args=args, train_dataset=retain)
+        trainer.train()
+        counts[accumulation] = len(trainer.hamu_logs)
+        updates[accumulation] = torch.cat([(p.detach() - b).flatten() for p, b in zip(model.parameters(), before)])
+    assert counts == {1: 2, 2: 2}
+    assert float(updates[2].norm() / updates[1].norm()) == pytest.approx(1.0, abs=1e-4)
+    torch.testing.assert_close(updates[2], updates[1], rtol=1e-3, atol=1e-6)
+
+
+def test_hamu_trainer_follows_the_learning_rate_schedule(tmp_path):
+    retain, forget = _Rows(n=16, seed=1), _Rows(n=8, seed=2)
+    args = transformers.TrainingArguments(
+        output_dir=str(tmp_path), max_steps=4, per_device_train_batch_size=4, learning_rate=0.4,
+        lr_scheduler_type="linear", warmup_steps=2, report_to=[], save_strategy="no", use_cpu=True,
+        logging_strategy="no", disable_tqdm=True, seed=0)
+    trainer = hamu_trainer(forget, hamu={"bound": 0.5}, model=_model(), args=args, train_dataset=retain)
+    trainer.train()
+    # linear warm-up over 2 steps then linear decay to 0 at step 4: 0 (skipped), 0.2, 0.4, 0.2
+    assert trainer.hamu_lrs == pytest.approx([0.2, 0.4, 0.2])
+    assert len(trainer.hamu_logs) == 3 and trainer.hamu.lr == pytest.approx(0.2)

@@ -155,8 +155,13 @@ def hamu_trainer(forget_dataset: Any, *, hamu: dict[str, Any] | None = None, sto
     Each step: the retain loss's gradient, then the forget loss's, each through
     ``accelerator.backward`` (so DDP / accelerate average them over ranks); HAMU's update θ ← θ + δ
     (an SGD step on −δ/lr inside :class:`~icml26.papers.hamu.HamuOptimizer`). The Trainer's own
-    optimizer sees no gradient and leaves the parameters alone. The step logs are in
-    ``trainer.hamu_logs``; the reported training loss is the retain loss.
+    optimizer sees no gradient and leaves the parameters alone. With ``gradient_accumulation_steps = k``
+    both gradients are averaged over the k micro-batches and HAMU takes one step per optimizer step (the
+    update of one k-times-larger batch); ``lr`` follows the Trainer's scheduler (warm-up, decay) step by
+    step, and a step at rate 0 is skipped. The forget set is batched with
+    ``per_device_eval_batch_size``, one forget batch per micro-batch. The step logs are in
+    ``trainer.hamu_logs`` (and the rates in ``trainer.hamu_lrs``); the reported training loss is the
+    retain loss.
     """
     transformers = _transformers()
     from icml26.papers.hamu import HamuOptimizer
@@ -177,7 +182,10 @@ def hamu_trainer(forget_dataset: Any, *, hamu: dict[str, Any] | None = None, sto
             super().__init__(**kwargs)
             self.hamu = None
             self.hamu_logs: list[Any] = []
+            self.hamu_lrs: list[float] = []
             self._forget_iter = None
+            self._sums = None
+            self._retain_loss = self._forget_loss = 0.0
 
         def _next_forget(self):
             if self._forget_iter is None:
@@ -195,21 +203,37 @@ def hamu_trainer(forget_dataset: Any, *, hamu: dict[str, Any] | None = None, sto
                                           stop_on_criterion=stop_on_criterion, **hamu_kwargs)
             if self.hamu.stopped:
                 return torch.zeros((), device=self.args.device)
-            losses, grads = [], []
-            for batch in (self._prepare_inputs(inputs), self._next_forget()):
+            # Gradient accumulation: each of the k micro-batches adds 1/k of its retain and its forget
+            # gradient to two running sums (restored into .grad before each backward, so DDP's no_sync
+            # accumulates and the last micro-batch's backward all-reduces the sums); one HAMU step per
+            # optimizer step, on the last micro-batch.
+            k = max(1, int(getattr(self, "current_gradient_accumulation_steps", 1) or 1))
+            if self._sums is None:
+                self._sums = [[None] * len(self.hamu.params), [None] * len(self.hamu.params)]
+            losses = []
+            for side, batch in enumerate((self._prepare_inputs(inputs), self._next_forget())):
+                for p, g in zip(self.hamu.params, self._sums[side]):
+                    p.grad = g
+                loss = self.compute_loss(model, batch)
+                self.accelerator.backward(loss / k)
+                losses.append(loss.detach())
+                self._sums[side] = [torch.zeros_like(p) if p.grad is None else p.grad for p in self.hamu.params]
                 for p in self.hamu.params:
                     p.grad = None
-                loss = self.compute_loss(model, batch)
-                self.accelerator.backward(loss)
-                losses.append(loss.detach())
-                grads.append([torch.zeros_like(p) if p.grad is None else p.grad.detach().clone()
-                              for p in self.hamu.params])
-            for p in self.hamu.params:
-                p.grad = None
-            info = self.hamu.apply(grads[0], grads[1])
-            info.retain_loss, info.forget_loss = float(losses[0]), float(losses[1])
-            self.hamu_logs.append(info)
-            return losses[0]
+            self._retain_loss += float(losses[0]) / k
+            self._forget_loss += float(losses[1]) / k
+            if self.accelerator.sync_gradients:
+                retain, forget = self._sums
+                self._sums = None
+                lr = self.lr_scheduler.get_last_lr()[0] if self.lr_scheduler is not None else self.args.learning_rate
+                if lr > 0.0:  # a zero rate (the first warm-up step) moves nothing, as for any optimizer
+                    self.hamu.set_lr(lr)
+                    info = self.hamu.apply(retain, forget)
+                    info.retain_loss, info.forget_loss = self._retain_loss, self._forget_loss
+                    self.hamu_logs.append(info)
+                    self.hamu_lrs.append(lr)
+                self._retain_loss = self._forget_loss = 0.0
+            return losses[0] / k
 
     trainer = HamuTrainer(**trainer_kwargs)
     trainer.add_callback(_StopCallback())

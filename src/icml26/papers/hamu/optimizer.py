@@ -401,6 +401,16 @@ class HamuOptimizer:
         return deltas, info
 
     # --------------------------------------------------------------------- applying it
+    def set_lr(self, lr: float) -> None:
+        """Use ``lr`` from the next step on (a learning-rate schedule): the radius ``R_l = lr·‖g_r,l‖``
+        and the wrapped optimizer's rate, which must be the same for ``θ ← θ + δ`` to hold."""
+        lr = _number("lr", lr)
+        if not (math.isfinite(lr) and lr > 0.0):
+            raise ValueError(f"lr={lr} must be a positive number (skip the step instead of a zero rate)")
+        self.lr = float(lr)
+        for group in self.optimizer.param_groups:
+            group["lr"] = self.lr
+
     def apply(self, retain_grads: Sequence[Tensor], forget_grads: Sequence[Tensor]) -> HamuStepLog:
         """Transform the paired gradients and step the wrapped optimizer with grad = −δ/lr."""
         if self.stopped:

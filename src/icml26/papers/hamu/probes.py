@@ -107,6 +107,8 @@ HOSTILE = [
               [torch.full((2, 3), _NAN), torch.zeros(2)], [torch.ones(2, 3), torch.ones(2)]), match="retain gradient"),
     Probe("HamuOptimizer: NaN lr", lambda: HamuOptimizer(_model().parameters(), lr=_NAN), match="lr"),
     Probe("HamuOptimizer: text lr", lambda: HamuOptimizer(_model().parameters(), lr="1"), match="lr"),
+    Probe("HamuOptimizer.set_lr: zero", lambda: HamuOptimizer(_model().parameters(), lr=1.0).set_lr(0.0), match="lr"),
+    Probe("HamuOptimizer.set_lr: NaN", lambda: HamuOptimizer(_model().parameters(), lr=1.0).set_lr(_NAN), match="lr"),
     Probe("HamuOptimizer: NaN bound", lambda: HamuOptimizer(_model().parameters(), lr=1.0, bound=_NAN), match="bound"),
     Probe("HamuOptimizer: relative bound above 1", lambda: HamuOptimizer(_model().parameters(), lr=1.0, bound=1.5),
           match="bound"),
