@@ -219,3 +219,14 @@ def test_info_shows_roles_status_units_and_arms(capsys):
         < out.index("[diagnostic: reported, never scored]")
     assert "forget-set draws" in out and "compares hamu_q_layerwise vs graddiff" in out
     assert "arms (as declared in claims.py" in out and "graddiff (baseline)" in out
+
+
+def test_info_starts_with_the_library_call_and_list_says_what_each_paper_applies(capsys):
+    assert main(["info", "hici"]) == 0
+    out = capsys.readouterr().out
+    assert "applies: hici.patch(" in out
+    usage = out.index("usage (the README's tested example")
+    assert "hici.patch(model, HiCIConfig(" in out[usage:] and usage < out.index("checks (")
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("applies: ") == len(registry.list_papers())

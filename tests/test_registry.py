@@ -80,3 +80,24 @@ def test_list_papers_by_area():
     assert lm and all(s.area == "lm" for s in lm)
     with pytest.raises(ValueError, match="unknown area"):
         registry.list_papers("astrology")
+
+
+@pytest.mark.parametrize("key", registry.keys(status="implemented"))
+def test_every_paper_says_what_a_user_applies_and_the_names_exist(key):
+    import importlib
+    import re
+
+    spec = registry.get(key)
+    if spec.missing_extras():
+        pytest.skip(f"{key} needs {spec.install_hint()}")
+    line = spec.applies
+    assert line != "-" and len(line) <= 110, line
+    api = importlib.import_module(spec.api_module)
+    from icml26.integrations import hf
+
+    head = re.sub(r"'[^']*'", "", line.split(": ")[0])  # the call part, without quoted argument values
+    named = {w for w in re.findall(r"(?<![\w.])([A-Za-z_]\w*)(?=\()", head)} | set(re.findall(r"\b[A-Z]\w*[a-z]\w*", head))
+    assert named, line
+    exported = set(getattr(api, "__all__", ())) | set(hf.__all__) | {key}
+    assert not named - exported, f"{key}: {sorted(named - exported)} not in the public API"
+    assert spec.usage_example(), f"{key}: the README has no runnable usage example"

@@ -52,8 +52,10 @@ def _cmd_list(args: argparse.Namespace) -> int:
             extras = "-"
         rows.append((spec.key, spec.area, spec.status, extras))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]
-    for row in rows:
+    for i, row in enumerate(rows):
         print("  ".join(c.ljust(w) for c, w in zip(row, widths)) + "  " + row[3])
+        if i:
+            print(" " * (widths[0] + 2) + "applies: " + specs[i - 1].applies)
     n_impl = sum(s.implemented for s in specs)
     print(f"\n{len(specs)} papers, {n_impl} implemented")
     return 0
@@ -68,9 +70,14 @@ def _cmd_info(args: argparse.Namespace) -> int:
     print(f"  extras:  {', '.join(spec.extras) or '-'}   ({spec.install_hint()})")
     print(f"  status:  {spec.status}")
     print(f"  claim:   {spec.claim}")
+    print(f"  applies: {spec.applies}")
     if not spec.implemented:
         print("\n  (planned: no reproduction yet, so no checks and no config fields)")
         return 0
+    usage = spec.usage_example()
+    if usage:
+        print(f"\nusage (the README's tested example, {spec.folder / 'README.md'}):")
+        print("\n".join("    " + line if line else "" for line in usage.rstrip().splitlines()))
     checks = spec.load_claims()
     committed = _committed(spec.key, args.results)
     done = {c.get("id"): c for c in committed["claim"]["checks"]} if committed else {}

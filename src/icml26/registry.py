@@ -78,6 +78,21 @@ class PaperSpec:
     """``planned`` until the experiment exists, then ``implemented``."""
 
     @property
+    def applies(self) -> str:
+        """One line: the library call a user applies, and to what (``icml26 list``)."""
+        from icml26.papers import APPLIES
+
+        return APPLIES.get(self.key, "-")
+
+    def usage_example(self) -> str | None:
+        """The first runnable python block of the paper's README (the one ``make test`` executes)."""
+        path = self.folder / "README.md"
+        if not path.is_file():
+            return None
+        blocks = re.finditer(r"(<!--\s*not-run:[^>]*-->\s*\n)?```python\n(?P<code>.*?)```", path.read_text("utf-8"), re.S)
+        return next((m["code"] for m in blocks if not m.group(1)), None)
+
+    @property
     def api_module(self) -> str:
         """Dotted path of the paper's public API."""
         return f"icml26.papers.{self.key}"
