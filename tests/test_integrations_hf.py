@@ -155,3 +155,32 @@ def test_hamu_trainer_follows_the_learning_rate_schedule(tmp_path):
     # linear warm-up over 2 steps then linear decay to 0 at step 4: 0 (skipped), 0.2, 0.4, 0.2
     assert trainer.hamu_lrs == pytest.approx([0.2, 0.4, 0.2])
     assert len(trainer.hamu_logs) == 3 and trainer.hamu.lr == pytest.approx(0.2)
+
+
+def test_llr_callback_resumes_from_a_checkpoint_as_if_never_interrupted(tmp_path):
+    """4 steps straight vs 2 steps, a checkpoint, and a fresh Trainer resuming to 4: the same weights."""
+    def trainer_for(out, model, steps=4):
+        args = transformers.TrainingArguments(output_dir=str(out), max_steps=steps, per_device_train_batch_size=4,
+                                              learning_rate=1e-3, report_to=[], save_strategy="steps", save_steps=2,
+                                              use_cpu=True, logging_strategy="no", disable_tqdm=True, seed=0)
+        callback = LLRCallback(every=2, ramp_steps=1, active_fraction=1.0, min_eigs=16, r_min=1.0, r_max=3.0)
+        return transformers.Trainer(model=model, args=args, train_dataset=_Rows(), callbacks=[callback],
+                                    optimizers=(llr_optimizer(model, lr=1e-3), None)), callback
+
+    straight_model = _model()
+    straight, cb_straight = trainer_for(tmp_path / "a", straight_model)
+    straight.train()
+    assert (tmp_path / "a" / "checkpoint-2" / "llr_state.json").is_file()
+
+    resumed_model = _model()
+    resumed, cb_resumed = trainer_for(tmp_path / "a", resumed_model)
+    resumed.train(resume_from_checkpoint=str(tmp_path / "a" / "checkpoint-2"))
+    diff = max(float((a - b).abs().max()) for a, b in zip(straight_model.parameters(), resumed_model.parameters()))
+    assert diff == 0.0
+    assert cb_resumed.llr.multipliers == cb_straight.llr.multipliers
+    assert cb_resumed.llr.history.steps == cb_straight.llr.history.steps
+
+    (tmp_path / "a" / "checkpoint-2" / "llr_state.json").unlink()
+    again, _ = trainer_for(tmp_path / "a", _model())
+    with pytest.raises(FileNotFoundError, match="llr_state.json"):
+        again.train(resume_from_checkpoint=str(tmp_path / "a" / "checkpoint-2"))

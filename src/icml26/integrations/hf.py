@@ -18,6 +18,8 @@ split across ranks (see :func:`icml26.papers.llr.layer_alphas`).
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any, Iterable
 
 import torch
@@ -25,6 +27,9 @@ import torch
 from icml26.common.extras import require
 
 __all__ = ["LLRCallback", "curvature_trainer", "hamu_trainer", "llr_optimizer"]
+
+
+LLR_STATE_NAME = "llr_state.json"
 
 
 def _transformers():
@@ -61,7 +66,9 @@ def LLRCallback(**llr_kwargs: Any):  # noqa: N802 - a class factory that reads l
     ``r_max``, ``every``, ``ramp_steps``, ``active_fraction``, …); ``total_steps`` is the
     Trainer's ``max_steps``. The Trainer's optimizer must hold one parameter group per layer:
     build it with :func:`llr_optimizer`. After training, ``callback.llr`` holds the multipliers
-    and their history.
+    and their history. Every checkpoint the Trainer saves gets LLR's state (``llr_state.json``), and
+    ``trainer.train(resume_from_checkpoint=...)`` restores it, so a resumed run equals an
+    uninterrupted one.
     """
     transformers = _transformers()
 
@@ -80,10 +87,27 @@ def LLRCallback(**llr_kwargs: Any):  # noqa: N802 - a class factory that reads l
                 raise ValueError("the Trainer's optimizer has one parameter group; LLR needs one per layer: "
                                  "pass Trainer(optimizers=(llr_optimizer(model, lr=...), None))")
             self.llr = LayerwiseLR(model, base, total_steps=max(1, state.max_steps), **self.kwargs)
+            if state.global_step > 0:  # resuming: the Trainer has loaded the checkpoint's state
+                path = os.path.join(args.output_dir, f"checkpoint-{state.global_step}", LLR_STATE_NAME)
+                if not os.path.isfile(path):
+                    raise FileNotFoundError(
+                        f"resuming at step {state.global_step}, but {path} does not exist: LLR's multipliers "
+                        "and fit history are saved with each checkpoint by LLRCallback; resume from one it saved")
+                with open(path, encoding="utf-8") as f:
+                    self.llr.load_state_dict(json.load(f))
 
         def on_step_end(self, args, state, control, **kwargs):
             if self.llr is not None:
                 self.llr.step()
+
+        def on_save(self, args, state, control, **kwargs):
+            if self.llr is not None and state.is_world_process_zero:
+                folder = os.path.join(args.output_dir, f"checkpoint-{state.global_step}")
+                os.makedirs(folder, exist_ok=True)
+                tmp = os.path.join(folder, LLR_STATE_NAME + ".tmp")
+                with open(tmp, "w", encoding="utf-8") as f:
+                    json.dump(self.llr.state_dict(), f)
+                os.replace(tmp, os.path.join(folder, LLR_STATE_NAME))
 
         def on_train_end(self, args, state, control, **kwargs):
             if self.llr is not None:
