@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -581,3 +582,40 @@ def test_config_validation_names_fields():
             HiCIConfig(**kwargs)
     assert HiCIConfig().num_prefix() == 12 and HiCIConfig(causal_mode="causal_shift_g").num_prefix() == 4
     assert dataclasses.replace(HiCIConfig(), segment_size=64).segment_length(256) == 64
+
+
+@pytest.mark.parametrize("build", [llama, qwen3])
+def test_save_and_reload_keeps_the_patch_the_weights_and_the_interpolation(build, tmp_path, one_thread):
+    import dataclasses as dc
+
+    model = build()
+    hici.position_interpolation(model, 2.0)
+    hici.patch(model, HiCIConfig(segment_size=8, **SMALL), seed=3)
+    with torch.no_grad():  # move the HiCI weights off their initialisation, as training would
+        for p in hici.hici_parameters(model):
+            p.add_(0.01 * torch.randn_like(p))
+    hici.set_inference_mode(model, "hici")
+    ids = torch.randint(0, 40, (2, 32), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        before = model(input_ids=ids).logits
+    hici.save_pretrained(model, tmp_path / "m")
+    assert not hasattr(model.config, "hici")  # the live model's config is left as it was
+    reloaded = hici.from_pretrained(tmp_path / "m").eval()
+    assert hici.is_patched(reloaded) == "hici"
+    assert hici.attention_layers(reloaded)[0].hici_config == hici.attention_layers(model)[0].hici_config
+    with torch.no_grad():
+        after = reloaded(input_ids=ids).logits
+    assert float((after - before).abs().max()) == 0.0
+
+    # a plain save of an unpatched model, or HiCI weights that do not match the stored configuration: refused
+    plain = build()
+    plain.save_pretrained(tmp_path / "plain")
+    with pytest.raises(ValueError, match="no HiCI configuration"):
+        hici.from_pretrained(tmp_path / "plain")
+    with pytest.raises(ValueError, match="not patched with HiCI"):
+        hici.save_pretrained(plain, tmp_path / "p2")
+    cfg = json.loads((tmp_path / "m" / "config.json").read_text())
+    cfg["hici"] = dc.asdict(dc.replace(HiCIConfig(**cfg["hici"]), num_global=0))
+    (tmp_path / "m" / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(ValueError, match="do not match"):
+        hici.from_pretrained(tmp_path / "m")

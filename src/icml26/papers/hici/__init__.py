@@ -39,6 +39,7 @@ from icml26.papers.hici.config import CAUSAL_MODES, LEAKING_MODES, HiCIConfig
 from icml26.papers.hici.data import TopicDocuments, TopicRetrievalTask
 from icml26.papers.hici.modules import GlobalIntegrator, LocalConstructor, cumulative_statistics, pooled_statistics
 from icml26.papers.hici.patch import attention_layers, hici_parameters, inference_mode, is_patched, patch, set_inference_mode
+from icml26.papers.hici.persist import from_pretrained, save_pretrained
 from icml26.papers.hici.s2attn import s2_attention
 
 BASELINES = {
@@ -61,6 +62,7 @@ __all__ = [
     "block_local_attention",
     "chunked_ceiling",
     "cumulative_statistics",
+    "from_pretrained",
     "hici_parameter_count",
     "hici_parameters",
     "inference_mode",
@@ -72,6 +74,7 @@ __all__ = [
     "position_interpolation",
     "s2_attention",
     "s2attn",
+    "save_pretrained",
     "segment_attention",
     "segment_mask",
     "set_inference_mode",
