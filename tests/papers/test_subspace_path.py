@@ -633,3 +633,41 @@ def test_analysis_by_hand():
         speedup([], [1.0])
     with pytest.raises(ValueError):
         split_accuracy([1.0], ["a", "b"])
+
+
+@pytest.mark.parametrize("mask", ["whole_groups", "scattered"])
+def test_a_pruned_model_saves_and_reloads_exactly(mask, tmp_path):
+    from icml26.papers.subspace_path import load_pruned, save_pruned
+
+    model = _qwen("Qwen2Config")
+    keep = torch.tensor(MASKS[mask], dtype=torch.bool)
+    pruned = prune_heads(copy.deepcopy(model), keep)
+    save_pruned(pruned, tmp_path / "p")
+    with pytest.raises((RuntimeError, ValueError, OSError)):  # a plain from_pretrained cannot rebuild the shapes
+        transformers.AutoModelForCausalLM.from_pretrained(tmp_path / "p")
+    reloaded = load_pruned(tmp_path / "p")
+    assert [(x.n_heads, x.n_kv_heads) for x in attention_layout(reloaded)] == \
+        [(x.n_heads, x.n_kv_heads) for x in attention_layout(pruned)]
+    ids = _ids()
+    with torch.no_grad():
+        assert float((reloaded(input_ids=ids).logits - pruned(input_ids=ids).logits).abs().max()) == 0.0
+    with pytest.raises(ValueError, match="not pruned"):
+        save_pruned(model, tmp_path / "dense")
+    model.save_pretrained(tmp_path / "dense")
+    with pytest.raises(ValueError, match="records no kept heads"):
+        load_pruned(tmp_path / "dense")
+
+
+def test_pruning_twice_records_the_heads_of_the_dense_model(tmp_path):
+    from icml26.papers.subspace_path import load_pruned, save_pruned
+
+    model = _llama(heads=8, kv=2)
+    first = torch.tensor([[True] * 4 + [False] * 4, [False] * 4 + [True] * 4])  # whole groups
+    twice = prune_heads(prune_heads(copy.deepcopy(model), first), torch.tensor([[True, False, True, False]] * 2))
+    assert twice.config.subspace_path_kept_heads == [[0, 2], [4, 6]]
+    once = prune_heads(copy.deepcopy(model), torch.tensor([[h in (0, 2) for h in range(8)],
+                                                           [h in (4, 6) for h in range(8)]]))
+    ids = _ids()
+    save_pruned(twice, tmp_path / "t")
+    with torch.no_grad():
+        torch.testing.assert_close(load_pruned(tmp_path / "t")(input_ids=ids).logits, once(input_ids=ids).logits)

@@ -53,6 +53,7 @@ from icml26.papers.subspace_path.importance import (
     whitelist_heads,
 )
 from icml26.papers.subspace_path.linear_probes import DomainProbes, fit_probes
+from icml26.papers.subspace_path.persist import load_pruned, save_pruned
 from icml26.papers.subspace_path.pruner import ScenarioProfile, SubspacePathPruner, domain_pools
 
 METHOD: Callable = SubspacePathPruner
@@ -97,10 +98,12 @@ __all__ = [
     "head_writes",
     "importance_from_alignment",
     "labelled_batch",
+    "load_pruned",
     "mask_heads",
     "mask_output_blocks",
     "prune_heads",
     "reference_compile",
+    "save_pruned",
     "scale_heads",
     "select_heads",
     "similarity",

@@ -317,4 +317,24 @@ def prune_heads(model: nn.Module, keep) -> nn.Module:
         for name, value in (("num_heads", len(kept)), ("num_key_value_heads", len(kv_heads))):
             if hasattr(attn, name):
                 setattr(attn, name, value)
+    _record_kept(model, rows)
     return model
+
+
+KEPT_HEADS = "subspace_path_kept_heads"
+"""The config attribute :func:`prune_heads` records: per layer, the kept heads' indices in the dense model."""
+
+
+def _record_kept(model: nn.Module, rows: list[Tensor]) -> None:
+    """Store the kept heads (indices into the dense model, composed with an earlier pruning) in the model's
+    config, so that ``save_pretrained`` writes them and :func:`~icml26.papers.subspace_path.load_pruned`
+    can rebuild the shapes."""
+    config = getattr(model, "config", None)
+    if config is None:
+        return
+    before = getattr(config, KEPT_HEADS, None)
+    now = []
+    for i, row in enumerate(rows):
+        current = before[i] if before is not None else list(range(len(row)))
+        now.append([int(current[h]) for h in range(len(row)) if bool(row[h])])
+    setattr(config, KEPT_HEADS, now)
