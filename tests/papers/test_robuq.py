@@ -767,3 +767,41 @@ def test_foreach_adamw_trains_to_the_bits_of_the_per_tensor_loop():
             opt.step()
         trained.append([p.detach().clone() for p in model.parameters()])
     assert all(torch.equal(a, b) for a, b in zip(*trained))
+
+
+@pytest.mark.parametrize("kind", ["tiny", "diffusers"])
+def test_a_quantized_dit_saves_and_reloads_exactly_and_a_plain_save_is_refused(kind, tmp_path):
+    from icml26.papers.robuq import load_quantized, save_quantized
+
+    build = TinyDiT if kind == "tiny" else _diffusers_dit
+    model = _randomised(build())
+    names = dit_linear_names(model)
+    bits = {n: (2 if i % 2 else 4) for i, n in enumerate(names[1:])}  # mixed precision, the first layer in FP
+    quantized = quantize_dit(copy.deepcopy(model), bits, skip=[names[0]],
+                             quantizer={"scale": "gauss", "grid": "midrise", "rotate": True, "seed": 3})
+    args = _inputs()
+    with torch.no_grad():
+        before = _out(quantized, args)
+    if kind == "diffusers":
+        with pytest.raises(RuntimeError, match="save_quantized"):
+            quantized.save_pretrained(tmp_path / "plain")
+    save_quantized(quantized, tmp_path / "q")
+    reloaded = load_quantized(tmp_path / "q") if kind == "diffusers" else load_quantized(tmp_path / "q", TinyDiT())
+    assert {n: m.act_bits for n, m in quantized_layers(reloaded).items()} == \
+        {n: m.act_bits for n, m in quantized_layers(quantized).items()}
+    with torch.no_grad():
+        assert float((_out(reloaded, args) - before).abs().max()) == 0.0
+    if kind == "tiny":
+        with pytest.raises(ValueError, match="pass model="):
+            load_quantized(tmp_path / "q")
+    with pytest.raises(ValueError, match="no QuantLinear"):
+        save_quantized(build(), tmp_path / "none")
+
+
+def test_a_quantized_model_still_pickles_and_copies(tmp_path):
+    import pickle
+
+    quantized = quantize_dit(_randomised(_diffusers_dit()), 4)
+    for clone in (copy.deepcopy(quantized), pickle.loads(pickle.dumps(quantized))):
+        with pytest.raises(RuntimeError, match="save_quantized"):
+            clone.save_pretrained(tmp_path / "plain")

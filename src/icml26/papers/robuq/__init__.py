@@ -43,6 +43,7 @@ from icml26.papers.robuq.hadamard import (
     sylvester_hadamard,
 )
 from icml26.papers.robuq.model import TinyDiT, TinyDiTConfig
+from icml26.papers.robuq.persist import load_quantized, save_quantized
 from icml26.papers.robuq.quant import (
     QuantLinear,
     RobustQuantizer,
@@ -98,8 +99,10 @@ __all__ = [
     "paley_hadamard",
     "predict_eps",
     "quantize_dit",
+    "save_quantized",
     "quantize_tokens",
     "quantized_layers",
+    "load_quantized",
     "rotate_linear",
     "set_act_bits",
     "sylvester_hadamard",

@@ -153,6 +153,10 @@ def quantize_dit(model: nn.Module, act_bits: int | Mapping[str, int] | None = 4,
         if q is not None and not isinstance(q, RobustQuantizer):
             raise TypeError(f"quantizer factory returned {type(q).__name__}; it must return a RobustQuantizer")
         _set_submodule(model, name, QuantLinear.from_linear(linear, q, ternary=ternary, per_channel=per_channel))
+    if hasattr(model, "save_pretrained"):  # a plain save would reload W·H into plain Linears: see save_quantized
+        from icml26.papers.robuq.persist import RefusePlainSave
+
+        model.save_pretrained = RefusePlainSave()
     return model
 
 
