@@ -421,3 +421,19 @@ def test_sft_scores_only_the_output_tokens(tok, world):
     losses = supervised_finetune(lm, tok, examples, 1, batch_size=4, generator=torch.Generator().manual_seed(3),
                                  show_progress=False)
     assert losses[0] == pytest.approx(torch.stack(ces).mean().item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("build", [tiny_llama, tiny_qwen2])
+def test_save_and_load_give_the_same_embeddings_with_the_same_settings(build, tok, world, tmp_path):
+    model = InstEmbModel.wrap(build(), 3, tokenizer=tok, with_teacher=False, daap_weight=0.7, pooling="daap", seed=5)
+    with torch.no_grad():
+        model.lookahead.add_(0.1)  # as if trained
+    texts = list(world.texts[:4])
+    before = model.eval().encode(texts, "what colour is it")
+    model.save(tmp_path / "m")
+    again = InstEmbModel.load(tmp_path / "m")
+    assert again.settings == model.settings and again.num_lookahead == 3 and again.kind == model.kind
+    assert torch.equal(again.encode(texts, "what colour is it"), before)
+    assert again.teacher_model is None and InstEmbModel.load(tmp_path / "m", with_teacher=True).teacher_model is not None
+    with pytest.raises(ValueError, match="instemb.json"):
+        InstEmbModel.load(tmp_path / "m" / "backbone")

@@ -193,6 +193,20 @@ class InstEmbModel(nn.Module):
             teacher.requires_grad_(False)
             self.teacher_model = teacher.eval()
 
+    # ------------------------------------------------------------------ persistence
+    def save(self, path) -> Any:
+        """Save backbone, tokenizer, look-ahead vectors and settings (:func:`~icml26.papers.instemb.persist.save_instemb`)."""
+        from icml26.papers.instemb.persist import save_instemb
+
+        return save_instemb(self, path)
+
+    @classmethod
+    def load(cls, path, **kwargs: Any) -> "InstEmbModel":
+        """Reload a saved model (:func:`~icml26.papers.instemb.persist.load_instemb`)."""
+        from icml26.papers.instemb.persist import load_instemb
+
+        return load_instemb(path, **kwargs)
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def wrap(cls, causal_lm: Any, num_lookahead: int = 4, *, tokenizer: Any = None, with_teacher: bool = True,
