@@ -163,11 +163,26 @@ def test_an_interrupted_sweep_keeps_the_finished_seeds(tmp_path, monkeypatch):
         return real(plan, seed, *rest)
 
     monkeypatch.setattr(sw, "_job", interrupted)
-    with pytest.raises(KeyboardInterrupt):
+    with pytest.raises(sw.SweepInterrupted) as stopped:  # a KeyboardInterrupt naming what was kept
         sweep(PAPER, "0-2", setting="tiny", out=tmp_path, workers=1, progress=False)
+    assert isinstance(stopped.value, KeyboardInterrupt) and stopped.value.kept == [0, 1]
+    assert "seeds [0, 1] are kept" in str(stopped.value) and "--resume" in str(stopped.value)
     assert (tmp_path / PAPER / "seeds" / "0" / "result.json").exists()
     assert (tmp_path / PAPER / "seeds" / "1" / "result.json").exists()
-    assert not (tmp_path / PAPER / "result.json").exists()
+    assert not (tmp_path / PAPER / "seeds" / "2").exists()
+    assert json.loads((tmp_path / PAPER / "result.json").read_text())["seeds"] == [0, 1]  # the finished seeds
+
+    ran = []
+
+    def recording(plan, seed, *rest):
+        ran.append(seed)
+        return real(plan, seed, *rest)
+
+    monkeypatch.setattr(sw, "_job", recording)
+    done = sweep(PAPER, "0-2", setting="tiny", out=tmp_path, workers=1, progress=False, resume=True)
+    assert ran == [2] and done.aggregate.data["seeds"] == [0, 1, 2]
+    again = sweep(PAPER, "0-2", setting="tiny", out=tmp_path, workers=1, progress=False, resume=True)
+    assert ran == [2] and again.aggregate.data["seeds"] == [0, 1, 2]  # nothing left to run: aggregated only
 
 
 def test_aggregate_results_refuses_mixed_configs(one_worker):

@@ -201,3 +201,36 @@ def test_a_single_seed_of_another_configuration_never_overwrites_a_swept_seed(fa
     with pytest.raises(ValueError, match="another configuration"):
         runner.write_run(tmp_path / "zz_fake", data, figures)
     assert seed0.read_bytes() == before
+
+
+def test_ctrl_c_stops_a_sweep_at_once_and_keeps_and_aggregates_the_finished_seeds(tmp_path):
+    """SIGINT to `icml26 run … --seeds 0-3 --workers 2` after the first seed is written: the driver exits
+    within seconds (running seeds stopped, pending ones cancelled), no worker is left, the finished
+    seeds are aggregated and named; --resume then runs only the others."""
+    cmd = [sys.executable, "-m", "icml26", "run", "subspace_path", "--tiny", "--seeds", "0-3", "--workers", "2",
+           "--out", str(tmp_path), "--no-progress"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    seeds = tmp_path / "subspace_path" / "seeds"
+    deadline = time.time() + 240
+    while not list(seeds.glob("*/result.json")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert list(seeds.glob("*/result.json")), "no seed finished"
+    workers = _children(proc.pid)
+    start = time.time()
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    waited = time.time() - start
+    assert proc.returncode == 130 and waited < 15, (proc.returncode, waited, err[-500:])
+    print(f"interrupt: exited {waited:.1f} s after SIGINT, kept {len(list(seeds.glob('*/result.json')))} seed(s)")
+    kept = sorted(int(p.parent.name) for p in seeds.glob("*/result.json"))
+    assert f"seeds {kept} are kept" in err and "--resume" in err
+    import json
+
+    assert json.loads((tmp_path / "subspace_path" / "result.json").read_text())["seeds"] == kept
+    time.sleep(2)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in
+                Path(f"/proc/{w}/status").read_text().lower()], "a worker outlived the interrupt"
+    resumed = subprocess.run(cmd + ["--resume"], capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr[-800:]
+    assert f"{4 - len(kept)} seed(s)" in resumed.stderr
+    assert json.loads((tmp_path / "subspace_path" / "result.json").read_text())["seeds"] == list(range(4))

@@ -213,7 +213,8 @@ def _run_one(plan, args: argparse.Namespace):
     if args.seeds is not None:
         from icml26.sweep import sweep_plan
 
-        done = sweep_plan(plan, workers=args.workers, backend=args.backend, address=args.address, progress=progress)
+        done = sweep_plan(plan, workers=args.workers, backend=args.backend, address=args.address, progress=progress,
+                          resume=args.resume)
         return done.aggregate
     return runner.run_plan(plan, progress=progress)
 
@@ -241,6 +242,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
             args.seeds = parse_seeds(args.seeds)
         except ValueError as exc:
             raise CliError(str(exc)) from None
+    if args.resume and args.seeds is None:
+        raise CliError("--resume applies to a sweep (--seeds 0-4): it skips the seeds already in the folder")
     if args.workers is not None and args.workers < 1:
         raise CliError(f"--workers {args.workers} must be at least 1")
     if args.backend == "ray":
@@ -413,6 +416,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", default=None, metavar="0-4|0,3,7",
                    help="run several seeds and aggregate them (results/<key>/seeds/<s>/ and the aggregate "
                         "results/<key>/result.json)")
+    p.add_argument("--resume", action="store_true",
+                   help="with --seeds: skip the seeds already in the output folder (same configuration)")
     p.add_argument("--workers", type=int, default=None,
                    help="parallel seeds (default: the number of cores; one torch thread each)")
     p.add_argument("--backend", choices=("process", "ray"), default="process",
@@ -474,8 +479,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return 0
-    except KeyboardInterrupt:
-        print("icml26: interrupted; nothing was written for the run in progress", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        from icml26.sweep import SweepInterrupted
+
+        said = str(exc) if isinstance(exc, SweepInterrupted) else "nothing was written for the run in progress"
+        print(f"icml26: interrupted; {said}", file=sys.stderr)
         return 130
     except Exception:
         traceback.print_exc()

@@ -104,6 +104,11 @@ def run_jobs(jobs: Sequence[tuple[Any, tuple]], workers: int, finished, *, fn, b
                     finished(tag, value, error)
                     if bar is not None:
                         bar.update(1)
+            except KeyboardInterrupt:  # stop now: pending jobs cancelled, running workers terminated
+                for proc in list((getattr(pool, "_processes", {}) or {}).values()):
+                    proc.terminate()
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
             if not lost:

@@ -37,7 +37,7 @@ from icml26.pool import WorkerDied, run_jobs  # noqa: F401  (re-exported)
 from icml26.results import Result, validate
 from icml26.seeds import aggregate_folder, parse_seeds, seeds_in  # noqa: F401  (re-exported)
 
-__all__ = ["SweepResult", "aggregate_folder", "parse_seeds", "rederive", "seeds_in", "sweep", "sweep_plan"]
+__all__ = ["SweepInterrupted", "SweepResult", "aggregate_folder", "parse_seeds", "rederive", "seeds_in", "sweep", "sweep_plan"]
 
 log = logging.getLogger(__name__)
 Backend = Literal["process", "ray"]
@@ -71,6 +71,7 @@ def sweep(
     backend: Backend = "process",
     address: str | None = None,
     progress: bool | None = None,
+    resume: bool = False,
 ) -> SweepResult:
     """Run ``key`` once per seed and aggregate (see the module docstring): builds a
     :class:`~icml26.runner.RunPlan` and calls :func:`sweep_plan`.
@@ -84,7 +85,7 @@ def sweep(
 
     _check_backend(backend, workers)
     plan = RunPlan.build(key, setting=setting, seeds=seeds, overrides=overrides, device=device, threads=1, out=out)
-    return sweep_plan(plan, workers=workers, backend=backend, address=address, progress=progress)
+    return sweep_plan(plan, workers=workers, backend=backend, address=address, progress=progress, resume=resume)
 
 
 def _check_backend(backend: str, workers: int | None) -> None:
@@ -94,20 +95,48 @@ def _check_backend(backend: str, workers: int | None) -> None:
         raise ValueError(f"workers={workers!r} must be a positive integer")
 
 
+class SweepInterrupted(KeyboardInterrupt):
+    """A sweep stopped by an interrupt; ``kept`` are the seeds whose results are written (and aggregated)."""
+
+    def __init__(self, key: str, kept: Sequence[int], folder: Path | None) -> None:
+        super().__init__(f"{key}: seeds {list(kept)} are kept"
+                         + (f" and aggregated in {folder}; rerun with --resume to finish the others" if folder
+                            and kept else ""))
+        self.kept, self.folder = list(kept), folder
+
+
 def sweep_plan(plan, *, workers: int | None = None, backend: Backend = "process", address: str | None = None,
-               progress: bool | None = None) -> SweepResult:
+               progress: bool | None = None, resume: bool = False) -> SweepResult:
     """Every seed of ``plan`` (a :class:`~icml26.runner.RunPlan`), ``workers`` at a time, each at one torch
-    thread, then the aggregate (see the module docstring)."""
+    thread, then the aggregate (see the module docstring).
+
+    ``resume=True`` skips the seeds whose results of the same configuration are already in the folder. An
+    interrupt (Ctrl-C) cancels the pending seeds, stops the running ones, aggregates the finished seeds and
+    raises :class:`SweepInterrupted` naming them.
+    """
     from icml26.common.seeding import default_threads
     from icml26.runner import write_result
 
     _check_backend(backend, workers)
     key, seeds = plan.key, list(plan.seeds)
     folder = plan.folder
-    workers = min(workers or default_threads(), len(seeds))
+    workers = max(1, min(workers or default_threads(), len(seeds)))
     want = plan.config_hash
+    done_before: dict[int, Any] = {}
     if folder is not None:
-        seeds_in(folder, key, want)  # seeds of another configuration: refused before any work
+        done_before = seeds_in(folder, key, want)  # seeds of another configuration: refused before any work
+    if resume:
+        if folder is None:
+            raise ValueError("resume=True needs an output folder (out=) holding the finished seeds")
+        seeds = [s for s in seeds if s not in done_before]
+        if not seeds:
+            log.warning("%s: every seed of %s is already in %s; aggregating", key, list(plan.seeds), folder)
+    import sys
+
+    print(f"{key}: {len(seeds)} seed(s) {seeds}" + (f" ({len(plan.seeds) - len(seeds)} finished before)"
+                                                    if resume else "")
+          + f", {workers} worker(s) ({backend}), one torch thread each; "
+          + (f"writing {folder}" if folder is not None else "writing nothing"), file=sys.stderr, flush=True)
 
     per_seed: dict[int, Result] = {}
     failed: list[dict[str, Any]] = []
@@ -131,13 +160,23 @@ def sweep_plan(plan, *, workers: int | None = None, backend: Backend = "process"
     bar = _progress(total=len(seeds), enabled=progress, desc=f"{key} seeds")
     job_plan = plan.replace(threads=1)
     args = [(job_plan, s, folder is not None) for s in seeds]
-    if backend == "process":
-        _run_processes(args, workers, finished, bar)
-    else:
-        _run_ray(args, workers, address, finished, bar)
+    try:
+        if backend == "process":
+            _run_processes(args, max(1, workers), finished, bar)
+        else:
+            _run_ray(args, max(1, workers), address, finished, bar)
+    except KeyboardInterrupt:
+        bar.close()
+        kept = sorted(set(per_seed) | set(done_before))
+        if folder is not None and kept:
+            data, figures = aggregate_folder(key, folder, {}, sorted(failed, key=lambda f: f["seed"]),
+                                             provenance={"sweep_backend": backend, "sweep_workers": workers,
+                                                         "interrupted": True}, expect=want)
+            write_result(folder, data, figures)
+        raise SweepInterrupted(key, kept, folder) from None
     bar.close()
 
-    if not per_seed:
+    if not per_seed and not (resume and done_before):
         raise RuntimeError(f"{key}: every seed failed: " + "; ".join(f"{f['seed']}: {f['error']}" for f in failed))
     failed = sorted(failed, key=lambda f: f["seed"])
     extra = {"sweep_backend": backend, "sweep_workers": workers}
