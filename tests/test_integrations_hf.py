@@ -184,3 +184,24 @@ def test_llr_callback_resumes_from_a_checkpoint_as_if_never_interrupted(tmp_path
     again, _ = trainer_for(tmp_path / "a", _model())
     with pytest.raises(FileNotFoundError, match="llr_state.json"):
         again.train(resume_from_checkpoint=str(tmp_path / "a" / "checkpoint-2"))
+
+
+def test_the_methods_quantities_reach_the_trainers_logs(tmp_path):
+    from icml26.papers.curvature import CurvatureLoss
+
+    def logged(trainer):
+        trainer.train()
+        return [h for h in trainer.state.log_history if "loss" in h]
+
+    args = dict(max_steps=2, per_device_train_batch_size=4, learning_rate=0.1, report_to=[], save_strategy="no",
+                use_cpu=True, logging_strategy="steps", logging_steps=1, disable_tqdm=True, seed=0)
+    curv = curvature_trainer(CurvatureLoss(layers=(1,), weight=1.0), model=_model(), train_dataset=_Rows(),
+                             args=transformers.TrainingArguments(output_dir=str(tmp_path / "c"), **args))
+    rows = logged(curv)
+    assert len(rows) == 2 and all({"curvature_lm_loss", "curvature_regularizer"} <= set(r) for r in rows)
+    hamu = hamu_trainer(_Rows(n=8, seed=2), hamu={"bound": 0.5}, model=_model(), train_dataset=_Rows(seed=1),
+                        args=transformers.TrainingArguments(output_dir=str(tmp_path / "h"), **args))
+    rows = logged(hamu)
+    assert len(rows) == 2 and all({"hamu_hardness", "hamu_step_norm", "hamu_lr", "hamu_forget_loss"} <= set(r)
+                                  for r in rows)
+    assert rows[-1]["hamu_step_norm"] == pytest.approx(hamu.hamu_logs[-1].step_norm)

@@ -160,6 +160,12 @@ def curvature_trainer(curvature_loss: Any, **trainer_kwargs: Any):
                 loss = loss * (self.accelerator.num_processes // self.get_tp_size())  # as Trainer.compute_loss does
             return (loss, outputs) if return_outputs else loss
 
+        def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+            if self.last_losses and "loss" in logs:  # a training log: add the two parts of the last step
+                logs = {**logs, "curvature_lm_loss": self.last_losses["lm"],
+                        "curvature_regularizer": self.last_losses["curvature"]}
+            super().log(logs, *args, **kwargs)
+
     return CurvatureTrainer(**trainer_kwargs)
 
 
@@ -258,6 +264,15 @@ def hamu_trainer(forget_dataset: Any, *, hamu: dict[str, Any] | None = None, sto
                     self.hamu_lrs.append(lr)
                 self._retain_loss = self._forget_loss = 0.0
             return losses[0] / k
+
+        def log(self, logs: dict[str, float], *args: Any, **kwargs: Any) -> None:
+            if self.hamu_logs and "loss" in logs:  # a training log: HAMU's quantities at its last step
+                last = self.hamu_logs[-1]
+                logs = {**logs, "hamu_retain_loss": last.retain_loss, "hamu_forget_loss": last.forget_loss,
+                        "hamu_hardness": last.hardness, "hamu_cosine": last.cosine, "hamu_bound": last.bound,
+                        "hamu_step_norm": last.step_norm, "hamu_infeasible_blocks": last.n_infeasible,
+                        "hamu_lr": self.hamu_lrs[-1]}
+            super().log(logs, *args, **kwargs)
 
     trainer = HamuTrainer(**trainer_kwargs)
     trainer.add_callback(_StopCallback())
