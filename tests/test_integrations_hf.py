@@ -205,3 +205,17 @@ def test_the_methods_quantities_reach_the_trainers_logs(tmp_path):
     assert len(rows) == 2 and all({"hamu_hardness", "hamu_step_norm", "hamu_lr", "hamu_forget_loss"} <= set(r)
                                   for r in rows)
     assert rows[-1]["hamu_step_norm"] == pytest.approx(hamu.hamu_logs[-1].step_norm)
+
+
+def test_llr_multipliers_reach_the_trainers_logs(tmp_path):
+    model = _model()
+    args = transformers.TrainingArguments(output_dir=str(tmp_path), max_steps=4, per_device_train_batch_size=4,
+                                          learning_rate=1e-3, report_to=[], save_strategy="no", use_cpu=True,
+                                          logging_strategy="steps", logging_steps=2, disable_tqdm=True, seed=0)
+    callback = LLRCallback(every=2, ramp_steps=0, active_fraction=1.0, min_eigs=16, r_min=1.0, r_max=3.0)
+    trainer = transformers.Trainer(model=model, args=args, train_dataset=_Rows(), callbacks=[callback],
+                                   optimizers=(llr_optimizer(model, lr=1e-3), None))
+    trainer.train()
+    rows = [h for h in trainer.state.log_history if "loss" in h]
+    assert len(rows) == 2 and all({"llr_multiplier_min", "llr_multiplier_max", "llr_alpha_mean"} <= set(r) for r in rows)
+    assert rows[-1]["llr_multiplier_max"] == pytest.approx(max(callback.llr.multipliers.values()))

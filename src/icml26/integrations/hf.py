@@ -22,6 +22,7 @@ import json
 import os
 from typing import Any, Iterable
 
+import numpy as np
 import torch
 
 from icml26.common.extras import require
@@ -99,6 +100,21 @@ def LLRCallback(**llr_kwargs: Any):  # noqa: N802 - a class factory that reads l
         def on_step_end(self, args, state, control, **kwargs):
             if self.llr is not None:
                 self.llr.step()
+
+        def on_log(self, args, state, control, logs=None, **kwargs):
+            # LLR's multipliers and last fitted alphas beside the Trainer's loss (in the dict the reporters
+            # after this callback receive, and in state.log_history)
+            if self.llr is None or logs is None or "loss" not in logs:
+                return
+            mult = np.asarray(list(self.llr.multipliers.values()), dtype=float)
+            alphas = np.asarray([a[-1] for a in self.llr.history.alpha.values() if a], dtype=float)
+            extra = {"llr_multiplier_min": float(mult.min()), "llr_multiplier_max": float(mult.max()),
+                     "llr_multiplier_mean": float(mult.mean())}
+            if alphas.size and np.isfinite(alphas).any():
+                extra["llr_alpha_mean"] = float(np.nanmean(alphas))
+            logs.update(extra)
+            if state.log_history and state.log_history[-1].get("step") == state.global_step:
+                state.log_history[-1].update(extra)
 
         def on_save(self, args, state, control, **kwargs):
             if self.llr is not None and state.is_world_process_zero:
