@@ -437,3 +437,17 @@ def test_save_and_load_give_the_same_embeddings_with_the_same_settings(build, to
     assert again.teacher_model is None and InstEmbModel.load(tmp_path / "m", with_teacher=True).teacher_model is not None
     with pytest.raises(ValueError, match="instemb.json"):
         InstEmbModel.load(tmp_path / "m" / "backbone")
+
+
+def test_a_sentence_encoder_answers_the_encode_call_of_st_and_mteb_loops(tok, world):
+    import numpy as np
+
+    model = InstEmbModel.wrap(tiny_llama(), 2, tokenizer=tok, with_teacher=False)
+    enc = model.as_sentence_encoder("what colour is it")
+    texts = list(world.texts[:5])
+    got = enc.encode(texts, batch_size=2, show_progress_bar=False, normalize_embeddings=True)
+    assert isinstance(got, np.ndarray) and got.dtype == np.float32 and got.shape[0] == 5
+    np.testing.assert_array_equal(got, model.encode(texts, "what colour is it").numpy())
+    assert torch.equal(enc.encode(texts[0], convert_to_tensor=True), model.encode(texts[:1], "what colour is it")[0])
+    with pytest.raises(ValueError, match="instruction"):
+        model.as_sentence_encoder("  ")

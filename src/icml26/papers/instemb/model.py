@@ -207,6 +207,13 @@ class InstEmbModel(nn.Module):
 
         return load_instemb(path, **kwargs)
 
+    def as_sentence_encoder(self, instruction: str | None, pooling: str | None = None) -> Any:
+        """This model behind ``encode(sentences, **kwargs)`` with ``instruction`` fixed, for
+        sentence-transformers-style and MTEB-style loops (:class:`~icml26.papers.instemb.persist.SentenceEncoder`)."""
+        from icml26.papers.instemb.persist import SentenceEncoder
+
+        return SentenceEncoder(self, instruction, pooling)
+
     # ------------------------------------------------------------------ construction
     @classmethod
     def wrap(cls, causal_lm: Any, num_lookahead: int = 4, *, tokenizer: Any = None, with_teacher: bool = True,

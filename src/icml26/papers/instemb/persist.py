@@ -15,7 +15,7 @@ from typing import Any
 
 from icml26.common.extras import require
 
-__all__ = ["load_instemb", "save_instemb"]
+__all__ = ["SentenceEncoder", "load_instemb", "save_instemb"]
 
 MANIFEST = "instemb.json"
 
@@ -80,3 +80,30 @@ def load_instemb(path: str | os.PathLike, *, tokenizer: Any = None, with_teacher
     with torch.no_grad():
         model.lookahead.copy_(lookahead.to(model.lookahead))
     return model.eval()
+
+
+class SentenceEncoder:
+    """An :class:`~icml26.papers.instemb.InstEmbModel` behind the ``encode(sentences, **kwargs)`` call that
+    sentence-transformers users and MTEB-style evaluation loops make, with one instruction fixed.
+
+    ``encode`` returns a float32 NumPy array ``(n, d)`` of unit-norm rows (a tensor with
+    ``convert_to_tensor=True``); ``batch_size`` is honoured; ``show_progress_bar``,
+    ``normalize_embeddings`` (the rows are unit-norm already) and other keyword arguments such
+    loops pass are accepted and ignored.
+    """
+
+    def __init__(self, model: Any, instruction: str | None, pooling: str | None = None) -> None:
+        from icml26.papers.instemb.model import InstEmbModel
+
+        if not isinstance(model, InstEmbModel):
+            raise TypeError(f"model must be an InstEmbModel, got {type(model).__name__}")
+        if instruction is not None and (not isinstance(instruction, str) or not instruction.strip()):
+            raise ValueError("instruction must be a non-empty string, or None for the text alone")
+        self.model, self.instruction, self.pooling = model, instruction, pooling
+
+    def encode(self, sentences: Any, batch_size: int = 32, *, convert_to_tensor: bool = False, **_: Any) -> Any:
+        single = isinstance(sentences, str)
+        out = self.model.encode([sentences] if single else list(sentences), self.instruction, self.pooling,
+                                batch_size=batch_size)
+        out = out if convert_to_tensor else out.numpy()
+        return out[0] if single else out
