@@ -228,3 +228,22 @@ def test_curves_with_categorical_x_are_drawn_with_bands():
     assert line.get_ydata()[0] == pytest.approx(0.71)
     assert len(ax.collections) == 1  # the band
     plt.close(fig)
+
+
+def test_off_a_terminal_a_sweep_prints_a_heartbeat_naming_the_remaining_seeds(tmp_path, monkeypatch, capsys):
+    import time
+
+    import icml26.sweep as sw
+
+    real = sw._job
+
+    def slow(plan, seed, *rest):
+        time.sleep(0.6)
+        return real(plan, seed, *rest)
+
+    monkeypatch.setattr(sw, "_job", slow)
+    monkeypatch.setattr(sw, "HEARTBEAT_S", 0.2)
+    sweep(PAPER, "0-1", setting="tiny", out=tmp_path, workers=1, progress=False)
+    err = capsys.readouterr().err
+    assert f"{PAPER}: 2 seed(s) [0, 1], 1 worker(s)" in err  # the start line
+    assert "0/2 seeds finished; running or queued: [0, 1]" in err

@@ -160,12 +160,14 @@ def sweep_plan(plan, *, workers: int | None = None, backend: Backend = "process"
     bar = _progress(total=len(seeds), enabled=progress, desc=f"{key} seeds")
     job_plan = plan.replace(threads=1)
     args = [(job_plan, s, folder is not None) for s in seeds]
+    stop_beat = _heartbeat(key, seeds, per_seed, failed, progress)
     try:
         if backend == "process":
             _run_processes(args, max(1, workers), finished, bar)
         else:
             _run_ray(args, max(1, workers), address, finished, bar)
     except KeyboardInterrupt:
+        stop_beat()
         bar.close()
         kept = sorted(set(per_seed) | set(done_before))
         if folder is not None and kept:
@@ -174,6 +176,8 @@ def sweep_plan(plan, *, workers: int | None = None, backend: Backend = "process"
                                                          "interrupted": True}, expect=want)
             write_result(folder, data, figures)
         raise SweepInterrupted(key, kept, folder) from None
+    finally:
+        stop_beat()
     bar.close()
 
     if not per_seed and not (resume and done_before):
@@ -189,6 +193,33 @@ def sweep_plan(plan, *, workers: int | None = None, backend: Backend = "process"
     return SweepResult(Result(data, path=path), per_seed, failed)
 
 
+
+
+HEARTBEAT_S = 60.0
+"""Off a terminal, a sweep prints a line this often (seconds) naming the finished and the remaining seeds."""
+
+
+def _heartbeat(key: str, seeds: Sequence[int], per_seed: Mapping[int, Any], failed: Sequence[Mapping[str, Any]],
+               progress: bool | None):
+    """Start the heartbeat thread (off a terminal, unless ``progress`` is True); returns its stop function."""
+    import sys
+    import threading
+    import time
+
+    if progress or (progress is None and sys.stderr.isatty()) or not seeds:
+        return lambda: None
+    stop, start = threading.Event(), time.perf_counter()
+
+    def beat() -> None:
+        while not stop.wait(HEARTBEAT_S):
+            done = set(per_seed) | {int(f["seed"]) for f in failed}
+            left = [s for s in seeds if s not in done]
+            print(f"  ... {key}: {time.perf_counter() - start:.0f} s elapsed; {len(done)}/{len(seeds)} seeds finished"
+                  f"{f' ({len(failed)} failed)' if failed else ''}; running or queued: {left}", file=sys.stderr,
+                  flush=True)
+
+    threading.Thread(target=beat, name="icml26-sweep-heartbeat", daemon=True).start()
+    return stop.set
 
 
 def _run_processes(args, workers: int, finished, bar) -> None:
