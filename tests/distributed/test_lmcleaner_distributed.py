@@ -61,3 +61,23 @@ def test_sharded_recorder_serves_one_process_correction():
         assert torch.allclose(params, ref_params, atol=1e-10, rtol=0), (params - ref_params).abs().max()
         assert history * 2 == pytest.approx(ref_bytes, rel=0.1)  # about half per rank (⌈p/2⌉ each)
     assert torch.equal(results[0][0], results[1][0])
+
+
+def _uneven(rank, world):
+    from icml26.papers.lmcleaner import TrajectoryRecorder
+
+    net = nn.Linear(3, 2).double()
+    optimizer = torch.optim.SGD(net.parameters(), lr=0.1)
+    recorder = TrajectoryRecorder(net, optimizer)
+    ids = torch.arange(4) if rank == 0 else torch.arange(4, 7)  # 4 and 3 rows
+    try:
+        with recorder.step(ids):
+            pass
+    except ValueError as exc:
+        return str(exc)
+    return None
+
+
+def test_uneven_batch_sizes_across_ranks_are_refused_on_every_rank():
+    messages = run_ranks(_uneven, 2)
+    assert all(m is not None and "different sizes [4, 3]" in m for m in messages)

@@ -219,7 +219,14 @@ class TrajectoryRecorder:
         if ids.numel() == 0:
             raise ValueError("a recorded step needs a non-empty batch of sample ids")
         if self.world_size > 1:  # the step's batch is the union of every rank's batch
-            ids = torch.cat(all_gather_objects(ids, self.group))
+            parts = all_gather_objects(ids, self.group)
+            sizes = [int(part.numel()) for part in parts]
+            if len(set(sizes)) > 1:  # every rank sees the same sizes, so every rank raises (no deadlock)
+                raise ValueError(f"the ranks' batches have different sizes {sizes}: DDP averages per-rank mean "
+                                 "gradients, so the update is not the union batch's mean that LMCleaner's "
+                                 "corrections assume; give every rank the same batch size (DistributedSampler "
+                                 "pads to equal shards; drop or pad a short last batch)")
+            ids = torch.cat(parts)
         if lr is None:
             if self.optimizer is None:
                 raise ValueError("pass lr=... to recorder.step (no optimizer was given)")
