@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import contextlib
 import inspect
-from typing import Iterator
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 from torch import nn
 
-__all__ = ["cache_kwarg", "decoder_blocks", "num_layers", "quiet_transformers"]
+__all__ = ["cache_kwarg", "decoder_blocks", "num_layers", "quiet_transformers", "saved_state_dict"]
 
 
 def cache_kwarg(model: nn.Module) -> str:
@@ -72,3 +75,23 @@ def quiet_transformers() -> Iterator[None]:
         logging_.set_verbosity(verbosity)
         if bars:
             logging_.enable_progress_bar()
+
+
+def saved_state_dict(path: str | os.PathLike, keep: Callable[[str], bool] | None = None) -> dict[str, Any]:
+    """The tensors a ``save_pretrained`` folder holds (``model.safetensors``, or every shard its
+    ``model.safetensors.index.json`` names), only the names ``keep`` accepts when given.
+
+    Raises ``FileNotFoundError`` naming a missing file.
+    """
+    from safetensors.torch import load_file
+
+    path = Path(path)
+    index = path / "model.safetensors.index.json"
+    files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.is_file() \
+        else ["model.safetensors"]
+    state: dict[str, Any] = {}
+    for name in files:
+        if not (path / name).is_file():
+            raise FileNotFoundError(f"{path / name} is missing; is {path} a folder written by save_pretrained?")
+        state.update({k: v for k, v in load_file(str(path / name)).items() if keep is None or keep(k)})
+    return state

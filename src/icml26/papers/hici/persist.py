@@ -10,7 +10,6 @@ HiCI weight, refusing a checkpoint whose HiCI weights do not match one for one.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -42,20 +41,6 @@ def save_pretrained(model: nn.Module, path: str | os.PathLike, **kwargs: Any) ->
         del inner.config.hici
 
 
-def _saved_hici_weights(path: Path) -> dict[str, Any]:
-    from safetensors.torch import load_file
-
-    index = path / "model.safetensors.index.json"
-    files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.is_file() \
-        else ["model.safetensors"]
-    state: dict[str, Any] = {}
-    for name in files:
-        if not (path / name).is_file():
-            raise FileNotFoundError(f"{path / name} is missing; save the model with hici.save_pretrained")
-        state.update({k: v for k, v in load_file(str(path / name)).items() if any(t in k for t in _HICI_KEYS)})
-    return state
-
-
 def from_pretrained(path: str | os.PathLike, model_class: Any = None, **kwargs: Any) -> nn.Module:
     """Reload a model saved with :func:`save_pretrained`: patched, with its HiCI weights and inference mode.
 
@@ -65,7 +50,7 @@ def from_pretrained(path: str | os.PathLike, model_class: Any = None, **kwargs: 
         kwargs: passed to ``model_class.from_pretrained`` (``torch_dtype``, ``device_map`` …).
     """
     transformers = require("transformers", "lm")
-    from icml26.common.hf import quiet_transformers
+    from icml26.common.hf import quiet_transformers, saved_state_dict
 
     path = Path(path)
     config = transformers.AutoConfig.from_pretrained(path)
@@ -79,7 +64,7 @@ def from_pretrained(path: str | os.PathLike, model_class: Any = None, **kwargs: 
     del _supported_model(model).config.hici
     patch(model, hici_config)
     expected = {k for k in model.state_dict() if any(t in k for t in _HICI_KEYS)}
-    saved = _saved_hici_weights(path)
+    saved = saved_state_dict(path, keep=lambda k: any(t in k for t in _HICI_KEYS))
     if set(saved) != expected:
         missing, extra = sorted(expected - set(saved)), sorted(set(saved) - expected)
         raise ValueError(f"{path}: the saved HiCI weights do not match the configuration "

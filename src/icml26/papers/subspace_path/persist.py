@@ -10,7 +10,6 @@ evaluation and changes no weight: prune to keep the result.)
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import torch
 from torch import nn
 
 from icml26.common.extras import require
+from icml26.common.hf import saved_state_dict
 from icml26.papers.subspace_path.heads import KEPT_HEADS, attention_layout, prune_heads
 
 __all__ = ["load_pruned", "save_pruned"]
@@ -31,20 +31,6 @@ def save_pruned(model: nn.Module, path: str | os.PathLike, **kwargs: Any) -> Non
         raise ValueError("model was not pruned with prune_heads (its config records no kept heads); "
                          "save a dense model with model.save_pretrained")
     model.save_pretrained(path, **kwargs)
-
-
-def _saved_state(path: Path) -> dict[str, torch.Tensor]:
-    from safetensors.torch import load_file
-
-    index = path / "model.safetensors.index.json"
-    files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.is_file() \
-        else ["model.safetensors"]
-    state: dict[str, torch.Tensor] = {}
-    for name in files:
-        if not (path / name).is_file():
-            raise FileNotFoundError(f"{path / name} is missing; save the model with save_pruned")
-        state.update(load_file(str(path / name)))
-    return state
 
 
 def load_pruned(path: str | os.PathLike, model_class: Any = None, **kwargs: Any) -> nn.Module:
@@ -76,7 +62,7 @@ def load_pruned(path: str | os.PathLike, model_class: Any = None, **kwargs: Any)
         row[list(heads)] = True
         keep.append(row)
     prune_heads(model, keep)
-    state = _saved_state(path)
+    state = saved_state_dict(path)
     missing, unexpected = model.load_state_dict(state, strict=False)
     tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
     if unexpected or set(missing) - tied:
