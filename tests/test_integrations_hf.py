@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -219,3 +221,111 @@ def test_llr_multipliers_reach_the_trainers_logs(tmp_path):
     rows = [h for h in trainer.state.log_history if "loss" in h]
     assert len(rows) == 2 and all({"llr_multiplier_min", "llr_multiplier_max", "llr_alpha_mean"} <= set(r) for r in rows)
     assert rows[-1]["llr_multiplier_max"] == pytest.approx(max(callback.llr.multipliers.values()))
+
+
+class _Classifier(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        torch.manual_seed(0)
+        self.net = torch.nn.Sequential(torch.nn.Linear(5, 8), torch.nn.Tanh(), torch.nn.Linear(8, 3))
+
+    def forward(self, x, labels=None):
+        logits = self.net(x)
+        out = {"logits": logits}
+        if labels is not None:
+            out["loss"] = torch.nn.functional.cross_entropy(logits, labels)
+        return out
+
+
+def _lmcleaner_setup(tmp_path, accumulation=2, **overrides):
+    from icml26.papers.lmcleaner import SupervisedProblem
+
+    g = torch.Generator().manual_seed(3)
+    x, y = torch.randn(24, 5, generator=g), torch.randint(0, 3, (24,), generator=g)
+    rows = [{"x": x[i], "labels": y[i], "sample_id": i} for i in range(24)]
+    model = _Classifier()
+    settings = dict(output_dir=str(tmp_path), max_steps=6, per_device_train_batch_size=4 // accumulation,
+                    gradient_accumulation_steps=accumulation, learning_rate=0.5, optim="sgd",
+                    lr_scheduler_type="linear", max_grad_norm=0.0, report_to=[], save_strategy="no", use_cpu=True,
+                    logging_strategy="no", disable_tqdm=True, seed=0, dataloader_drop_last=True)
+    settings.update(overrides)
+    problem = SupervisedProblem(model, lambda out, t: torch.nn.functional.cross_entropy(out["logits"], t,
+                                                                                          reduction="none"), x, y)
+    return model, rows, transformers.TrainingArguments(**settings), problem
+
+
+@pytest.mark.parametrize("accumulation", [1, 2])
+def test_lmcleaner_trainer_records_plain_sgd_steps_that_replay_exactly(tmp_path, accumulation):
+    """Replaying SGD on the recorded (ids, η) from θ[0] through the problem's own objective gives the
+    Trainer's final parameters: the recorder saw every step, the union of micro-batches, the scheduled rate."""
+    from icml26.integrations.hf import lmcleaner_trainer
+
+    model, rows, args, problem = _lmcleaner_setup(tmp_path, accumulation)
+    theta0 = problem.flat_params().clone()
+    trainer = lmcleaner_trainer(model=model, args=args, train_dataset=rows)
+    trainer.train()
+    recorder = trainer.recorder
+    assert recorder.num_steps == trainer.state.global_step == 6
+    assert all(len(recorder.batch_ids(s)) == 4 for s in range(6))
+    lrs = [recorder.lr(s) for s in range(6)]
+    assert lrs == pytest.approx([0.5 * (1 - s / 6) for s in range(6)])  # the linear schedule, step by step
+    theta = theta0
+    for s in range(6):
+        theta = problem.sgd_step(theta, recorder.batch_ids(s), recorder.lr(s))
+    torch.testing.assert_close(theta, problem.flat_params(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(recorder.params_at(0), theta0, rtol=1e-5, atol=1e-6)
+
+
+def test_lmcleaner_trainer_correction_equals_a_hand_recorded_loop(tmp_path):
+    """The same batches and rates recorded by hand give the same LMCleaner correction."""
+    from icml26.integrations.hf import lmcleaner_trainer
+    from icml26.papers.lmcleaner import TrajectoryRecorder, lmcleaner_unlearn, make_hvp
+
+    model, rows, args, problem = _lmcleaner_setup(tmp_path, accumulation=1)
+    theta0 = problem.flat_params().clone()
+    trainer = lmcleaner_trainer(model=model, args=args, train_dataset=rows)
+    trainer.train()
+    forget = trainer.recorder.batch_ids(2)[:1]
+    ours = lmcleaner_unlearn(problem, trainer.recorder, trainer.recorder.current_params(), forget,
+                             trainer.recorder.num_steps, window=3, hvp=make_hvp(problem))
+
+    hand_model, _, _, _ = _lmcleaner_setup(tmp_path / "hand")
+    hand_problem = dataclasses.replace(problem, model=hand_model)
+    hand_problem.set_flat_params(theta0)
+    sgd = torch.optim.SGD(hand_model.parameters(), lr=0.5)
+    hand = TrajectoryRecorder(hand_model, sgd)
+    for s in range(6):
+        ids = trainer.recorder.batch_ids(s)
+        for group in sgd.param_groups:
+            group["lr"] = trainer.recorder.lr(s)
+        with hand.step(ids):
+            sgd.zero_grad()
+            loss = torch.nn.functional.cross_entropy(hand_model(problem.inputs[ids])["logits"], problem.targets[ids])
+            loss.backward()
+            sgd.step()
+    theirs = lmcleaner_unlearn(hand_problem, hand, hand.current_params(), forget, hand.num_steps, window=3,
+                               hvp=make_hvp(hand_problem))
+    torch.testing.assert_close(ours.params, theirs.params, rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(ours.params, trainer.recorder.current_params())  # the correction moved θ
+
+
+@pytest.mark.parametrize("overrides, match", [
+    ({"optim": "adamw_torch"}, "optim='sgd'"),
+    ({"max_grad_norm": 1.0}, "max_grad_norm"),
+    ({"weight_decay": 0.1}, "weight decays"),
+])
+def test_lmcleaner_trainer_refuses_runs_its_propagator_does_not_describe(tmp_path, overrides, match):
+    from icml26.integrations.hf import lmcleaner_trainer
+
+    model, rows, args, _ = _lmcleaner_setup(tmp_path, accumulation=1, **overrides)
+    with pytest.raises(ValueError, match=match):
+        lmcleaner_trainer(model=model, args=args, train_dataset=rows).train()
+
+
+def test_lmcleaner_trainer_names_a_missing_id_column(tmp_path):
+    from icml26.integrations.hf import lmcleaner_trainer
+
+    model, rows, args, _ = _lmcleaner_setup(tmp_path, accumulation=1)
+    rows = [{k: v for k, v in row.items() if k != "sample_id"} for row in rows]
+    with pytest.raises(ValueError, match="'sample_id'"):
+        lmcleaner_trainer(model=model, args=args, train_dataset=rows).train()

@@ -8,7 +8,10 @@
   ``output_hidden_states=True``; padded positions are masked);
 * **HAMU** — :func:`hamu_trainer` returns a ``Trainer`` whose every step draws one retain batch
   (the train set) and one forget batch and takes HAMU's constrained step; both gradients go
-  through ``backward`` (``accelerator.backward``), so DDP / accelerate average them across ranks.
+  through ``backward`` (``accelerator.backward``), so DDP / accelerate average them across ranks;
+* **LMCleaner** — :func:`lmcleaner_trainer` returns a ``Trainer`` (plain SGD) that records every
+  optimizer step's batch ids and update in ``trainer.recorder``, the trajectory LMCleaner's
+  corrections read when a batch is later deleted.
 
 Everything runs under ``accelerate`` / ``torchrun`` as the ``Trainer`` does: LLR's fits are
 split across ranks (see :func:`icml26.papers.llr.layer_alphas`).
@@ -27,7 +30,7 @@ import torch
 
 from icml26.common.extras import require
 
-__all__ = ["LLRCallback", "curvature_trainer", "hamu_trainer", "llr_optimizer"]
+__all__ = ["LLRCallback", "curvature_trainer", "hamu_trainer", "llr_optimizer", "lmcleaner_trainer"]
 
 
 LLR_STATE_NAME = "llr_state.json"
@@ -292,4 +295,104 @@ def hamu_trainer(forget_dataset: Any, *, hamu: dict[str, Any] | None = None, sto
 
     trainer = HamuTrainer(**trainer_kwargs)
     trainer.add_callback(_StopCallback())
+    return trainer
+
+
+def lmcleaner_trainer(*, id_column: str = "sample_id", recorder: dict[str, Any] | None = None, **trainer_kwargs: Any):
+    """A ``transformers.Trainer`` that records its SGD run for LMCleaner's later batch deletion.
+
+    Args:
+        id_column: the training set's column of integer sample ids (the rows' identities in the
+            :class:`~icml26.papers.lmcleaner.SupervisedProblem` used for the corrections), e.g.
+            ``dataset.map(lambda row, i: {"sample_id": i}, with_indices=True)``. It is kept through the
+            Trainer's column pruning and taken out of every batch before the model's forward.
+        recorder: :class:`~icml26.papers.lmcleaner.TrajectoryRecorder` keyword arguments
+            (``checkpoint_every`` with ``problem``, ``storage_device``, ``allow_approximation``).
+        trainer_kwargs: everything ``Trainer(...)`` takes. The run must be plain SGD, as LMCleaner's
+            propagator I − η·H assumes: ``TrainingArguments(optim="sgd", max_grad_norm=0.0)`` (the
+            Trainer's default AdamW and its gradient clipping at 1.0 are refused when training starts,
+            unless ``recorder={"allow_approximation": True}``), one weight decay for every parameter
+            (the Trainer's default groups exempt biases and norms), and, under ``torchrun``, equal
+            per-rank batches (``dataloader_drop_last=True``).
+
+    One recorded step per optimizer step: its batch is the union of the accumulated micro-batches'
+    ids (gathered over ranks under DDP) and its η is the scheduler's rate for that step. After
+    training, ``trainer.recorder`` is the :class:`~icml26.papers.lmcleaner.TrajectoryRecorder` that
+    :func:`~icml26.papers.lmcleaner.lmcleaner_unlearn` and the other removers take::
+
+        trainer = lmcleaner_trainer(model=model, args=args, train_dataset=train)   # train has "sample_id"
+        trainer.train()
+        result = lmcleaner_unlearn(problem, trainer.recorder, trainer.recorder.current_params(),
+                                   forget_ids, trainer.recorder.num_steps, window=16, hvp=make_hvp(problem))
+    """
+    transformers = _transformers()
+    from icml26.papers.lmcleaner import TrajectoryRecorder
+
+    recorder_kwargs = dict(recorder or {})
+    for key in ("model", "optimizer"):
+        if key in recorder_kwargs:
+            raise ValueError(f"recorder={{{key!r}: ...}}: the Trainer's {key} is recorded; leave it out")
+    if not isinstance(id_column, str) or not id_column:
+        raise ValueError(f"id_column={id_column!r} must name the dataset's column of sample ids")
+    approximate = bool(recorder_kwargs.get("allow_approximation", False))
+
+    class _Record(transformers.TrainerCallback):
+        def on_pre_optimizer_step(self, args, state, control, **kwargs):
+            trainer._open_step()
+
+        def on_optimizer_step(self, args, state, control, **kwargs):
+            trainer._close_step()
+
+    class LMCleanerTrainer(transformers.Trainer):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.recorder: TrajectoryRecorder | None = None
+            self._ids: list[torch.Tensor] = []
+            self._step_context = None
+
+        def _set_signature_columns_if_needed(self) -> None:
+            super()._set_signature_columns_if_needed()
+            if id_column not in self._signature_columns:
+                self._signature_columns = [*self._signature_columns, id_column]
+
+        def _take_ids(self, inputs: dict[str, Any]) -> torch.Tensor:
+            if id_column not in inputs:
+                raise ValueError(f"the batch has no {id_column!r} column (it has {sorted(inputs)}); add the rows' "
+                                 f"sample ids, e.g. dataset.map(lambda row, i: {{{id_column!r}: i}}, with_indices=True)")
+            return torch.as_tensor(inputs.pop(id_column)).reshape(-1).cpu()
+
+        def training_step(self, model, inputs, num_items_in_batch=None):
+            self._ids.append(self._take_ids(inputs))
+            return super().training_step(model, inputs, num_items_in_batch)
+
+        def prediction_step(self, model, inputs, prediction_loss_only, ignore_keys=None):
+            inputs = dict(inputs)
+            inputs.pop(id_column, None)
+            return super().prediction_step(model, inputs, prediction_loss_only, ignore_keys=ignore_keys)
+
+        def _open_step(self) -> None:
+            if self.recorder is None:
+                if self.args.max_grad_norm and self.args.max_grad_norm > 0 and not approximate:
+                    raise ValueError(f"max_grad_norm={self.args.max_grad_norm}: gradient clipping rescales the SGD "
+                                     "step, so P[t] = I − η·H does not hold; set TrainingArguments(max_grad_norm=0.0)")
+                optimizer = _base_optimizer(self.optimizer)
+                decays = {float(g.get("weight_decay", 0.0)) for g in optimizer.param_groups}
+                if len(decays) > 1 and not approximate:
+                    raise ValueError(f"the optimizer's parameter groups have weight decays {sorted(decays)}; LMCleaner "
+                                     "needs one λ for every parameter (TrainingArguments(weight_decay=0.0), or one "
+                                     "torch.optim.SGD passed as optimizers=(sgd, None))")
+                try:
+                    self.recorder = TrajectoryRecorder(self.model, optimizer, **recorder_kwargs)
+                except ValueError as error:
+                    raise ValueError(f"{error} (with a Trainer: TrainingArguments(optim='sgd'))") from None
+            ids, self._ids = torch.cat(self._ids), []
+            self._step_context = self.recorder.step(ids)
+            self._step_context.__enter__()
+
+        def _close_step(self) -> None:
+            context, self._step_context = self._step_context, None
+            context.__exit__(None, None, None)
+
+    trainer = LMCleanerTrainer(**trainer_kwargs)
+    trainer.add_callback(_Record())
     return trainer
