@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import numpy as np
 import pytest
@@ -246,4 +247,5 @@ def test_off_a_terminal_a_sweep_prints_a_heartbeat_naming_the_remaining_seeds(tm
     sweep(PAPER, "0-1", setting="tiny", out=tmp_path, workers=1, progress=False)
     err = capsys.readouterr().err
     assert f"{PAPER}: 2 seed(s) [0, 1], 1 worker(s)" in err  # the start line
-    assert "0/2 seeds finished; running or queued: [0, 1]" in err
+    assert re.search(r"0/2 seeds finished; running: 0 \(\d+ s\); queued: \[1\]", err)  # seed 0 runs, 1 waits
+    assert re.search(r"1/2 seeds finished; running: 1 \(\d+ s\); queued: \[\]", err)

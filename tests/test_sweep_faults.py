@@ -39,6 +39,23 @@ def test_a_dead_worker_costs_only_its_job():
     assert isinstance(done[2][1], WorkerDied) and "signal 9 (SIGKILL)" in str(done[2][1])
 
 
+def test_began_tells_each_job_as_a_worker_starts_it_and_before_its_end():
+    events = []
+    run_jobs([(i, (i,)) for i in range(3)], 2, lambda tag, value, error: events.append(("end", tag)),
+             fn=_raise_on_one, began=lambda tag: events.append(("start", tag)))
+    assert sorted(events) == [("end", 0), ("end", 1), ("end", 2), ("start", 0), ("start", 1), ("start", 2)]
+    for tag in range(3):
+        assert events.index(("start", tag)) < events.index(("end", tag))
+
+
+def test_a_dead_worker_is_still_told_as_started():
+    started, done = [], {}
+    run_jobs([(i, (i,)) for i in range(4)], 2, lambda tag, value, error: done.__setitem__(tag, (value, error)),
+             fn=_die_on_two, began=started.append)
+    assert sorted(done) == [0, 1, 2, 3] and isinstance(done[2][1], WorkerDied)
+    assert set(started) >= {0, 1, 2, 3}  # a job run again after the pool was replaced is told again
+
+
 def test_a_job_that_raises_is_reported_and_the_rest_finish():
     done = {}
     run_jobs([(i, (i,)) for i in range(3)], 2, lambda tag, value, error: done.__setitem__(tag, (value, error)),

@@ -61,13 +61,32 @@ def _signal_text(code: int | None) -> str:
     return f"worker exited with status {code}"
 
 
+def _drain(started, pids: dict[int, Any], began) -> None:
+    """Read the workers' start messages: which process runs which job (and tell ``began``)."""
+    while not started.empty():
+        tag, pid = started.get()
+        pids[pid] = tag
+        if began is not None:
+            began(tag)
+
+
+def _completed(futures, started, pids: dict[int, Any], began, poll_s: float = 1.0):
+    """Yield the futures as they finish, reading the start messages every ``poll_s`` meanwhile."""
+    left = set(futures)
+    while left:
+        done, left = cf.wait(left, timeout=poll_s, return_when=cf.FIRST_COMPLETED)
+        _drain(started, pids, began)  # a job's start is told before its end
+        yield from done
+
+
 class WorkerDied(RuntimeError):
     """The process running a job died (killed by a signal, e.g. the kernel's out-of-memory killer)."""
 
 
-def run_jobs(jobs: Sequence[tuple[Any, tuple]], workers: int, finished, *, fn, bar=None) -> None:
+def run_jobs(jobs: Sequence[tuple[Any, tuple]], workers: int, finished, *, fn, bar=None, began=None) -> None:
     """Run ``fn(*args)`` for each ``(tag, args)`` on ``workers`` spawned processes (one torch thread each),
-    calling ``finished(tag, value, error)`` in the driver as each ends.
+    calling ``finished(tag, value, error)`` in the driver as each ends, and ``began(tag)`` (when given) as
+    a worker starts it (within about a second; always before its ``finished``).
 
     A job that raises is reported with its exception. A worker that dies (a signal, the OOM killer)
     costs only the job it was running: that job is reported with :class:`WorkerDied` naming the signal,
@@ -83,6 +102,7 @@ def run_jobs(jobs: Sequence[tuple[Any, tuple]], workers: int, finished, *, fn, b
     os.environ.update(env)  # inherited by the spawned workers
     pending = list(jobs)
     stalls = 0
+    pids: dict[int, Any] = {}  # worker pid -> the job it last started
     try:
         while pending:
             started = context.SimpleQueue()
@@ -92,7 +112,7 @@ def run_jobs(jobs: Sequence[tuple[Any, tuple]], workers: int, finished, *, fn, b
                 futures = {pool.submit(_tracked, tag, fn, *args): (tag, args) for tag, args in pending}
                 processes = dict(getattr(pool, "_processes", {}) or {})
                 pending, lost = [], []
-                for future in cf.as_completed(futures):
+                for future in _completed(futures, started, pids, began):
                     tag, args = futures[future]
                     try:
                         value, error = future.result(), None
@@ -114,10 +134,7 @@ def run_jobs(jobs: Sequence[tuple[Any, tuple]], workers: int, finished, *, fn, b
             if not lost:
                 break
             # Which lost job was running in the process that died? The others are run again.
-            pids: dict[int, Any] = {}
-            while not started.empty():
-                tag, pid = started.get()
-                pids[pid] = tag
+            _drain(started, pids, began)
             processes.update(dict(getattr(pool, "_processes", {}) or {}))
             codes = {pid: proc.exitcode for pid, proc in processes.items()}
             lost_tags = {tag for tag, _ in lost}

@@ -28,6 +28,7 @@ import dataclasses
 import json
 import logging
 import os
+import time
 import traceback
 from pathlib import Path
 from typing import Any, Literal, Mapping, Sequence
@@ -160,10 +161,12 @@ def sweep_plan(plan, *, workers: int | None = None, backend: Backend = "process"
     bar = _progress(total=len(seeds), enabled=progress, desc=f"{key} seeds")
     job_plan = plan.replace(threads=1)
     args = [(job_plan, s, folder is not None) for s in seeds]
-    stop_beat = _heartbeat(key, seeds, per_seed, failed, progress)
+    began: dict[int, float] = {}  # seed -> when a worker started it (the process backend tells)
+    stop_beat = _heartbeat(key, seeds, per_seed, failed, progress, began if backend == "process" else None)
     try:
         if backend == "process":
-            _run_processes(args, max(1, workers), finished, bar)
+            _run_processes(args, max(1, workers), finished, bar,
+                           began=lambda seed: began.setdefault(seed, time.perf_counter()))
         else:
             _run_ray(args, max(1, workers), address, finished, bar)
     except KeyboardInterrupt:
@@ -200,8 +203,12 @@ HEARTBEAT_S = 60.0
 
 
 def _heartbeat(key: str, seeds: Sequence[int], per_seed: Mapping[int, Any], failed: Sequence[Mapping[str, Any]],
-               progress: bool | None):
-    """Start the heartbeat thread (off a terminal, unless ``progress`` is True); returns its stop function."""
+               progress: bool | None, began: Mapping[int, float] | None = None):
+    """Start the heartbeat thread (off a terminal, unless ``progress`` is True); returns its stop function.
+
+    ``began`` (seed -> start time, filled as workers start seeds) splits the unfinished seeds into the
+    running ones, each with its time so far, and the queued ones; without it they are named together.
+    """
     import sys
     import threading
     import time
@@ -214,15 +221,21 @@ def _heartbeat(key: str, seeds: Sequence[int], per_seed: Mapping[int, Any], fail
         while not stop.wait(HEARTBEAT_S):
             done = set(per_seed) | {int(f["seed"]) for f in failed}
             left = [s for s in seeds if s not in done]
-            print(f"  ... {key}: {time.perf_counter() - start:.0f} s elapsed; {len(done)}/{len(seeds)} seeds finished"
-                  f"{f' ({len(failed)} failed)' if failed else ''}; running or queued: {left}", file=sys.stderr,
-                  flush=True)
+            now = time.perf_counter()
+            if began is None:
+                where = f"running or queued: {left}"
+            else:
+                times = dict(began)
+                running = ", ".join(f"{s} ({now - times[s]:.0f} s)" for s in left if s in times)
+                where = f"running: {running or '-'}; queued: {[s for s in left if s not in times]}"
+            print(f"  ... {key}: {now - start:.0f} s elapsed; {len(done)}/{len(seeds)} seeds finished"
+                  f"{f' ({len(failed)} failed)' if failed else ''}; {where}", file=sys.stderr, flush=True)
 
     threading.Thread(target=beat, name="icml26-sweep-heartbeat", daemon=True).start()
     return stop.set
 
 
-def _run_processes(args, workers: int, finished, bar) -> None:
+def _run_processes(args, workers: int, finished, bar, began=None) -> None:
     if workers == 1:
         # In this process: torch runs at one thread (``_job``), and so must NumPy's BLAS, as in the
         # spawned workers (OMP_NUM_THREADS=1), or a seed's float sums depend on the worker count.
@@ -230,6 +243,8 @@ def _run_processes(args, workers: int, finished, bar) -> None:
 
         with threadpool_limits(limits=1):
             for a in args:
+                if began is not None:
+                    began(a[1])
                 try:
                     value, error = _job(*a), None
                 except Exception as exc:  # recorded; the sweep goes on
@@ -238,7 +253,7 @@ def _run_processes(args, workers: int, finished, bar) -> None:
                 finished(a[1], value, error)
                 bar.update(1)
         return
-    run_jobs([(a[1], a) for a in args], workers, finished, fn=_job, bar=bar)
+    run_jobs([(a[1], a) for a in args], workers, finished, fn=_job, bar=bar, began=began)
 
 
 def _run_ray(args, workers: int, address: str | None, finished, bar) -> None:
@@ -427,17 +442,8 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
                         value, error = None, exc
                     finished(key, value, error)
         else:
-            for key in order[:workers]:
-                note_start(key)  # approximate: the pool starts the first `workers` jobs at once
-
-            def on_done(key, value, error):
-                finished(key, value, error)
-                with lock:
-                    waiting = [k for k in order if k not in rows and k not in running]
-                if waiting:
-                    note_start(waiting[0])
-
-            run_jobs([(k, (plans[k], seed, out is not None)) for k in order], workers, on_done, fn=_job)
+            run_jobs([(k, (plans[k], seed, out is not None)) for k in order], workers, finished, fn=_job,
+                     began=note_start)
     finally:
         stop.set()
     return RunAllResult([rows[k] for k in [*unplanned, *order] if k in rows], time.perf_counter() - started_at,
