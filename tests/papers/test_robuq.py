@@ -435,6 +435,31 @@ def test_quantize_dit_at_16_bits_without_ternary_stays_within_1e3(kind):
     assert (_out(quantize_dit(copy.deepcopy(model), 2), args) - ref).abs().max() > 1e-2
 
 
+@pytest.mark.parametrize("kind", ["tiny", "diffusers"])
+def test_rotated_weight_control_rotates_without_quantising(kind):
+    """rotate_weights=True, act_bits=None: with full-precision weights the rotation cancels, (x D H)(W D H)ᵀ = x Wᵀ;
+    with ternary weights each layer is (x D H) ternarize(W D H)ᵀ + b, computed here by hand."""
+    model = _randomised(TinyDiT() if kind == "tiny" else _diffusers_dit())
+    args = _inputs()
+    ref = _out(model, args)
+    exact = quantize_dit(copy.deepcopy(model), None, rotate_weights=True, ternary=False)
+    assert (_out(exact, args) - ref).abs().max() < 1e-4
+    control = quantize_dit(copy.deepcopy(model), None, rotate_weights=True)
+    name, layer = next(iter(quantized_layers(control).items()))
+    assert layer.act_bits is None and not layer.quantizer.quantize and "quantize=False" in repr(layer.quantizer)
+    linear = model.get_submodule(name)
+    x = torch.randn(3, linear.in_features, generator=_gen())
+    rotate = layer.quantizer.rotate_tokens
+    by_hand = rotate(x) @ ternarize(rotate(linear.weight.detach()))[0].T + linear.bias.detach()
+    torch.testing.assert_close(layer(x), by_hand, rtol=1e-5, atol=1e-5)
+    plain = quantize_dit(copy.deepcopy(model), None)  # W1.58A16 on W: a different ternarisation
+    assert (_out(control, args) - _out(plain, args)).abs().max() > 1e-3
+    with pytest.raises(ValueError, match="act_bits=None"):
+        quantize_dit(copy.deepcopy(model), 2, rotate_weights=True)
+    with pytest.raises(ValueError, match="rotate=True"):
+        quantize_dit(copy.deepcopy(model), None, rotate_weights=True, quantizer={"rotate": False})
+
+
 def test_quantize_dit_scope_keeps_embedders_and_final_layer_in_fp():
     model = quantize_dit(_randomised(TinyDiT()), 4)
     names = set(quantized_layers(model))
@@ -649,23 +674,48 @@ def test_digit_images_and_scorer():
     assert scorer.score(noise, data.y_test)[1] > 10 * abs(distance) + 1.0
 
 
-def test_train_denoiser_with_ema_keeps_the_average():
-    """With ema_decay=d the final weights are the running average θ̄ ← dθ̄ + (1−d)θ of the iterates."""
+def test_train_denoiser_with_ema_keeps_the_warmed_up_average():
+    """With ema_decay=d the final weights are θ̄ ← d_t θ̄ + (1−d_t) θ_{t+1}, d_t = min(d, t/(t+10)), over the
+    iterates of the same run without EMA (recorded through the progress hook): the initialisation keeps no weight."""
+    from icml26.papers.robuq import train_denoiser
+
     torch.manual_seed(0)
     model = TinyDiT(TinyDiTConfig(hidden=32, depth=1, heads=2))
     images, labels = torch.rand(16, 1, 8, 8) * 2 - 1, torch.randint(0, 10, (16,))
-    start = [p.detach().clone() for p in model.parameters()]
-    from icml26.papers.robuq import train_denoiser
+    plain = copy.deepcopy(model)
+    iterates = []
 
-    losses = train_denoiser(model, images, labels, schedule=LinearSchedule(), steps=1, batch_size=4, lr=1e-2,
-                            generator=_gen(), ema_decay=0.9)
-    plain = TinyDiT(TinyDiTConfig(hidden=32, depth=1, heads=2))
-    plain.load_state_dict(dict(zip([n for n, _ in model.named_parameters()], start)), strict=False)
-    train_denoiser(plain, images, labels, schedule=LinearSchedule(), steps=1, batch_size=4, lr=1e-2, generator=_gen())
-    # one step: θ̄ = 0.9 θ_0 + 0.1 θ_1
-    for p_ema, p0, p1 in zip(model.parameters(), start, plain.parameters()):
-        torch.testing.assert_close(p_ema, 0.9 * p0 + 0.1 * p1, rtol=1e-5, atol=1e-6)
-    assert len(losses) == 1 and math.isfinite(losses[0])
+    def record(steps):
+        for i in steps:
+            if i > 0:
+                iterates.append([p.detach().clone() for p in plain.parameters()])
+            yield i
+
+    kwargs = dict(schedule=LinearSchedule(), steps=4, batch_size=4, lr=1e-2)
+    train_denoiser(plain, images, labels, generator=_gen(), progress=record, **kwargs)
+    iterates.append([p.detach().clone() for p in plain.parameters()])  # θ_1 … θ_4
+    losses = train_denoiser(model, images, labels, generator=_gen(), ema_decay=0.9, **kwargs)
+    expected = None
+    for t, theta in enumerate(iterates):
+        d = min(0.9, t / (t + 10))
+        expected = theta if expected is None else [d * e + (1 - d) * p for e, p in zip(expected, theta)]
+    for p_ema, e in zip(model.parameters(), expected):
+        torch.testing.assert_close(p_ema, e, rtol=1e-5, atol=1e-6)
+    assert len(losses) == 4 and all(math.isfinite(v) for v in losses)
+
+
+def test_the_ema_of_a_constant_sequence_is_that_constant():
+    """The warm-up's first update copies, so a constant sequence gives the constant from the first step on,
+    whatever the starting value; the decay then rises to d and stays there."""
+    from icml26.papers.robuq.diffusion import ema_decay_at
+
+    average = torch.tensor([123.0, -7.0])  # the initialisation
+    for t in range(2000):
+        average = torch.lerp(average, torch.tensor([0.5, 2.0]), 1.0 - ema_decay_at(t, 0.999))
+        assert torch.equal(average, torch.tensor([0.5, 2.0])), t
+    assert ema_decay_at(0, 0.999) == 0.0 and ema_decay_at(90, 0.999) == 0.9 and ema_decay_at(10**6, 0.999) == 0.999
+    with pytest.raises(ValueError, match="step"):
+        ema_decay_at(-1, 0.9)
 
 
 # ---------------------------------------------------------------------------
@@ -805,3 +855,52 @@ def test_a_quantized_model_still_pickles_and_copies(tmp_path):
     for clone in (copy.deepcopy(quantized), pickle.loads(pickle.dumps(quantized))):
         with pytest.raises(RuntimeError, match="save_quantized"):
             clone.save_pretrained(tmp_path / "plain")
+
+
+def test_ternary_codes_pack_four_to_a_byte_and_unpack_exactly():
+    from icml26.papers.robuq import pack_ternary, unpack_ternary
+
+    w_t = torch.tensor([-1.0, 0.0, 1.0, 1.0, -1.0])  # codes 0, 1, 2, 2 | 0 (+ three 0-weights of padding)
+    packed = pack_ternary(w_t)
+    assert packed.dtype == torch.uint8 and packed.tolist() == [0 | 1 << 2 | 2 << 4 | 2 << 6, 0 | 1 << 2 | 1 << 4 | 1 << 6]
+    assert torch.equal(unpack_ternary(packed, 5), w_t)
+    big = torch.randint(-1, 2, (37, 91), generator=_gen()).float()
+    assert torch.equal(unpack_ternary(pack_ternary(big), big.numel()).view(37, 91), big)
+    with pytest.raises(ValueError, match="only -1, 0 and 1"):
+        pack_ternary(torch.tensor([0.5]))
+    with pytest.raises(ValueError, match="does not fit"):
+        unpack_ternary(packed, 9)
+
+
+@pytest.mark.parametrize("kind, per_channel", [("tiny", False), ("tiny", True), ("diffusers", False)])
+def test_a_packed_model_uses_the_fake_quantised_weights_and_round_trips_at_2_bits(kind, per_channel, tmp_path):
+    from icml26.papers.robuq import PackedQuantLinear, load_quantized, model_bytes, pack_model, save_quantized
+
+    build = TinyDiT if kind == "tiny" else _diffusers_dit
+    model = quantize_dit(_randomised(build()), 2, per_channel=per_channel)
+    args = _inputs()
+    with torch.no_grad():
+        before = _out(model, args)
+    float_bytes = model_bytes(model)
+    save_quantized(model, tmp_path / "packed", packed=True)
+    assert any(isinstance(m, QuantLinear) for m in model.modules())  # the model itself is untouched
+    packed = pack_model(copy.deepcopy(model))
+    for name, layer in quantized_layers(model).items():  # the weight each forward uses, bit for bit
+        assert torch.equal(packed.get_submodule(name).quantized_weight(), layer.quantized_weight())
+    with torch.no_grad():  # the fake-quantised forward adds (Ŵ − W) to W: Ŵ up to one rounding of W's size
+        torch.testing.assert_close(_out(packed, args), before, rtol=1e-5, atol=1e-5)
+    layers = [m for m in packed.modules() if isinstance(m, PackedQuantLinear)]
+    assert len(layers) == len(dit_linear_names(model))
+    # each layer: a float32 weight (4 bytes a weight) becomes ⌈n/4⌉ bytes of codes plus its scales (4 bytes each)
+    saved = sum(4 * m.in_features * m.out_features - -(-m.in_features * m.out_features // 4)
+                - 4 * (m.out_features if per_channel else 1) for m in layers)
+    assert float_bytes - model_bytes(packed) == saved
+    reloaded = load_quantized(tmp_path / "packed") if kind == "diffusers" else \
+        load_quantized(tmp_path / "packed", TinyDiT())
+    with torch.no_grad():
+        assert torch.equal(_out(reloaded, args), _out(packed, args))
+    assert sum(isinstance(m, PackedQuantLinear) for m in reloaded.modules()) == len(layers)
+    # the file shrinks with the weights: the packed file is far smaller than the float one
+    save_quantized(model, tmp_path / "float")
+    assert (tmp_path / "packed" / "model.safetensors").stat().st_size < \
+        0.5 * (tmp_path / "float" / "model.safetensors").stat().st_size

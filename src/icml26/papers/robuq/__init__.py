@@ -10,6 +10,8 @@ BitNet b1.58 / BitNet v2 and QuaRot, with every option configurable (see the REA
 * :class:`RobustQuantizer`, :func:`gaussian_clip`: rotate each token, quantize it on a uniform grid
   with a Gaussian-optimal clip (or absmax); :class:`QuantLinear`: the W1.58A\\ *b* layer;
 * :func:`quantize_dit`: swap a DiT's block Linears (TinyDiT or ``diffusers.DiTTransformer2DModel``);
+  :func:`save_quantized` / :func:`load_quantized` (``packed=True``: 2-bit ternary storage),
+  :func:`pack_model`, :class:`PackedQuantLinear`, :func:`model_bytes`;
 * :func:`layer_sensitivity`, :func:`allocate_bits`: AMPN's sensitivity and exact knapsack DP;
 * :class:`TinyDiT` and :mod:`~icml26.papers.robuq.diffusion`: the ε-prediction DiT, DDPM training
   and DDIM sampling of the reproduction.
@@ -43,6 +45,7 @@ from icml26.papers.robuq.hadamard import (
     sylvester_hadamard,
 )
 from icml26.papers.robuq.model import TinyDiT, TinyDiTConfig
+from icml26.papers.robuq.packed import PackedQuantLinear, model_bytes, pack_model, pack_ternary, unpack_ternary
 from icml26.papers.robuq.persist import load_quantized, save_quantized
 from icml26.papers.robuq.quant import (
     QuantLinear,
@@ -70,6 +73,7 @@ __all__ = [
     "Allocation",
     "HadamardLinear",
     "LinearSchedule",
+    "PackedQuantLinear",
     "QuantLinear",
     "RobustQuantizer",
     "Sensitivity",
@@ -103,6 +107,9 @@ __all__ = [
     "quantize_tokens",
     "quantized_layers",
     "load_quantized",
+    "model_bytes",
+    "pack_model",
+    "pack_ternary",
     "rotate_linear",
     "set_act_bits",
     "sylvester_hadamard",
@@ -110,6 +117,7 @@ __all__ = [
     "ternarize_ste",
     "train_denoiser",
     "uniform_quantize_dit",
+    "unpack_ternary",
 ]
 
 #: RobuQ's quantization of a DiT; the baselines below take the same ``(model, act_bits, …)``.

@@ -120,6 +120,19 @@ def diffusion_loss(model: nn.Module, x0: Tensor, y: Tensor, schedule: LinearSche
     return loss
 
 
+def ema_decay_at(step: int, decay: float, warmup: float = 10.0) -> float:
+    """The EMA decay at update ``step`` (0-based): ``min(decay, step / (step + warmup))``.
+
+    The warm-up keeps the average over roughly the last tenth of the iterates early in training
+    (timm/diffusers use the same ``(1 + t) / (10 + t)`` rule, shifted here by one so that the first
+    update copies the parameters): without it a decay of 0.999 leaves 0.999^T of the initial weights
+    in the average after T steps (22 % at T = 1500).
+    """
+    if step < 0:
+        raise ValueError(f"step={step} must be non-negative")
+    return min(float(decay), step / (step + warmup))
+
+
 def train_denoiser(model: nn.Module, images: Tensor, labels: Tensor, *, schedule: LinearSchedule, steps: int,
                    batch_size: int, lr: float, generator: torch.Generator, null_label: int | None = None,
                    label_dropout: float = 0.1, warmup: int = 0, weight_decay: float = 0.0,
@@ -132,7 +145,9 @@ def train_denoiser(model: nn.Module, images: Tensor, labels: Tensor, *, schedule
         null_label: the unconditional label (``label_dropout`` of the batch gets it); None: no dropout.
         teacher, distill_weight: optional distillation target (e.g. the FP model during QAT).
         ema_decay: if positive, keep an exponential moving average of the parameters
-            (``θ̄ ← d θ̄ + (1 − d) θ``, DiT's sampling weights) and load it into ``model`` at the end.
+            (``θ̄ ← d_t θ̄ + (1 − d_t) θ``, DiT's sampling weights) with the warm-up
+            ``d_t = min(d, t / (t + 10))`` (:func:`ema_decay_at`; the first update copies θ, so the random
+            initialisation keeps no weight), and load it into ``model`` at the end.
         progress: wraps ``range(steps)`` (e.g. a progress bar), optional.
     """
     if steps < 1 or batch_size < 1 or not lr > 0:
@@ -150,6 +165,7 @@ def train_denoiser(model: nn.Module, images: Tensor, labels: Tensor, *, schedule
 
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
     ema = [p.detach().clone() for p in params] if ema_decay > 0 else None
+    updates = 0
     model.train()
     losses: list[float] = []
     n = images.shape[0]
@@ -170,8 +186,9 @@ def train_denoiser(model: nn.Module, images: Tensor, labels: Tensor, *, schedule
         sched.step()
         if ema is not None:
             with torch.no_grad():
-                # θ̄ ← d θ̄ + (1 − d) θ
-                torch._foreach_lerp_(ema, [p.detach() for p in params], 1.0 - ema_decay)
+                # θ̄ ← d_t θ̄ + (1 − d_t) θ, d_t = min(d, t/(t+10)): d_0 = 0 copies the first iterate
+                torch._foreach_lerp_(ema, [p.detach() for p in params], 1.0 - ema_decay_at(updates, ema_decay))
+            updates += 1
         losses.append(float(loss.detach()))
     if ema is not None:
         with torch.no_grad():

@@ -6,7 +6,8 @@ rotated weights: a model unlike both the float and the quantised one. So :func:`
 model's own ``save_pretrained`` refuse (pointing here), :func:`save_quantized` writes the weights
 (safetensors), the base model's config and every quantised layer's settings (``robuq.json``: bits,
 quantiser options, ternary, per-channel), and :func:`load_quantized` rebuilds the same layers before
-loading the weights, refusing any mismatch.
+loading the weights, refusing any mismatch. ``packed=True`` stores each ternary weight at 2 bits
+(:mod:`~icml26.papers.robuq.packed`) instead of its float latent weight, for inference.
 """
 
 from __future__ import annotations
@@ -18,12 +19,14 @@ from typing import Any
 
 from torch import nn
 
+from icml26.papers.robuq.packed import PackedQuantLinear, pack_model
 from icml26.papers.robuq.quant import QuantLinear, RobustQuantizer
 
 __all__ = ["load_quantized", "save_quantized"]
 
 MANIFEST = "robuq.json"
-_QUANTIZER_FIELDS = ("bits", "scale", "grid", "rotate", "randomized", "seed", "center", "block", "learnable_clip")
+_QUANTIZER_FIELDS = ("bits", "scale", "grid", "rotate", "randomized", "seed", "center", "block", "learnable_clip",
+                     "quantize")
 
 
 class RefusePlainSave:
@@ -39,22 +42,30 @@ class RefusePlainSave:
 def _layers(model: nn.Module) -> dict[str, dict[str, Any]]:
     out = {}
     for name, module in model.named_modules():
-        if isinstance(module, QuantLinear):
+        if isinstance(module, (QuantLinear, PackedQuantLinear)):
             q = module.quantizer
             out[name] = {"in_features": module.in_features, "out_features": module.out_features,
                          "bias": module.bias is not None, "ternary": module.ternary, "per_channel": module.per_channel,
+                         "packed": isinstance(module, PackedQuantLinear),
                          "quantizer": None if q is None else {f: getattr(q, f) for f in _QUANTIZER_FIELDS}}
     return out
 
 
-def save_quantized(model: nn.Module, path: str | os.PathLike) -> Path:
+def save_quantized(model: nn.Module, path: str | os.PathLike, *, packed: bool = False) -> Path:
     """Write ``model`` (quantised by :func:`quantize_dit`) to the folder ``path``; returns it.
 
     The folder holds ``model.safetensors`` (every parameter and buffer), ``robuq.json`` (each quantised
-    layer's settings) and, for a ``diffusers`` model, its ``config.json``.
+    layer's settings) and, for a ``diffusers`` model, its ``config.json``. ``packed=True`` writes each
+    ternary layer's weight as 2-bit codes and its scale (:func:`~icml26.papers.robuq.packed.pack_model`
+    on a copy; ``model`` is untouched): the reloaded model gives the same outputs and cannot be trained
+    further. A model already packed is written packed.
     """
+    import copy
+
     from safetensors.torch import save_file
 
+    if packed and any(isinstance(m, QuantLinear) and m.ternary for m in model.modules()):
+        model = pack_model(copy.deepcopy(model))
     layers = _layers(model)
     if not layers:
         raise ValueError("model has no QuantLinear layer; quantize it with quantize_dit first (or save it plainly)")
@@ -105,8 +116,13 @@ def load_quantized(path: str | os.PathLike, model: nn.Module | None = None) -> n
             raise ValueError(f"{folder}: layer {name} is {linear!r} in the model, the saved one is "
                              f"{spec['in_features']} -> {spec['out_features']}")
         q = None if spec["quantizer"] is None else RobustQuantizer(**spec["quantizer"])
-        _set_submodule(model, name, QuantLinear.from_linear(linear, q, ternary=spec["ternary"],
-                                                            per_channel=spec["per_channel"]))
+        if spec.get("packed", False):
+            layer = PackedQuantLinear(linear.in_features, linear.out_features, linear.bias is not None, quantizer=q,
+                                      per_channel=spec["per_channel"], dtype=linear.weight.dtype,
+                                      device=linear.weight.device)
+        else:
+            layer = QuantLinear.from_linear(linear, q, ternary=spec["ternary"], per_channel=spec["per_channel"])
+        _set_submodule(model, name, layer)
     missing, unexpected = model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=False)
     if missing or unexpected:
         raise ValueError(f"{folder}: the saved weights do not match the rebuilt model "

@@ -269,13 +269,16 @@ class RobustQuantizer(nn.Module):
             keeps it out of the quantized part. Our addition (the paper does not say), off by default.
         block: block size of a block-diagonal Hadamard (default: the full width).
         learnable_clip: learn one multiplier of the step (initialised at 1, i.e. at ``c_b``), LSQ-style.
+        quantize: ``False`` rotates the tokens and leaves them in full precision (``bits`` unused): with
+            :class:`QuantLinear` that is W1.58A16 on the rotated weight ``W D H``, the control that
+            separates RobuQ's activation effect from the rotation's effect on ternarisation.
 
     Input ``(..., d)``, output ``(..., d)`` (rotated when ``rotate``), same dtype and device.
     """
 
     def __init__(self, bits: int = 4, scale: Scale = "gauss", grid: Grid = "midrise", rotate: bool = True,
                  *, randomized: bool = True, seed: int = 0, center: bool = False, block: int | None = None,
-                 learnable_clip: bool = False) -> None:
+                 learnable_clip: bool = False, quantize: bool = True) -> None:
         super().__init__()
         if scale not in SCALES:
             raise ValueError(f"scale={scale!r} must be one of {', '.join(SCALES)}")
@@ -292,6 +295,7 @@ class RobustQuantizer(nn.Module):
             _resolve(block, block)
         self.block = block
         self.learnable_clip = bool(learnable_clip)
+        self.quantize = bool(quantize)
         self.clip_multiplier = nn.Parameter(torch.ones(())) if learnable_clip else None
 
     @property
@@ -305,7 +309,8 @@ class RobustQuantizer(nn.Module):
     def with_bits(self, bits: int) -> "RobustQuantizer":
         """A new quantizer with these options and ``bits``."""
         return RobustQuantizer(bits, self.scale, self.grid, self.rotate,  # type: ignore[arg-type]
-                               randomized=self.randomized, seed=self.seed, center=self.center, block=self.block, learnable_clip=self.learnable_clip)
+                               randomized=self.randomized, seed=self.seed, center=self.center, block=self.block,
+                               learnable_clip=self.learnable_clip, quantize=self.quantize)
 
     def check_width(self, d: int) -> None:
         """Raise ``ValueError`` if tokens of width ``d`` cannot be rotated with these options."""
@@ -330,6 +335,8 @@ class RobustQuantizer(nn.Module):
         return hadamard_transform(x, block=self.block)
 
     def forward(self, x: Tensor) -> Tensor:
+        if not self.quantize:  # the rotation alone (full-precision activations in the rotated basis)
+            return self.rotate_tokens(x)
         multiplier: Tensor | float = 1.0
         if self.clip_multiplier is not None:
             multiplier = self.clip_multiplier.to(x.dtype)
@@ -346,7 +353,8 @@ class RobustQuantizer(nn.Module):
 
     def extra_repr(self) -> str:
         return (f"bits={self.bits}, scale={self.scale!r}, grid={self.grid!r}, rotate={self.rotate}, "
-                f"randomized={self.randomized}, seed={self.seed}, center={self.center}, block={self.block}, learnable_clip={self.learnable_clip}")
+                f"randomized={self.randomized}, seed={self.seed}, center={self.center}, block={self.block}, learnable_clip={self.learnable_clip}"
+                + ("" if self.quantize else ", quantize=False"))
 
 
 class QuantLinear(nn.Module):
@@ -400,8 +408,8 @@ class QuantLinear(nn.Module):
 
     @property
     def act_bits(self) -> int | None:
-        """The activation bit-width, or None without a quantizer."""
-        return None if self.quantizer is None else self.quantizer.bits
+        """The activation bit-width, or None without a quantizer (or one that only rotates)."""
+        return None if self.quantizer is None or not self.quantizer.quantize else self.quantizer.bits
 
     def quantized_weight(self) -> Tensor:
         """The weight the forward pass uses (ternary ``γ·W_t`` or the latent one), without gradient."""

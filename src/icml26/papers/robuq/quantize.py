@@ -96,7 +96,7 @@ def _set_submodule(model: nn.Module, name: str, module: nn.Module) -> None:
 
 def quantize_dit(model: nn.Module, act_bits: int | Mapping[str, int] | None = 4, *, quantizer: QuantizerSpec = None,
                  skip: Iterable[str] | Callable[[str], bool] = (), ternary: bool = True, per_channel: bool = False,
-                 blocks_attr: str | None = None) -> nn.Module:
+                 blocks_attr: str | None = None, rotate_weights: bool = False) -> nn.Module:
     """Replace the DiT's block Linears by :class:`QuantLinear` (ternary weights, b-bit activations), in place.
 
     Args:
@@ -113,6 +113,9 @@ def quantize_dit(model: nn.Module, act_bits: int | Mapping[str, int] | None = 4,
         ternary: ternarise the weights (BitNet b1.58); ``False`` keeps them in full precision.
         per_channel: one ternary scale per output row instead of per tensor.
         blocks_attr: the attribute holding the blocks (default: ``blocks`` or ``transformer_blocks``).
+        rotate_weights: with ``act_bits=None``, still rotate as ``quantizer`` would (``W D H`` ternarised,
+            activations rotated but not quantised): W1.58A16 on the weights RobuQ ternarises, the
+            control that separates the activation quantiser from the rotation's effect on the weights.
 
     Returns:
         ``model`` itself, modified. The latent weights are copies of the Linears' (rotated as ``W H``
@@ -131,6 +134,8 @@ def quantize_dit(model: nn.Module, act_bits: int | Mapping[str, int] | None = 4,
     already = [n for n in targets if isinstance(model.get_submodule(n), QuantLinear)]
     if already:
         raise ValueError(f"model is already quantized ({already[0]} is a QuantLinear); quantize a fresh copy")
+    if rotate_weights and act_bits is not None:
+        raise ValueError(f"rotate_weights=True is the W1.58A16 control and needs act_bits=None, got {act_bits!r}")
     if act_bits is None:
         bits_of: dict[str, int | None] = {n: None for n in targets}
     elif isinstance(act_bits, Mapping):
@@ -150,6 +155,13 @@ def quantize_dit(model: nn.Module, act_bits: int | Mapping[str, int] | None = 4,
         linear = model.get_submodule(name)
         bits = bits_of[name]
         q = None if bits is None else make(bits)
+        if bits is None and rotate_weights:
+            q = make(2)
+            if not isinstance(q, RobustQuantizer):
+                raise TypeError(f"quantizer factory returned {type(q).__name__}; it must return a RobustQuantizer")
+            if not q.rotate:
+                raise ValueError("rotate_weights=True needs a quantizer that rotates (rotate=True)")
+            q.quantize = False
         if q is not None and not isinstance(q, RobustQuantizer):
             raise TypeError(f"quantizer factory returned {type(q).__name__}; it must return a RobustQuantizer")
         _set_submodule(model, name, QuantLinear.from_linear(linear, q, ternary=ternary, per_channel=per_channel))

@@ -1,0 +1,131 @@
+"""Real ternary storage: 2 bits per weight instead of the latent float weight.
+
+QAT keeps a float latent weight ``W'`` per :class:`~icml26.papers.robuq.quant.QuantLinear` and ternarises
+it in every forward pass (fake quantisation). Once trained, only the ternary weight is needed:
+``Ŵ = γ · W_t`` with ``W_t ∈ {-1, 0, 1}`` and one scale ``γ`` (or one per output row). A
+:class:`PackedQuantLinear` stores ``W_t`` as codes ``W_t + 1 ∈ {0, 1, 2}``, four to a byte (2 bits per
+weight), and ``γ`` in the latent weight's dtype; its forward unpacks them into the very weight the
+fake-quantised layer uses, bit for bit (``γ·t`` for ``t ∈ {-1, 0, 1}`` is exact; the fake-quantised
+forward's straight-through form ``W + (Ŵ − W)`` itself rounds once at W's scale). It is for
+inference: there is no latent weight left to train.
+
+:func:`pack_model` swaps every ternary ``QuantLinear`` of a model for its packed form, in place, and
+:func:`model_bytes` measures what a model's parameters and buffers occupy.
+"""
+
+from __future__ import annotations
+
+from torch import Tensor, nn
+import torch
+
+from icml26.papers.robuq.quant import QuantLinear, RobustQuantizer
+from icml26.papers.robuq.ternary import ternarize
+
+__all__ = ["PackedQuantLinear", "model_bytes", "pack_model", "pack_ternary", "unpack_ternary"]
+
+_SHIFTS = torch.tensor([0, 2, 4, 6], dtype=torch.uint8)
+
+
+def pack_ternary(w_t: Tensor) -> Tensor:
+    """Codes ``w_t + 1`` (``w_t`` with entries in {-1, 0, 1}, any shape), four per byte, as a 1-D ``uint8``."""
+    flat = w_t.detach().reshape(-1)
+    if flat.numel() and not bool(((flat == -1) | (flat == 0) | (flat == 1)).all()):
+        raise ValueError("w_t must hold only -1, 0 and 1 (a ternarised weight divided by its scale)")
+    codes = (flat.to(torch.int16) + 1).to(torch.uint8)
+    pad = (-codes.numel()) % 4
+    if pad:
+        codes = torch.cat([codes, torch.ones(pad, dtype=torch.uint8, device=codes.device)])  # padded with 0s
+    groups = codes.view(-1, 4) << _SHIFTS.to(codes.device)
+    return groups[:, 0] | groups[:, 1] | groups[:, 2] | groups[:, 3]
+
+
+def unpack_ternary(packed: Tensor, numel: int, dtype: torch.dtype = torch.float32) -> Tensor:
+    """The first ``numel`` entries of :func:`pack_ternary`'s input, 1-D, as ``dtype`` values in {-1, 0, 1}."""
+    if packed.dtype != torch.uint8 or packed.ndim != 1:
+        raise ValueError(f"packed must be a 1-D uint8 tensor, got {packed.dtype} of shape {tuple(packed.shape)}")
+    if not 0 <= numel <= 4 * packed.numel():
+        raise ValueError(f"numel={numel} does not fit in {packed.numel()} bytes (4 weights each)")
+    codes = (packed.unsqueeze(1) >> _SHIFTS.to(packed.device)) & 3
+    return codes.reshape(-1)[:numel].to(dtype) - 1
+
+
+class PackedQuantLinear(nn.Module):
+    """A trained W1.58A\\ *b* layer with its ternary weight packed at 2 bits (inference only).
+
+    Buffers: ``weight_codes`` (``uint8``, ⌈out·in/4⌉ bytes), ``weight_scale`` (γ: 0-d, or ``(out, 1)``
+    per channel) and the bias as a parameter. ``quantizer`` is the layer's activation quantizer (or None).
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
+                 quantizer: RobustQuantizer | None = None, per_channel: bool = False,
+                 dtype: torch.dtype = torch.float32, device=None) -> None:
+        super().__init__()
+        self.in_features, self.out_features = int(in_features), int(out_features)
+        self.quantizer, self.per_channel, self.ternary = quantizer, bool(per_channel), True
+        n = self.in_features * self.out_features
+        self.register_buffer("weight_codes", torch.zeros((n + 3) // 4, dtype=torch.uint8, device=device))
+        self.register_buffer("weight_scale", torch.ones((self.out_features, 1) if per_channel else (),
+                                                        dtype=dtype, device=device))
+        self.bias = nn.Parameter(torch.zeros(self.out_features, dtype=dtype, device=device)) if bias else None
+
+    @classmethod
+    def from_quant_linear(cls, layer: QuantLinear) -> "PackedQuantLinear":
+        """The packed form of a ternary :class:`QuantLinear` (the same ternary weight, bit for bit)."""
+        if not isinstance(layer, QuantLinear) or not layer.ternary:
+            raise ValueError(f"only a ternary QuantLinear can be packed, got {layer!r}")
+        w = layer.weight.detach()
+        w_hat, gamma = ternarize(w, per_channel=layer.per_channel)
+        packed = cls(layer.in_features, layer.out_features, layer.bias is not None, quantizer=layer.quantizer,
+                     per_channel=layer.per_channel, dtype=w.dtype, device=w.device)
+        # W_t = Ŵ / γ, exactly {-1, 0, 1}: Ŵ was built as γ·W_t (and a zero γ leaves W_t = 0)
+        w_t = torch.where(w_hat == 0, torch.zeros_like(w_hat), torch.sign(w_hat))
+        packed.weight_codes.copy_(pack_ternary(w_t))
+        packed.weight_scale.copy_(gamma.reshape(packed.weight_scale.shape))
+        if layer.bias is not None:
+            packed.bias.data.copy_(layer.bias.detach())
+        return packed
+
+    @property
+    def act_bits(self) -> int | None:
+        return None if self.quantizer is None or not self.quantizer.quantize else self.quantizer.bits
+
+    def quantized_weight(self) -> Tensor:
+        """``γ · W_t``, shape ``(out_features, in_features)``."""
+        w_t = unpack_ternary(self.weight_codes, self.in_features * self.out_features, self.weight_scale.dtype)
+        return self.weight_scale * w_t.view(self.out_features, self.in_features)
+
+    def forward(self, x: Tensor) -> Tensor:
+        xq = self.quantizer(x) if self.quantizer is not None else x
+        return nn.functional.linear(xq, self.quantized_weight(), self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in_features={self.in_features}, out_features={self.out_features}, "
+                f"bias={self.bias is not None}, packed=2 bits, per_channel={self.per_channel}")
+
+
+def pack_model(model: nn.Module) -> nn.Module:
+    """Replace every ternary :class:`QuantLinear` of ``model`` by its :class:`PackedQuantLinear`, in place.
+
+    Each layer keeps its ternary weight bit for bit (outputs equal to float rounding); the model can no
+    longer be trained (no latent weights).
+    Returns ``model``.
+    """
+    from icml26.papers.robuq.quantize import _set_submodule
+
+    targets = [n for n, m in model.named_modules() if isinstance(m, QuantLinear) and m.ternary]
+    if not targets:
+        raise ValueError("model has no ternary QuantLinear to pack; quantize it with quantize_dit first")
+    for name in targets:
+        _set_submodule(model, name, PackedQuantLinear.from_quant_linear(model.get_submodule(name)))
+    return model
+
+
+def model_bytes(model: nn.Module) -> int:
+    """Bytes of ``model``'s parameters and buffers (shared tensors counted once)."""
+    seen, total = set(), 0
+    for t in [*model.parameters(), *model.buffers()]:
+        if t.data_ptr() in seen:
+            continue
+        seen.add(t.data_ptr())
+        total += t.numel() * t.element_size()
+    return int(total)
