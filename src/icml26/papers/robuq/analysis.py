@@ -5,8 +5,8 @@
 * :func:`excess_kurtosis`, :func:`mean_excess_kurtosis`: per-token ``m_4 / m_2² − 3`` (SciPy's
   ``kurtosis(fisher=True, bias=True)``), the Gaussianity measure before and after the rotation;
 * :func:`mlp_penultimate`: the last hidden layer of a scikit-learn ``MLPClassifier``;
-* :func:`class_accuracy`, :func:`ratio`, :func:`gain_points`, :func:`fp_best_ratio`: the values
-  the checks compare.
+* :func:`class_accuracy`, :func:`ratio`, :func:`gain_points`, :func:`fp_best_ratio`,
+  :func:`excess_removed`: the values the checks compare.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from icml26.common.stats import ratio
 __all__ = [
     "class_accuracy",
     "excess_kurtosis",
+    "excess_removed",
     "fp_best_ratio",
     "frechet_distance",
     "frechet_distance_from_moments",
@@ -133,3 +134,15 @@ def fp_best_ratio(fp: float, quantized: Sequence[float]) -> float:
     if not q:
         raise ValueError("quantized must list at least one value")
     return ratio(fp, min(q))
+
+
+def excess_removed(method: float, method_floor: float, baseline: float, baseline_floor: float) -> float:
+    """``1 − (method − method_floor) / (baseline − baseline_floor)``: the share of the baseline's excess over
+    its own floor that the method does not have over its floor (1: none left, 0: as much, < 0: more).
+
+    NaN when the baseline has no excess (``baseline ≤ baseline_floor``): there is nothing to remove.
+    """
+    excess = float(baseline) - float(baseline_floor)
+    if not excess > 0:
+        return float("nan")
+    return 1.0 - (float(method) - float(method_floor)) / excess

@@ -46,7 +46,7 @@ from icml26.papers.robuq import (
     quantized_layers,
     train_denoiser,
 )
-from icml26.papers.robuq.analysis import fp_best_ratio, gain_points, mean_excess_kurtosis, ratio
+from icml26.papers.robuq.analysis import excess_removed, fp_best_ratio, gain_points, mean_excess_kurtosis, ratio
 from icml26.papers.robuq.claims import CHECKS
 from icml26.papers.robuq.config import Config
 from icml26.papers.robuq.digits import DigitImages, DigitScorer, load_digit_images
@@ -70,11 +70,12 @@ stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the sh
 
 #: Arms in the order of the result (the method first, full precision and real data last).
 ARMS = ("robuq_ampn_a2", "robuq_a2", "robuq_a4", "hadamard_absmax_a2", "naive_a2", "naive_int_a2", "naive_a4",
-        "w158_a16", "fp")
+        "w158_a16", "w158_a16_rotated", "fp")
 #: Arms that isolate a mechanism (run when ``Config.controls``): the integer grid, the rotation without
-#: the Gaussian scale, and ternary weights with full-precision activations (the ceiling of any
-#: activation quantizer at this QAT budget).
-CONTROLS = ("hadamard_absmax_a2", "naive_int_a2", "w158_a16")
+#: the Gaussian scale. Ternary weights with full-precision activations, on W and on the rotated W·D·H
+#: (the ceilings of any activation quantizer of each basis at this QAT budget), always run: the headline
+#: reads the activation quantizers against them.
+CONTROLS = ("hadamard_absmax_a2", "naive_int_a2")
 
 
 def _model_config(config: Config) -> TinyDiTConfig:
@@ -85,7 +86,7 @@ def _fp_model(config: Config, data: DigitImages, ctx: RunContext, split_seed: in
     """The FP DiT, trained once per (config, seed) and cached with a verified manifest."""
     fields = {k: getattr(config, k) for k in ("test_fraction", "hidden", "depth", "heads", "fp_steps", "fp_batch",
                                               "fp_lr", "fp_ema", "label_dropout")}
-    key = config_hash("robuq-fp-v1", fields, ctx.seed, split_seed)
+    key = config_hash("robuq-fp-v2", fields, ctx.seed, split_seed)  # v2: the EMA warms up
     with entry("robuq-fp", key, {**fields, "seed": ctx.seed}) as (final, build):
         if build is not None:
             torch.manual_seed(ctx.seed_for("fp_init"))
@@ -143,6 +144,8 @@ def _quantize(arm: str, model: TinyDiT, act_bits: Any, config: Config) -> torch.
         return model
     if arm == "w158_a16":
         return quantize_dit(model, None)
+    if arm == "w158_a16_rotated":
+        return quantize_dit(model, None, quantizer=robuq, rotate_weights=True)
     if arm.startswith("robuq"):
         return quantize_dit(model, act_bits, quantizer=robuq)
     if arm == "hadamard_absmax_a2":
@@ -194,9 +197,10 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     losses: dict[str, list[float]] = {}
     timings: dict[str, float] = {}
     models: dict[str, torch.nn.Module] = {}
-    plan = [("fp", None), ("robuq_a4", 4), ("naive_a4", 4), ("robuq_a2", 2), ("naive_a2", 2)]
+    plan = [("fp", None), ("robuq_a4", 4), ("naive_a4", 4), ("robuq_a2", 2), ("naive_a2", 2), ("w158_a16", None),
+            ("w158_a16_rotated", None)]
     if config.controls:
-        plan += [("hadamard_absmax_a2", 2), ("naive_int_a2", 2), ("w158_a16", None)]
+        plan += [("hadamard_absmax_a2", 2), ("naive_int_a2", 2)]
     for arm, bits in plan:
         start = time.perf_counter()
         models[arm], losses[arm] = _qat(arm, fp, bits, data, config, ctx)
@@ -219,7 +223,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
 
 def _outcome(config, results, losses, kurt, sens, alloc, scorer) -> Outcome:
     arms = [a for a in ARMS if a in results]
-    bits = {"robuq_ampn_a2": alloc.average_bits, "fp": 32.0, "w158_a16": 32.0}
+    bits = {"robuq_ampn_a2": alloc.average_bits, "fp": 32.0, "w158_a16": 32.0, "w158_a16_rotated": 32.0}
     metrics: dict[str, dict[str, float]] = {}
     for arm in arms:
         r = results[arm]
@@ -236,9 +240,17 @@ def _outcome(config, results, losses, kurt, sens, alloc, scorer) -> Outcome:
     eps = {a: metrics[a]["eps_mse"] for a in arms}
     acc = {a: metrics[a]["class_accuracy"] for a in arms}
     quantized = [eps[a] for a in arms if a != "fp"]
+    removed = excess_removed(eps["robuq_a2"], eps["w158_a16_rotated"], eps["naive_a2"], eps["w158_a16"])
     checks = [
+        CHECKS["activation_excess_removed"].measure(
+            removed, note=f"RobuQ A2 {eps['robuq_a2']:.4f} over its floor {eps['w158_a16_rotated']:.4f} (W1.58A16, "
+                          f"W.D.H); naive A2 {eps['naive_a2']:.4f} over {eps['w158_a16']:.4f} (W1.58A16, W)"),
+        CHECKS["rotation_weight_effect"].measure(ratio(eps["w158_a16_rotated"], eps["w158_a16"]),
+                                                 note=f"{eps['w158_a16_rotated']:.4f} vs {eps['w158_a16']:.4f}"),
         CHECKS["robuq_a2_eps_ratio"].measure(ratio(eps["robuq_a2"], eps["naive_a2"]),
-                                             note=f"{eps['robuq_a2']:.4f} vs {eps['naive_a2']:.4f}"),
+                                             note=f"{eps['robuq_a2']:.4f} vs {eps['naive_a2']:.4f}; best possible "
+                                                  f"with exact activations {eps['w158_a16_rotated'] / eps['naive_a2']:.3f}"
+                                                  " (W1.58A16 on W.D.H / naive A2)"),
         CHECKS["robuq_a2_accuracy_gain"].measure(gain_points(acc["robuq_a2"], acc["naive_a2"]),
                                                  note=f"{acc['robuq_a2']:.3f} vs {acc['naive_a2']:.3f}; FP "
                                                       f"{acc['fp']:.3f}, real digits {scorer.accuracy:.3f}"),
