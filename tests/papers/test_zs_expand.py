@@ -269,6 +269,25 @@ def test_leave_one_class_out_selection_matches_brute_force_refits():
     np.testing.assert_allclose(e.expand(views).numpy(), fixed.expand(views).numpy(), atol=1e-10)
 
 
+def test_the_user_is_warned_when_the_selection_switches_the_refiners_off(caplog):
+    """Without group offsets the weights are linear in s̄ plus class noise no refiner can predict, f₀ is all
+    there is to learn, and the refiners are switched off: the user hears it (with offsets, as above, they stay
+    on and nothing is said)."""
+    import logging
+
+    for offsets, warned in ((False, True), (True, False)):
+        views, w, labels = _views_world(0, offsets=offsets)
+        if not offsets:
+            w = w + 3 * np.random.default_rng(3).normal(size=w.shape)
+        structure = GroupStructure(labels=labels, n_groups=3,
+                                   centroids=np.stack([views.mean(axis=(1, 2))[labels == k].mean(0) for k in range(3)]))
+        caplog.clear()
+        with caplog.at_level(logging.WARNING, logger="icml26.papers.zs_expand.synthesis"):
+            e = ClassifierExpander(structure, "group", 0.5, alpha_grid=(0.1, 3.0), norm_scale=False).fit(views, w)
+        assert (e.alphas_["kind"] == "none") is warned
+        assert any("switched the group refiners off" in r.getMessage() for r in caplog.records) is warned
+
+
 def test_expander_rejects_bad_inputs():
     s, w, _, _ = _linear_world()
     with pytest.raises(ValueError, match="seen_weights"):

@@ -17,10 +17,13 @@ class Config:
 
     n_groups: int = dataclasses.field(default=6, metadata={"min": 2})
     """Superclasses (the last is the held-out "distinct" one)."""
-    per_group: int = dataclasses.field(default=8, metadata={"min": 2})
-    """Fine classes per superclass."""
+    per_group: int = dataclasses.field(default=16, metadata={"min": 2})
+    """Fine classes per superclass (16: 14 seen siblings per group, enough to learn each group's fine
+    structure; with 8, 6 seen siblings, the selection switched the refiners off on every seed)."""
     similar_per_group: int = 2
-    """Unseen siblings in each other superclass (6 x 8 with 2: 30 seen, 10 similar + 8 distinct unseen)."""
+    """Unseen siblings in each other superclass (6 x 16 with 2: 70 seen, 10 similar + 16 distinct unseen)."""
+    rounds: int = dataclasses.field(default=3, metadata={"min": 1})
+    """Continuous expansion: the unseen classes arrive in this many rounds (1: one expansion only)."""
     n_train: int = dataclasses.field(default=100, metadata={"min": 1})
     """Training samples per class (the head; the ceiling's head)."""
     n_test: int = dataclasses.field(default=100, metadata={"min": 1})
@@ -114,4 +117,4 @@ class Config:
     def tiny(cls) -> "Config":
         """The contract-suite setting (seconds): 3 x 4 classes, 2 nuisances, short training, no real section."""
         return cls(n_groups=3, per_group=4, similar_per_group=1, n_train=30, n_test=20, n_nuisances=2,
-                   mlp_steps=60, icis_steps=60, real=False, threads=1)
+                   mlp_steps=60, icis_steps=60, real=False, threads=1, rounds=2)

@@ -28,6 +28,7 @@ def score_rows(rows: np.ndarray, head: torch.nn.Linear, x_test: np.ndarray, y_te
         logits = extended(torch.as_tensor(x_test, dtype=extended.weight.dtype)).numpy()
     ids = np.concatenate([seen, unseen])
     s, u, h = gzsl_scores(ids[logits.argmax(1)], y_test, seen, unseen)
-    return {"zsl": float(acc.mean()), "zsl_similar": float(np.mean([acc[pos[c]] for c in similar])),
+    return {"zsl": float(acc.mean()),
+            "zsl_similar": float(np.mean([acc[pos[c]] for c in similar])) if len(similar) else math.nan,
             "zsl_distinct": float(np.mean([acc[pos[c]] for c in distinct])) if len(distinct) else math.nan,
             "gzsl_seen": s, "gzsl_unseen": u, "gzsl_h": h, "per_class": acc.tolist()}

@@ -354,6 +354,12 @@ class ClassifierExpander:
             best = min(refiner, key=refiner.get)
             if best != "none":
                 chosen.update(refiner=float(best), group=float(best), kind=self.refiner)
+            else:
+                log.warning("zs_expand: the leave-one-class-out selection switched the %s refiners off (error %.4g "
+                            "without, %.4g at best with): the fine structure is not learnable from these %d seen "
+                            "classes in %d groups, so the expander is the coarse map f0 alone", self.refiner,
+                            refiner["none"], min(v for k, v in refiner.items() if k != "none"), len(groups),
+                            len(np.unique(groups)))
         self.selection_ = {"coarse_alpha": coarse, "refiner_alpha": refiner}
         log.info("zs_expand: leave-one-class-out chose %s", chosen)
         return chosen
