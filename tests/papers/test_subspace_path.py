@@ -296,6 +296,43 @@ def test_whitelist_finds_the_backbone_head_and_matches_scipy():
     assert float(wl.p_values[0, 2]) >= p - 1e-12  # the max over domains includes this one
 
 
+def test_magnitude_importance_is_the_squared_projection_and_sees_write_size():
+    """normalize=False gives (uᵀw̃)² itself (hand value 9 for w = (3, 4), u = e_1); scaling one head's writes by c
+    scales its magnitude importance by c² and leaves its alignment importance unchanged."""
+    w = torch.zeros(1, 1, 1, 6)
+    w[..., 0], w[..., 1] = 3.0, 4.0
+    assert head_alignment(w, torch.eye(6)[:1], normalize=False).item() == pytest.approx(9.0)
+    g = torch.Generator().manual_seed(2)
+    writes, labels, axes = torch.randn(30, 2, 3, 8, generator=g), torch.arange(30) % 3, torch.eye(8)[:3]
+    scaled = writes.clone()
+    scaled[:, 1, 2] *= 0.1
+    for normalize, factor in ((True, 1.0), (False, 0.01)):
+        before = head_importance(writes, axes, labels, normalize=normalize)
+        after = head_importance(scaled, axes, labels, normalize=normalize)
+        torch.testing.assert_close(after[1, 2], factor * before[1, 2], rtol=1e-4, atol=1e-7)
+        torch.testing.assert_close(after[0], before[0])
+
+
+def test_a_whitelist_share_takes_the_strongest_per_domain_tests():
+    """share=s whitelists floor(s·L·H) heads, ordered by the largest-over-domains p-value: the planted backbone
+    head first; alpha no longer gates; a share above the cap is refused."""
+    g = torch.Generator().manual_seed(0)
+    n, k, d = 90, 3, 8
+    axes, labels = torch.eye(d)[:k], torch.arange(n) % k
+    writes = torch.randn(n, 2, 3, d, generator=g)
+    for dom in range(k):
+        rows = labels == dom
+        writes[rows, 1, 1] = axes[dom] + 0.05 * torch.randn(int(rows.sum()), d, generator=g)
+    by_alpha = whitelist_heads(writes, axes, labels, alpha=1e-3)
+    shared = whitelist_heads(writes, axes, labels, alpha=1e-3, share=0.5)
+    assert by_alpha.count == 1 and shared.count == 3 and bool(shared.mask[1, 1])
+    p = shared.p_values.reshape(-1)
+    chosen = shared.mask.reshape(-1)
+    assert float(p[chosen].max()) <= float(p[~chosen].min())  # the three smallest p-values
+    with pytest.raises(ValueError, match="exceeds max_fraction"):
+        whitelist_heads(writes, axes, labels, share=0.5, max_fraction=0.25)
+
+
 # ---------------------------------------------------------------------------------------------
 # 3. breadth and similarity
 # ---------------------------------------------------------------------------------------------
@@ -561,6 +598,30 @@ def test_pruner_end_to_end_reuse_and_budget():
         SubspacePathPruner(model).compile(first, target_prune_ratio=0.5)
     with pytest.raises(ValueError, match="axes"):
         SubspacePathPruner(model, axes="pca")
+
+
+def test_pruner_magnitude_importance_and_whitelist_share():
+    """importance="magnitude" scores with the squared projections of the same writes on the same axes (probes and
+    whitelist unchanged); whitelist_share=0.25 whitelists exactly 4 of 16 heads."""
+    model = _llama(layers=2)
+    rng = np.random.default_rng(0)
+    data = {s: make_skill_set(s, 24, rng).prompts() for s in SKILLS[:3]}
+    plain = SubspacePathPruner(model, probe_epochs=3).fit(data)
+    magnitude = SubspacePathPruner(model, probe_epochs=3, importance="magnitude").fit(data)
+    torch.testing.assert_close(magnitude.axes_, plain.axes_)
+    assert torch.equal(magnitude.whitelist.mask, plain.whitelist.mask)
+    from icml26.papers.subspace_path.pruner import domain_pools
+
+    _, batch, labels = domain_pools(data)
+    writes = head_writes(model, collect_activations(model, batch).head_outputs)
+    by_hand = torch.stack([head_importance(writes[:, l:l + 1], magnitude.axes_[l:l + 1], labels, normalize=False)[0]
+                           for l in range(2)])
+    torch.testing.assert_close(magnitude.importance, by_hand, rtol=1e-4, atol=1e-7)
+    assert not torch.allclose(magnitude.importance, plain.importance)
+    shared = SubspacePathPruner(model, probe_epochs=3, whitelist_share=0.25).fit(data)
+    assert shared.whitelist.count == 4
+    with pytest.raises(ValueError, match="importance"):
+        SubspacePathPruner(model, importance="norm")
 
 
 # ---------------------------------------------------------------------------------------------

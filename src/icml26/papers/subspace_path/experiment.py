@@ -88,7 +88,8 @@ def _fit_arms(model, cfg: Config, selected, pools, pathways, ctx: RunContext) ->
     inputs = {s: pools[s].prompts() for s in selected}
     calibration = {s: pools[s].calibration() for s in selected}
     common = dict(alpha=cfg.whitelist_alpha, whitelist_max_fraction=cfg.whitelist_max_fraction,
-                  probe_epochs=cfg.probe_epochs, seed=ctx.seed_for("probes"))
+                  whitelist_share=cfg.whitelist_share or None, probe_epochs=cfg.probe_epochs,
+                  seed=ctx.seed_for("probes"))
     ctx.stage("fit SubspacePath and its ablations")
     fitted = {
         "SubspacePath": SubspacePathPruner(model, **common).fit(inputs),

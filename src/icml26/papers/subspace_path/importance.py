@@ -50,16 +50,19 @@ def _axes(axes: Tensor, n_layers: int, d: int) -> Tensor:
     return axes
 
 
-def head_alignment(writes: Tensor, axes: Tensor, *, eps: float = 1e-8) -> Tensor:
+def head_alignment(writes: Tensor, axes: Tensor, *, eps: float = 1e-8, normalize: bool = True) -> Tensor:
     """Squared cosines ``(u_{ℓ,k}ᵀ w̃)² / (‖w̃‖² + ε)`` for every input, head and axis.
 
     Args:
         writes: ``(N, L, H, d)`` per-head residual writes (:func:`head_writes`).
         axes: ``(K, d)`` unit axes shared by every layer, or ``(L, K, d)`` per layer.
         eps: ``ε``; a zero write gets alignment 0.
+        normalize: ``False`` returns the squared projections ``(u_{ℓ,k}ᵀ w̃)²`` themselves (the
+            magnitude-aware score: a head that writes little along the axis scores little even if
+            its small write points along it) [ours, not the paper's].
 
     Returns:
-        ``(N, L, H, K)`` in ``[0, 1]``. NaN in ``writes`` propagates.
+        ``(N, L, H, K)``, in ``[0, 1]`` when normalised. NaN in ``writes`` propagates.
     """
     writes = _check_writes(writes)
     eps = check_real(eps, "eps", low=0.0, low_open=True)
@@ -67,6 +70,8 @@ def head_alignment(writes: Tensor, axes: Tensor, *, eps: float = 1e-8) -> Tensor
     u = _axes(axes, n_layers, d).to(device=writes.device, dtype=torch.float64)
     w = writes.to(torch.float64)
     proj = torch.einsum("nlhd,lkd->nlhk", w, u)
+    if not normalize:  # (u_kᵀ w̃)²
+        return proj.pow(2).to(torch.float32)
     # (u_kᵀ w̃)² / (‖w̃‖² + ε)
     return (proj.pow(2) / (w.pow(2).sum(-1, keepdim=True) + eps)).to(torch.float32)
 
@@ -84,7 +89,7 @@ def _labels(labels, n: int, n_domains: int | None) -> tuple[Tensor, int]:
     return labels.long(), k
 
 
-def head_importance(writes: Tensor, axes: Tensor, labels, *, eps: float = 1e-8) -> Tensor:
+def head_importance(writes: Tensor, axes: Tensor, labels, *, eps: float = 1e-8, normalize: bool = True) -> Tensor:
     """``I_{ℓ,h,k} = E_{x∼P_k}[(u_{ℓ,k}ᵀ w̃_{ℓ,h}(x))² / (‖w̃_{ℓ,h}(x)‖² + ε)]``: ``(L, H, K)``.
 
     Args:
@@ -92,8 +97,9 @@ def head_importance(writes: Tensor, axes: Tensor, labels, *, eps: float = 1e-8) 
         axes: ``(K, d)`` or ``(L, K, d)`` unit axes.
         labels: ``(N,)`` domain index of each input; every domain needs an input.
         eps: ``ε``.
+        normalize: ``False``: the magnitude-aware ``E_{x∼P_k}[(u_{ℓ,k}ᵀ w̃_{ℓ,h}(x))²]`` (ours).
     """
-    return importance_from_alignment(head_alignment(writes, axes, eps=eps), labels)
+    return importance_from_alignment(head_alignment(writes, axes, eps=eps, normalize=normalize), labels)
 
 
 def importance_from_alignment(alignment: Tensor, labels) -> Tensor:
@@ -126,7 +132,7 @@ class Whitelist:
 
 
 def whitelist_heads(writes: Tensor, axes: Tensor, labels, *, alpha: float = 1e-3,
-                    max_fraction: float | None = None, eps: float = 1e-8) -> Whitelist:
+                    max_fraction: float | None = None, share: float | None = None, eps: float = 1e-8) -> Whitelist:
     """Domain-invariant backbone heads: significantly aligned in every domain.
 
     For each domain ``k`` and head ``(ℓ,h)``: the alignments ``a_{x,ℓ,h,k}`` of the inputs
@@ -139,19 +145,27 @@ def whitelist_heads(writes: Tensor, axes: Tensor, labels, *, alpha: float = 1e-3
         max_fraction: keep at most this fraction of the heads (those with the smallest
             p-values, ties to the larger mean importance); ``None`` = no cap [ours: a cap keeps
             a tight pruning budget feasible].
+        share: instead of ``alpha``, whitelist exactly ``floor(share · L·H)`` heads, those whose
+            per-domain test is strongest (smallest largest-over-domains p, ties to the larger mean
+            alignment): a level set by the share the authors' artifact reaches (19 % of LLaMA-2-13B's
+            heads) when a small calibration pool leaves too few heads below ``alpha`` [ours].
         eps: ``ε`` of the alignment.
     """
     return whitelist_from_alignment(head_alignment(writes, axes, eps=eps), labels, alpha=alpha,
-                                    max_fraction=max_fraction)
+                                    max_fraction=max_fraction, share=share)
 
 
 def whitelist_from_alignment(alignment: Tensor, labels, *, alpha: float = 1e-3,
-                             max_fraction: float | None = None) -> Whitelist:
+                             max_fraction: float | None = None, share: float | None = None) -> Whitelist:
     """:func:`whitelist_heads` from precomputed ``(N, L, H, K)`` alignments."""
     stats = require("scipy.stats", "lm")
     alpha = check_real(alpha, "alpha", low=0.0, high=1.0, low_open=True)
     if max_fraction is not None:
         max_fraction = check_real(max_fraction, "max_fraction", low=0.0, high=1.0)
+    if share is not None:
+        share = check_real(share, "share", low=0.0, high=1.0)
+        if max_fraction is not None and share > max_fraction:
+            raise ValueError(f"share={share} exceeds max_fraction={max_fraction}; give one of them")
     if not isinstance(alignment, torch.Tensor) or alignment.dim() != 4:
         raise ValueError("alignment must be a tensor of shape (N, L, H, K)")
     labels, k = _labels(labels, alignment.shape[0], alignment.shape[-1])
@@ -166,11 +180,16 @@ def whitelist_from_alignment(alignment: Tensor, labels, *, alpha: float = 1e-3,
             l, h = divmod(head, n_heads)
             p[l, h] = max(p[l, h], float(res.pvalue))
             mean[l, h] += a[:, head].mean() / k
+    order = np.lexsort((-mean.reshape(-1), p.reshape(-1)))  # smallest p first, then larger mean
+    if share is not None:  # a fixed share of the heads, strongest per-domain test first
+        flat = np.zeros(n_layers * n_heads, dtype=bool)
+        flat[order[:int(np.floor(share * n_layers * n_heads))]] = True
+        return Whitelist(mask=torch.as_tensor(flat.reshape(n_layers, n_heads)),
+                         p_values=torch.as_tensor(p, dtype=torch.float32), alpha=alpha)
     mask = p < alpha
     if max_fraction is not None:
         cap = int(np.floor(max_fraction * n_layers * n_heads))
         if mask.sum() > cap:
-            order = np.lexsort((-mean.reshape(-1), p.reshape(-1)))  # smallest p first, then larger mean
             flat = np.zeros(n_layers * n_heads, dtype=bool)
             flat[order[:cap]] = True
             mask = flat.reshape(n_layers, n_heads) & mask

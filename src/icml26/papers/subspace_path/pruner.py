@@ -87,6 +87,12 @@ class SubspacePathPruner:
         axes: ``"probe"`` (default), ``"dbs"``, ``"random"`` or a ``(K, d)`` / ``(L, K, d)`` tensor.
         alpha: whitelist significance level (paper: 0.001).
         whitelist_max_fraction: cap on the whitelist's share of the heads (``None`` = no cap).
+        whitelist_share: whitelist exactly this share of the heads, strongest per-domain test first,
+            instead of those below ``alpha`` (:func:`whitelist_heads`; ``None``: by ``alpha``) [ours].
+        importance: ``"alignment"`` (the paper's squared cosine of each head's write with the
+            domain axis) or ``"magnitude"`` (the squared projection itself, ``E[(uᵀw̃)²]``: heads that
+            write little along the axis score little) [ours]. The whitelist's test always uses the
+            alignment.
         use_whitelist: ``False`` = the "w/o whitelist" ablation (empty whitelist).
         floors: ``(min heads per layer, min fraction per layer, min fraction overall)``.
         probe_epochs, probe_lr, probe_batch_size: probe training (authors: 10–20, 1e-3, 32).
@@ -103,7 +109,8 @@ class SubspacePathPruner:
     """
 
     def __init__(self, model: nn.Module, *, tokenizer=None, axes: str | Tensor = "probe", alpha: float = 1e-3,
-                 whitelist_max_fraction: float | None = None, use_whitelist: bool = True,
+                 whitelist_max_fraction: float | None = None, whitelist_share: float | None = None,
+                 importance: str = "alignment", use_whitelist: bool = True,
                  floors=(1, 0.1, 0.05), probe_epochs: int = 15, probe_lr: float = 1e-3,
                  probe_batch_size: int = 32, batch_size: int = 32, max_length: int = 512, seed: int = 0,
                  eps: float = 1e-8, strength: float = 1.0, use_multi_domain_mixing: bool = True) -> None:
@@ -122,6 +129,11 @@ class SubspacePathPruner:
         self.alpha = check_real(alpha, "alpha", low=0.0, high=1.0, low_open=True)
         self.whitelist_max_fraction = (None if whitelist_max_fraction is None else
                                        check_real(whitelist_max_fraction, "whitelist_max_fraction", low=0.0, high=1.0))
+        self.whitelist_share = (None if whitelist_share is None else
+                                check_real(whitelist_share, "whitelist_share", low=0.0, high=1.0))
+        if importance not in ("alignment", "magnitude"):
+            raise ValueError(f"importance={importance!r} must be 'alignment' or 'magnitude'")
+        self.importance_kind = importance
         self.use_whitelist = bool(use_whitelist)
         self.floors = tuple(floors)
         self.probe_epochs = check_int(probe_epochs, "probe_epochs", low=1)
@@ -162,10 +174,17 @@ class SubspacePathPruner:
             head_alignment(head_writes(self.model, acts.head_outputs[:, layer], layer=layer).unsqueeze(1),
                            self.axes_[layer:layer + 1], eps=self.eps)
             for layer in range(self.n_layers)], dim=1)
-        self.importance = importance_from_alignment(self.alignment, labels)
+        if self.importance_kind == "magnitude":
+            self.importance = importance_from_alignment(torch.cat([
+                head_alignment(head_writes(self.model, acts.head_outputs[:, layer], layer=layer).unsqueeze(1),
+                               self.axes_[layer:layer + 1], eps=self.eps, normalize=False)
+                for layer in range(self.n_layers)], dim=1), labels)
+        else:
+            self.importance = importance_from_alignment(self.alignment, labels)
         if self.use_whitelist:
             self.whitelist = whitelist_from_alignment(self.alignment, labels, alpha=self.alpha,
-                                                      max_fraction=self.whitelist_max_fraction)
+                                                      max_fraction=self.whitelist_max_fraction,
+                                                      share=self.whitelist_share)
         else:
             empty = torch.zeros(self.n_layers, self.n_heads, dtype=torch.bool)
             self.whitelist = Whitelist(mask=empty, p_values=torch.ones(self.n_layers, self.n_heads), alpha=self.alpha)

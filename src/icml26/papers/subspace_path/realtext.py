@@ -1,10 +1,12 @@
-"""SmolLM2 section of the reproduction (full setting): stdlib docstrings grouped by package as domains.
+"""SmolLM2 section of the reproduction (full setting; a further run of the quick one): stdlib docstrings
+grouped by package as domains.
 
 Domains (brief §4.1, optional real-text variant): the docstrings of the standard library's
 ``email``, ``asyncio``, ``tkinter``, ``_pydecimal``, ``xml`` and ``unittest`` (nothing is
 downloaded). DBS on mean-pooled layer-0 states picks ``n_axes`` of them; the method is fitted
 on their docstrings, the baselines on the same docstrings with the next-token loss, the
-oracle on every package. A scenario's mask is compiled from its first docstring and scored
+oracle on every package; SubspacePath is also scored with the magnitude-aware importance
+``E[(uᵀw̃)²]`` (ours). A scenario's mask is compiled from its first docstring and scored
 by next-token top-1 accuracy on ``real_turns`` further docstrings of its package(s).
 Experiment code: the library never imports it.
 """
@@ -107,11 +109,13 @@ def smollm2_section(cfg: Config, ctx: RunContext) -> tuple[dict, list[str]]:
     held_out = [p for p in PACKAGES if p not in selected]
     ctx.stage("SmolLM2 section: fit")
     inputs = {p: pools[p] for p in selected}
+    method = dict(alpha=cfg.whitelist_alpha, whitelist_max_fraction=cfg.whitelist_max_fraction,
+                  whitelist_share=cfg.whitelist_share or None, probe_epochs=cfg.probe_epochs, batch_size=8,
+                  seed=ctx.seed_for("probes"))
     fitted = {
-        "SubspacePath": SubspacePathPruner(model, alpha=cfg.whitelist_alpha,
-                                           whitelist_max_fraction=cfg.whitelist_max_fraction,
-                                           probe_epochs=cfg.probe_epochs, batch_size=8,
-                                           seed=ctx.seed_for("probes")).fit(inputs),
+        "SubspacePath": SubspacePathPruner(model, **method).fit(inputs),
+        # the magnitude-aware score E[(uᵀw̃)²] (ours): the same probes, axes and whitelist
+        "SubspacePath_magnitude": SubspacePathPruner(model, importance="magnitude", **method).fit(inputs),
         "global_gradient": GlobalGradientPruner(model, batch_size=4).fit(inputs),
         "wanda_sp": WandaSPPruner(model, batch_size=8).fit(inputs),
         "oracle": DomainOraclePruner(model, batch_size=4).fit(pools),
@@ -130,7 +134,7 @@ def smollm2_section(cfg: Config, ctx: RunContext) -> tuple[dict, list[str]]:
     plan += [("ood", (p,)) for p in held_out for _ in range(cfg.real_scenarios)]
     pairs = list(itertools.combinations(selected, 2))[:cfg.real_scenarios]
     plan += [("cross", pair) for pair in pairs]
-    arms = ("SubspacePath", "global_gradient", "wanda_sp", "random", "oracle")
+    arms = ("SubspacePath", "SubspacePath_magnitude", "global_gradient", "wanda_sp", "random", "oracle")
     acc = {(a, r): [] for a in arms for r in cfg.prune_ratios}
     dense, splits = [], []
     ctx.stage("SmolLM2 section: evaluate")
@@ -146,7 +150,7 @@ def smollm2_section(cfg: Config, ctx: RunContext) -> tuple[dict, list[str]]:
                         target_prune_ratio=r)
                 elif arm == "oracle":
                     keep = fitted["oracle"].compile(target_prune_ratio=r, domains=list(pkgs))
-                elif arm == "SubspacePath":
+                elif arm.startswith("SubspacePath"):
                     keep = fitted[arm].compile(first, target_prune_ratio=r)
                 else:
                     keep = fitted[arm].compile(target_prune_ratio=r)
