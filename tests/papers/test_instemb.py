@@ -451,3 +451,28 @@ def test_a_sentence_encoder_answers_the_encode_call_of_st_and_mteb_loops(tok, wo
     assert torch.equal(enc.encode(texts[0], convert_to_tensor=True), model.encode(texts[:1], "what colour is it")[0])
     with pytest.raises(ValueError, match="instruction"):
         model.as_sentence_encoder("  ")
+
+
+def test_an_evaluator_of_a_subset_reads_those_instructions_from_full_embeddings():
+    """An attribute held out: the evaluator of its 3 instructions gives the same metrics from the (12, n, d)
+    embeddings as from its own (3, n, d) ones, equal to NMI and Spearman computed by hand on those rows; with
+    one attribute the sensitivity is undefined (NaN); unknown instructions are refused."""
+    from icml26.papers.instemb import AttrWorld
+    from icml26.papers.instemb.analysis import inst_sts_spearman, instruction_nmi
+    from icml26.papers.instemb.evaluation import EVAL_INSTRUCTIONS, AttrWorldEval
+
+    world = AttrWorld.sample(40, np.random.default_rng(0))
+    subset = [("position", p) for p in range(3)]
+    evaluator = AttrWorldEval(world, 200, np.random.default_rng(1), instructions=subset)
+    full = np.random.default_rng(2).normal(size=(len(EVAL_INSTRUCTIONS), 40, 8))
+    rows = full[[EVAL_INSTRUCTIONS.index(i) for i in subset]]
+    a, b = evaluator.metrics(full), evaluator.metrics(rows)
+    assert (a.nmi, a.spearman) == (b.nmi, b.spearman) and math.isnan(a.sensitivity)
+    labels = np.stack([world.values["position"]] * 3)
+    assert a.nmi == pytest.approx(float(instruction_nmi(rows, labels, seed=0).mean()))
+    assert a.spearman == pytest.approx(inst_sts_spearman(rows, evaluator.pairs))
+    assert int(evaluator.pairs[:, 0].max()) <= 2  # pairs index the subset's instructions
+    with pytest.raises(ValueError, match="instructions"):
+        AttrWorldEval(world, 10, np.random.default_rng(1), instructions=[("weight", 0)])
+    with pytest.raises(ValueError, match="cover 5 instructions"):
+        evaluator.metrics(full[:5])

@@ -46,6 +46,12 @@ class Config:
     """λ (issue: 1)."""
     daap_weight: float = dataclasses.field(default=1.0, metadata={"min": 0.0})
     """DAAP's look-ahead weight w."""
+    heldout_attribute: str = "position"
+    """The attribute whose instructions InstEmb never trains on (the SFT teacher answers all four); the
+    checks read the held-out texts under its three instructions ("" holds none out: the checks then read
+    all 12, the training and evaluation instructions being the same)."""
+    heldout_paraphrase: int = dataclasses.field(default=2, metadata={"min": -1, "max": 2})
+    """The paraphrase index InstEmb never trains on for the other attributes (-1: none), reported apart."""
     eval_texts: int = dataclasses.field(default=400, metadata={"min": 12})
     """Held-out texts, each embedded under all 12 instructions."""
     sts_pairs: int = dataclasses.field(default=2000, metadata={"min": 1})
@@ -78,6 +84,11 @@ class Config:
             raise ValueError(f"distill_kinds={self.distill_kinds} must name 'mse' and/or 'kl'")
         if any(t not in TIERS for t in self.tiers):
             raise ValueError(f"tiers={self.tiers} must be a subset of {TIERS}")
+        from icml26.papers.instemb.data import ATTRIBUTES
+
+        if self.heldout_attribute and self.heldout_attribute not in ATTRIBUTES:
+            raise ValueError(f"heldout_attribute={self.heldout_attribute!r} must be one of {', '.join(ATTRIBUTES)} "
+                             "or '' (none)")
 
     @classmethod
     def quick(cls) -> "Config":

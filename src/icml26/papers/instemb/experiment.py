@@ -36,6 +36,7 @@ from icml26.papers.instemb import (
 )
 from icml26.papers.instemb.claims import CHECKS
 from icml26.papers.instemb.config import Config
+from icml26.papers.instemb.data import ATTRIBUTES
 from icml26.papers.instemb.evaluation import ArmMetrics, AttrWorldEval
 from icml26.papers.instemb.figures import plot
 from icml26.papers.instemb.sft import answer_accuracy, supervised_finetune
@@ -47,6 +48,8 @@ STREAMS: dict[str, str] = {
     "attrworld_train": "the training texts",
     "attrworld_eval": "the evaluation texts",
     "sts_pairs": "the STS pairs",
+    "sts_pairs_heldout": "the STS pairs of the held-out attribute's instructions",
+    "sts_pairs_paraphrase": "the STS pairs of the held-out paraphrase's instructions",
     "kmeans": "the clustering metric's k-means",
     "init": "the tiny Llama's initialisation",
     "sft_batches": "the SFT batch order",
@@ -73,8 +76,20 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     train_world = AttrWorld.sample(config.train_texts, ctx.rng("attrworld_train"))
     eval_world = AttrWorld.sample(config.eval_texts, ctx.rng("attrworld_eval"))
     evaluate = AttrWorldEval(eval_world, config.sts_pairs, ctx.rng("sts_pairs"), kmeans_seed=ctx.seed_for("kmeans"))
+    trained = [a for a in ATTRIBUTES if a != config.heldout_attribute]
+    paraphrases = tuple(p for p in range(3) if p != config.heldout_paraphrase)
+    views = {"all": evaluate}
+    if config.heldout_attribute:
+        views["heldout"] = AttrWorldEval(eval_world, config.sts_pairs, ctx.rng("sts_pairs_heldout"),
+                                         kmeans_seed=ctx.seed_for("kmeans"),
+                                         instructions=[(config.heldout_attribute, p) for p in range(3)])
+    if config.heldout_paraphrase >= 0:
+        views["paraphrase"] = AttrWorldEval(eval_world, config.sts_pairs, ctx.rng("sts_pairs_paraphrase"),
+                                            kmeans_seed=ctx.seed_for("kmeans"),
+                                            instructions=[(a, config.heldout_paraphrase) for a in trained])
+    primary = "heldout" if "heldout" in views else "all"  # what the checks read
     tok = attrworld_tokenizer()
-    data = train_world.examples()
+    data = train_world.examples(attributes=trained, paraphrases=paraphrases)
 
     ctx.stage("SFT of the tiny Llama")
     arch = TinyLMConfig(arch="llama", vocab_size=len(attrworld_vocabulary()), d_model=config.d_model,
@@ -93,6 +108,15 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     results: dict[str, ArmMetrics] = {}
     losses: dict[str, list[float]] = {}
 
+    def score(arm: str, model: Any, pooling: str, **extra: float) -> None:
+        """Embed once under the 12 instructions; the checks read ``primary``, every view is in the metrics."""
+        embeddings = evaluate.embed(model, pooling)
+        by_view = {name: view.metrics(embeddings) for name, view in views.items()}
+        results[arm] = by_view[primary]
+        metrics[arm] = {**by_view["all"].as_dict(**extra),
+                        **{f"{name}_{k}": v for name, m in by_view.items() if name != "all"
+                           for k, v in m.as_dict().items() if k != "sensitivity"}}
+
     # the method and its ablations, trained on the same batches
     for kind in config.distill_kinds:
         ctx.stage(f"InstEmb-{kind.upper()} training")
@@ -103,8 +127,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         losses[f"instemb_{kind} distill"] = log.distill
         for pooling, arm in (("daap", f"instemb_{kind}_daap"), ("eos", f"instemb_{kind}_last_token"),
                              ("lookahead", f"instemb_{kind}_lookahead")):
-            results[arm] = evaluate(model, pooling)
-            metrics[arm] = results[arm].as_dict()
+            score(arm, model, pooling)
         timings[f"instemb_{kind}_train"] = log.seconds
         del model
     method = f"instemb_{config.distill_kinds[0]}"
@@ -113,21 +136,24 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     contrastive = InstEmbModel.wrap(copy.deepcopy(sft), 0, distill_weight=0.0, pooling="eos", **wrap_kw)
     log = train_instemb(contrastive, data, config.steps, generator=ctx.torch_generator("batches"), **train_kw)
     losses["contrastive_only"] = log.total
-    results["contrastive_last_token"] = evaluate(contrastive, "eos")
-    metrics["contrastive_last_token"] = results["contrastive_last_token"].as_dict()
+    score("contrastive_last_token", contrastive, "eos")
     timings["contrastive_only_train"] = log.seconds
     del contrastive
 
     ctx.stage("InputLast of the SFT model")
-    results["input_last"] = evaluate(InstEmbModel.wrap(sft, 0, with_teacher=False, distill_weight=0.0,
-                                                       pooling="eos", **wrap_kw), "eos")
-    metrics["input_last"] = results["input_last"].as_dict(sft_answer_accuracy=sft_acc,
-                                                          sft_final_loss=float(np.mean(sft_loss[-20:])))
+    score("input_last", InstEmbModel.wrap(sft, 0, with_teacher=False, distill_weight=0.0, pooling="eos", **wrap_kw),
+          "eos", sft_answer_accuracy=sft_acc, sft_final_loss=float(np.mean(sft_loss[-20:])))
     ordered = {f"{method}_daap": metrics.pop(f"{method}_daap"), "input_last": metrics.pop("input_last"),
                "contrastive_last_token": metrics.pop("contrastive_last_token"),
                f"{method}_last_token": metrics.pop(f"{method}_last_token"), **metrics}
 
-    notes = _notes(results, method, evaluate, sft_acc)
+    notes = _notes(results, method, views[primary], sft_acc,
+                   {arm: row["sensitivity"] for arm, row in ordered.items() if "sensitivity" in row})
+    if primary == "heldout":
+        notes.insert(0, f"InstEmb trained on {', '.join(trained)} under paraphrases {list(paraphrases)}; the checks read "
+                        f"the held-out attribute {config.heldout_attribute!r} under its three instructions (the SFT "
+                        "teacher answers all four); heldout_* and paraphrase_* metrics are those views, the plain "
+                        "ones all 12 instructions.")
     for tier in config.tiers:
         from icml26.papers.instemb.tiers import run_tier
 
@@ -139,6 +165,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     ctx.provenance.setdefault("seconds", {}).update({k: round(v, 1) for k, v in timings.items()})
     daap, inputlast = results[f"{method}_daap"], results["input_last"]
     ablation_c, ablation_l = results["contrastive_last_token"], results[f"{method}_last_token"]
+    lookahead = results[f"{method}_lookahead"]
     checks = [
         CHECKS["nmi_gain_vs_input_last"].measure(daap.nmi - inputlast.nmi,
                                                  note=f"{daap.nmi:.3f} vs {inputlast.nmi:.3f}"),
@@ -150,6 +177,9 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         CHECKS["daap_minus_instemb_last_token"].measure(
             daap.score - ablation_l.score, note=f"NMI {daap.nmi:.3f} vs {ablation_l.nmi:.3f}, "
                                                 f"Spearman {daap.spearman:.3f} vs {ablation_l.spearman:.3f}"),
+        CHECKS["daap_minus_lookahead"].measure(
+            daap.score - lookahead.score, note=f"NMI {daap.nmi:.3f} vs {lookahead.nmi:.3f}, "
+                                               f"Spearman {daap.spearman:.3f} vs {lookahead.spearman:.3f}"),
         CHECKS["contrastive_only_headroom"].measure(ablation_c.nmi),
     ]
     curves["train_loss"] = Curve(
@@ -160,17 +190,20 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     return Outcome(metrics=ordered, checks=checks, curves=curves, notes=notes)
 
 
-def _notes(results: dict[str, ArmMetrics], method: str, evaluate: AttrWorldEval, sft_acc: float) -> list[str]:
+def _notes(results: dict[str, ArmMetrics], method: str, evaluate: AttrWorldEval, sft_acc: float,
+           sensitivity: dict[str, float]) -> list[str]:
+    """``sensitivity``: each arm's instruction sensitivity over all 12 instructions (the checks' view may hold one
+    attribute only, where it is undefined)."""
     ceiling = spearman_ceiling(evaluate.pairs[:, 3])
     daap = results[f"{method}_daap"]
     notes = [
         f"The SFT teacher answers {sft_acc:.1%} of held-out (text, instruction) pairs exactly (teacher-forced).",
         f"Spearman ceiling for a tie-free score against the binary Inst-STS gold: {ceiling:.3f}; NMI's is 1.",
         f"Instruction sensitivity (mean cosine of one text under instructions about different attributes, "
-        f"lower is better): InstEmb-DAAP {daap.sensitivity:.3f}, InputLast {results['input_last'].sensitivity:.3f}, "
-        f"contrastive-only {results['contrastive_last_token'].sensitivity:.3f}.",
+        f"lower is better; all 12 instructions): InstEmb-DAAP {sensitivity[f'{method}_daap']:.3f}, InputLast "
+        f"{sensitivity['input_last']:.3f}, contrastive-only {sensitivity['contrastive_last_token']:.3f}.",
     ]
-    for other in ("contrastive_last_token", f"{method}_last_token"):
+    for other in ("contrastive_last_token", f"{method}_last_token", f"{method}_lookahead"):
         if daap.score < results[other].score:
             notes.append(f"InstEmb-DAAP does not beat {other} on this seed: NMI {daap.nmi:.3f} vs "
                          f"{results[other].nmi:.3f}, Spearman {daap.spearman:.3f} vs {results[other].spearman:.3f} "
