@@ -904,3 +904,17 @@ def test_a_packed_model_uses_the_fake_quantised_weights_and_round_trips_at_2_bit
     save_quantized(model, tmp_path / "float")
     assert (tmp_path / "packed" / "model.safetensors").stat().st_size < \
         0.5 * (tmp_path / "float" / "model.safetensors").stat().st_size
+
+
+def test_memory_report_counts_2_bits_per_ternary_weight():
+    from icml26.papers.robuq import memory_report
+
+    model = TinyDiT()
+    report = memory_report(model)
+    layers = [model.get_submodule(n) for n in dit_linear_names(model)]
+    saved = sum(4 * m.in_features * m.out_features - -(-m.in_features * m.out_features // 4) - 4 for m in layers)
+    assert report["float_bytes"] == 4 * sum(p.numel() for p in model.parameters()) + \
+        sum(b.numel() * b.element_size() for b in model.buffers())
+    assert report["float_bytes"] - report["packed_bytes"] == saved
+    assert report["quantized_layers"] == len(layers) and 0 < report["ternary_share"] < 1
+    assert not any(isinstance(m, QuantLinear) for m in model.modules())  # measured on a copy

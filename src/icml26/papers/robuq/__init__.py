@@ -45,7 +45,14 @@ from icml26.papers.robuq.hadamard import (
     sylvester_hadamard,
 )
 from icml26.papers.robuq.model import TinyDiT, TinyDiTConfig
-from icml26.papers.robuq.packed import PackedQuantLinear, model_bytes, pack_model, pack_ternary, unpack_ternary
+from icml26.papers.robuq.packed import (
+    PackedQuantLinear,
+    memory_report,
+    model_bytes,
+    pack_model,
+    pack_ternary,
+    unpack_ternary,
+)
 from icml26.papers.robuq.persist import load_quantized, save_quantized
 from icml26.papers.robuq.quant import (
     QuantLinear,
@@ -107,6 +114,7 @@ __all__ = [
     "quantize_tokens",
     "quantized_layers",
     "load_quantized",
+    "memory_report",
     "model_bytes",
     "pack_model",
     "pack_ternary",

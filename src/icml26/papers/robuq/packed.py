@@ -9,8 +9,10 @@ fake-quantised layer uses, bit for bit (``γ·t`` for ``t ∈ {-1, 0, 1}`` is ex
 forward's straight-through form ``W + (Ŵ − W)`` itself rounds once at W's scale). It is for
 inference: there is no latent weight left to train.
 
-:func:`pack_model` swaps every ternary ``QuantLinear`` of a model for its packed form, in place, and
-:func:`model_bytes` measures what a model's parameters and buffers occupy.
+:func:`pack_model` swaps every ternary ``QuantLinear`` of a model for its packed form, in place,
+:func:`model_bytes` measures what a model's parameters and buffers occupy, and :func:`memory_report` compares
+a float model with its packed W1.58A\ *b* form (``python -m icml26.papers.robuq.packed OUT.json`` measures a
+DiT-XL/2).
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import torch
 from icml26.papers.robuq.quant import QuantLinear, RobustQuantizer
 from icml26.papers.robuq.ternary import ternarize
 
-__all__ = ["PackedQuantLinear", "model_bytes", "pack_model", "pack_ternary", "unpack_ternary"]
+__all__ = ["PackedQuantLinear", "memory_report", "model_bytes", "pack_model", "pack_ternary", "unpack_ternary"]
 
 _SHIFTS = torch.tensor([0, 2, 4, 6], dtype=torch.uint8)
 
@@ -129,3 +131,51 @@ def model_bytes(model: nn.Module) -> int:
         seen.add(t.data_ptr())
         total += t.numel() * t.element_size()
     return int(total)
+
+
+def memory_report(float_model: nn.Module, act_bits: int = 2) -> dict[str, float]:
+    """Measured bytes of ``float_model`` (float32) and of its W1.58A\\ *b* form packed at 2 bits per ternary weight.
+
+    The model is quantised (:func:`~icml26.papers.robuq.quantize_dit`, RobuQ's quantizer) and packed on a copy;
+    the embedders, final layer and norms stay in float, as in the reproduction. Returns ``float_bytes``,
+    ``packed_bytes``, their ``ratio``, the share of parameters that are ternary and the parameter count.
+    """
+    import copy
+
+    from icml26.papers.robuq.quantize import quantize_dit
+
+    float_bytes = model_bytes(float_model)
+    packed = pack_model(quantize_dit(copy.deepcopy(float_model), act_bits))
+    layers = [m for m in packed.modules() if isinstance(m, PackedQuantLinear)]
+    ternary = sum(m.in_features * m.out_features for m in layers)
+    params = sum(p.numel() for p in float_model.parameters())
+    packed_bytes = model_bytes(packed)
+    return {"float_bytes": float(float_bytes), "packed_bytes": float(packed_bytes),
+            "ratio": float_bytes / packed_bytes, "ternary_share": ternary / params, "parameters": float(params),
+            "quantized_layers": float(len(layers))}
+
+
+def _dit_xl_memory(out: str) -> None:
+    """``python -m icml26.papers.robuq.packed OUT.json``: :func:`memory_report` of a randomly initialised
+    diffusers DiT-XL/2 (28 blocks, width 1152, 16 heads, 256x256 latents), written to ``OUT.json``."""
+    import json
+    import time
+
+    from diffusers import DiTTransformer2DModel
+
+    torch.manual_seed(0)
+    start = time.perf_counter()
+    model = DiTTransformer2DModel(num_attention_heads=16, attention_head_dim=72, in_channels=4, out_channels=8,
+                                  num_layers=28, sample_size=32, patch_size=2, num_embeds_ada_norm=1000)
+    report = {"model": "diffusers DiTTransformer2DModel, DiT-XL/2 configuration, random weights", "act_bits": 2,
+              **memory_report(model), "seconds": round(time.perf_counter() - start, 1),
+              "command": f"python -m icml26.papers.robuq.packed {out}"}
+    with open(out, "w") as f:
+        json.dump(report, f, indent=1)
+    print(json.dumps(report, indent=1))
+
+
+if __name__ == "__main__":  # pragma: no cover - a measurement, run by hand
+    import sys
+
+    _dit_xl_memory(sys.argv[1])
