@@ -11,7 +11,7 @@ inference: there is no latent weight left to train.
 
 :func:`pack_model` swaps every ternary ``QuantLinear`` of a model for its packed form, in place,
 :func:`model_bytes` measures what a model's parameters and buffers occupy, and :func:`memory_report` compares
-a float model with its packed W1.58A\ *b* form (``python -m icml26.papers.robuq.packed OUT.json`` measures a
+a float model with its packed W1.58A*b* form (``python -m icml26.papers.robuq.packed OUT.json`` measures a
 DiT-XL/2).
 """
 
