@@ -30,6 +30,7 @@ __all__ = [
     "add_noise",
     "ddim_sample",
     "diffusion_loss",
+    "ema_decay_at",
     "eps_mse",
     "predict_eps",
     "predict_eps_chunked",
