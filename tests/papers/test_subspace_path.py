@@ -624,6 +624,30 @@ def test_pruner_magnitude_importance_and_whitelist_share():
         SubspacePathPruner(model, importance="norm")
 
 
+def test_whole_group_compile_removes_key_value_groups_and_prunes_without_copies():
+    """GQA (8 query heads in 2 groups per layer): whole_groups=True keeps or drops each group whole, keeps every
+    whitelisted head's group, removes round(0.5·4) = 2 groups; prune_heads then drops their k/v rows (no per-head
+    copies: num_key_value_groups stays 4) and equals mask_heads."""
+    model = _llama(heads=8, kv=2, layers=2)
+    rng = np.random.default_rng(0)
+    data = {s: make_skill_set(s, 24, rng).prompts() for s in SKILLS[:3]}
+    pruner = SubspacePathPruner(model, probe_epochs=3, whitelist_share=0.0625).fit(data)  # 1 head whitelisted
+    first = data["copy"].select([0])
+    keep = pruner.compile(first, target_prune_ratio=0.5, whole_groups=True)
+    groups = keep.reshape(2, 2, 4)
+    assert bool((groups.all(-1) | ~groups.any(-1)).all())  # whole groups only
+    assert int((~groups.all(-1)).sum()) == 2 and bool(keep[pruner.whitelist.mask].all())
+    assert pruner.compile(first, target_prune_ratio=0.5) is not keep  # a separate cache entry
+    ids = _ids(2, 10)
+    with torch.no_grad(), mask_heads(model, keep):
+        masked = model(input_ids=ids).logits
+    pruned = prune_heads(copy.deepcopy(model), keep)
+    layer_groups = [int(layer.self_attn.num_key_value_groups) for layer in pruned.model.layers]
+    assert layer_groups == [4, 4] and sum(x.n_kv_heads for x in attention_layout(pruned)) == 2
+    with torch.no_grad():
+        torch.testing.assert_close(pruned(input_ids=ids).logits, masked, rtol=1e-4, atol=1e-5)
+
+
 # ---------------------------------------------------------------------------------------------
 # 9. data, exact match and the analysis functions
 # ---------------------------------------------------------------------------------------------

@@ -147,6 +147,7 @@ class SubspacePathPruner:
         self.use_multi_domain_mixing = bool(use_multi_domain_mixing)
         self.n_layers = len(layouts)
         self.n_heads = layouts[0].n_heads
+        self.group_size = layouts[0].group_size  # query heads per key/value head (1 without GQA)
         self.domains: list[str] | None = None
         self.probes: DomainProbes | None = None
         self._cache: dict[tuple, Tensor] = {}
@@ -225,7 +226,7 @@ class SubspacePathPruner:
         return ScenarioProfile(p)
 
     def compile(self, first_input: Any, *, target_prune_ratio: float | None = None,
-                strength: float | None = None) -> Tensor:
+                strength: float | None = None, whole_groups: bool = False) -> Tensor:
         """The scenario's ``(L, H)`` boolean keep-mask from its first input.
 
         Args:
@@ -234,6 +235,11 @@ class SubspacePathPruner:
             target_prune_ratio: remove exactly ``round(ratio·L·H)`` heads (``[0, 1)``).
             strength: the authors' ``η`` instead (larger keeps more). At most one of the two;
                 with neither, the pruner's ``strength``.
+            whole_groups: GQA-aware: select whole key/value groups (a group's importance is the sum
+                of its query heads', it is whitelisted when any of its heads is, the floors and the
+                budget count groups), so :func:`~icml26.papers.subspace_path.prune_heads` can drop
+                their key/value rows instead of copying them per kept head [ours]. Without GQA it
+                changes nothing.
 
         Returns:
             The mask (CPU). Compiling the same input with the same budget again returns the
@@ -246,7 +252,7 @@ class SubspacePathPruner:
         digest = hashlib.sha256(batch.input_ids.cpu().numpy().tobytes()
                                 + batch.attention_mask.cpu().numpy().tobytes()
                                 + str(tuple(batch.input_ids.shape)).encode()).hexdigest()
-        key = (digest, target_prune_ratio, strength)
+        key = (digest, target_prune_ratio, strength, bool(whole_groups))
         if key in self._cache:
             return self._cache[key]
         prof = self.profile(batch)
@@ -254,8 +260,16 @@ class SubspacePathPruner:
         if not self.use_multi_domain_mixing:
             top = int(sims.argmax())
             sims = torch.zeros_like(sims).index_fill_(0, torch.tensor([top]), float(sims[top]))
-        keep = compile_mask(sims, prof.breadth, self.importance, self.whitelist.mask,
+        size = self.group_size if whole_groups else 1
+        if size > 1:  # one entry per key/value group: query heads h // size share group h
+            importance = self.importance.reshape(self.n_layers, -1, size, self.importance.shape[-1]).sum(2)
+            whitelist = self.whitelist.mask.reshape(self.n_layers, -1, size).any(-1)
+        else:
+            importance, whitelist = self.importance, self.whitelist.mask
+        keep = compile_mask(sims, prof.breadth, importance, whitelist,
                             target_prune_ratio=target_prune_ratio, strength=strength, floors=self.floors)
+        if size > 1:
+            keep = keep.repeat_interleave(size, dim=1)
         self._cache[key] = keep
         self.last_profile = prof
         return keep

@@ -6,7 +6,8 @@ Domains (brief §4.1, optional real-text variant): the docstrings of the standar
 downloaded). DBS on mean-pooled layer-0 states picks ``n_axes`` of them; the method is fitted
 on their docstrings, the baselines on the same docstrings with the next-token loss, the
 oracle on every package; SubspacePath is also scored with the magnitude-aware importance
-``E[(uᵀw̃)²]`` (ours). A scenario's mask is compiled from its first docstring and scored
+``E[(uᵀw̃)²]`` and with whole key/value groups selected (SmolLM2 has 3 query heads per group; both
+ours). A scenario's mask is compiled from its first docstring and scored
 by next-token top-1 accuracy on ``real_turns`` further docstrings of its package(s).
 Experiment code: the library never imports it.
 """
@@ -134,7 +135,8 @@ def smollm2_section(cfg: Config, ctx: RunContext) -> tuple[dict, list[str]]:
     plan += [("ood", (p,)) for p in held_out for _ in range(cfg.real_scenarios)]
     pairs = list(itertools.combinations(selected, 2))[:cfg.real_scenarios]
     plan += [("cross", pair) for pair in pairs]
-    arms = ("SubspacePath", "SubspacePath_magnitude", "global_gradient", "wanda_sp", "random", "oracle")
+    arms = ("SubspacePath", "SubspacePath_magnitude", "SubspacePath_groups", "global_gradient", "wanda_sp", "random",
+            "oracle")
     acc = {(a, r): [] for a in arms for r in cfg.prune_ratios}
     dense, splits = [], []
     ctx.stage("SmolLM2 section: evaluate")
@@ -150,6 +152,8 @@ def smollm2_section(cfg: Config, ctx: RunContext) -> tuple[dict, list[str]]:
                         target_prune_ratio=r)
                 elif arm == "oracle":
                     keep = fitted["oracle"].compile(target_prune_ratio=r, domains=list(pkgs))
+                elif arm == "SubspacePath_groups":  # GQA-aware: whole key/value groups
+                    keep = fitted["SubspacePath"].compile(first, target_prune_ratio=r, whole_groups=True)
                 elif arm.startswith("SubspacePath"):
                     keep = fitted[arm].compile(first, target_prune_ratio=r)
                 else:
