@@ -476,3 +476,51 @@ def test_an_evaluator_of_a_subset_reads_those_instructions_from_full_embeddings(
         AttrWorldEval(world, 10, np.random.default_rng(1), instructions=[("weight", 0)])
     with pytest.raises(ValueError, match="cover 5 instructions"):
         evaluator.metrics(full[:5])
+
+
+def test_lora_trains_adapters_only_and_the_teacher_is_the_backbone_with_adapters_off(tok, world, tmp_path):
+    """With lora=..., no copy of the weights is made: the teacher is the backbone with its adapters disabled,
+    which after training still equals the initial model (its states bit for bit), while the student moved; only
+    the adapters and the look-ahead vectors train; a saved model reloads merged, with the same embeddings."""
+    pytest.importorskip("peft")
+    base = tiny_llama(seed=3)
+    reference = copy.deepcopy(base)
+    model = InstEmbModel.wrap(base, 2, tokenizer=tok, lora={"r": 4, "target_modules": ["q_proj", "v_proj"],
+                                                             "lora_dropout": 0.0, "init_lora_weights": False})
+    assert model.teacher_model is None and model.teacher_shares_backbone and model.has_teacher
+    names = [n for n, p in model.named_parameters() if p.requires_grad]
+    assert names and all("lora_" in n or n == "lookahead" for n in names)
+    batch = world.examples(attributes=["colour"], paraphrases=(0,))
+    log = train_instemb(model, batch, 3, batch_size=6, lr=1e-2, show_progress=False)
+    assert all(math.isfinite(v) for v in log.total)
+    rows = [model._prompt_ids(model.prompt(t, "what colour is it")) for t in world.texts[:3]]
+    plain = InstEmbModel.wrap(reference, 0, tokenizer=tok, with_teacher=False, distill_weight=0.0)
+    with model.teacher_scope() as teacher:
+        teacher_states = model._run(teacher, rows, lookahead=False).hidden
+    assert model.backbone.training is model.training  # the scope restored the mode
+    with torch.no_grad():
+        reference_states = plain._run(plain.backbone, rows, lookahead=False).hidden
+        student_states = model._run(model.backbone, rows, lookahead=False).hidden
+    torch.testing.assert_close(teacher_states, reference_states, rtol=1e-5, atol=1e-6)
+    assert not torch.allclose(student_states, reference_states, atol=1e-4)
+    texts = list(world.texts[:4])
+    before = model.eval().encode(texts, "what colour is it")
+    model.save(tmp_path / "lora")
+    again = InstEmbModel.load(tmp_path / "lora")
+    torch.testing.assert_close(again.encode(texts, "what colour is it"), before, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="not both"):
+        InstEmbModel.wrap(tiny_llama(), 2, tokenizer=tok, lora={"r": 2}, train_last_blocks=1)
+
+
+def test_the_chat_prompt_ends_the_user_turn_at_the_anchor(tok):
+    """prompt_template='chat': one user turn in the tokenizer's template, its end-of-turn (eos) token the anchor."""
+    chat_tok = copy.deepcopy(tok)
+    chat_tok.chat_template = "{% for m in messages %}there is {{ m['content'] }} <eos>{% endfor %}"
+    model = InstEmbModel.wrap(tiny_llama(), 2, tokenizer=chat_tok, with_teacher=False, prompt_template="chat")
+    prompt = model.prompt("a red cube", "what colour is it")
+    assert prompt == "there is what colour is it\na red cube "
+    ids = model._prompt_ids(prompt)
+    assert ids[-1] == chat_tok.eos_token_id and ids.count(chat_tok.eos_token_id) == 1
+    assert model.encode(["a red cube"], "what colour is it").shape[0] == 1
+    with pytest.raises(ValueError, match="chat template"):
+        InstEmbModel.wrap(tiny_llama(), 2, tokenizer=tok, with_teacher=False, prompt_template="chat").prompt("a", "b")

@@ -156,6 +156,13 @@ class InstEmbLoss:
     per_view: dict[str, Tensor]
 
 
+def _out_index(eos_at: list[int], outputs: list[list[int]], like: Any) -> Tensor:
+    """Positions of the gold output tokens after each prompt's anchor, ``(B, max output length)``."""
+    L = max(len(o) for o in outputs)
+    device = like.device if isinstance(like, Tensor) else like.hidden.device
+    return torch.tensor([[e + 1 + j for j in range(L)] for e in eos_at], device=device)
+
+
 def instemb_loss(model: InstEmbModel, batch: Sequence[Example], return_parts: bool = False) -> Tensor | InstEmbLoss:
     """InstEmb's training loss of ``model`` on a batch of :class:`Example` (instruction, input, gold output).
 
@@ -169,7 +176,7 @@ def instemb_loss(model: InstEmbModel, batch: Sequence[Example], return_parts: bo
         raise TypeError("batch must hold icml26.papers.instemb.Example objects")
     s = model.settings
     needs_teacher = "teacher" in s.views or s.distill_weight > 0
-    if needs_teacher and model.teacher_model is None:
+    if needs_teacher and not model.has_teacher:
         raise ValueError("the teacher view and distillation need a teacher; wrap with with_teacher=True")
     K = model.num_lookahead
     prompts = [model._prompt_ids(model.prompt(e.text, e.instruction)) for e in batch]
@@ -184,9 +191,11 @@ def instemb_loss(model: InstEmbModel, batch: Sequence[Example], return_parts: bo
     if needs_teacher:
         # 2. teacher: [instruction + input] <eos> [gold output] (frozen)
         closing = [model._anchor_id()] if model.kind == "encoder" else []
-        with torch.no_grad():
-            teacher_pass = model._run(model.teacher_model, [p + o + closing for p, o in zip(prompts, outputs)],
-                                     lookahead=False)
+        with model.teacher_scope() as teacher:
+            teacher_pass = model._run(teacher, [p + o + closing for p, o in zip(prompts, outputs)], lookahead=False)
+            head_t = teacher.get_output_embeddings() if s.distill == "kl" and s.distill_weight > 0 else None
+            teacher_logits = head_t(model._take(teacher_pass, _out_index(eos_at, outputs, teacher_pass))) \
+                if head_t is not None else None
     for view in s.views:
         if view == "dropout":
             # a second, dropout-perturbed pass of the student (SimCSE)
@@ -204,13 +213,12 @@ def instemb_loss(model: InstEmbModel, batch: Sequence[Example], return_parts: bo
     distill = h_eos.new_zeros(())
     if s.distill_weight > 0:
         L = max(len(o) for o in outputs)
-        out_idx = torch.tensor([[e + 1 + j for j in range(L)] for e in eos_at], device=h_eos.device)
+        out_idx = _out_index(eos_at, outputs, h_eos)
         out_mask = torch.tensor([[j < len(o) for j in range(L)] for o in outputs], device=h_eos.device)
         t_out = model._take(teacher_pass, out_idx)
         if s.distill == "kl":
             head_s = model.backbone.get_output_embeddings()
-            head_t = model.teacher_model.get_output_embeddings()
-            distill = distill_loss(head_s(h_la), head_t(t_out), "kl", teacher_mask=out_mask,
+            distill = distill_loss(head_s(h_la), teacher_logits, "kl", teacher_mask=out_mask,
                                    temperature=s.kl_temperature)
         else:
             distill = distill_loss(h_la, t_out, "mse", teacher_mask=out_mask, positionwise=s.positionwise)

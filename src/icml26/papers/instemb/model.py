@@ -40,11 +40,12 @@ Two backbones, one class:
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import logging
 import math
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 import torch.nn.functional as F
@@ -53,7 +54,7 @@ from torch import Tensor, nn
 from icml26.papers.instemb.data import Example
 from icml26.papers.instemb.losses import InstEmbLoss, instemb_loss
 from icml26.papers.instemb.pooling import daap_pool
-from icml26.papers.instemb.prompting import anchor_id, output_ids, prompt_ids, prompt_text
+from icml26.papers.instemb.prompting import anchor_id, chat_prompt, output_ids, prompt_ids, prompt_text
 
 __all__ = ["InstEmbLoss", "InstEmbModel", "InstEmbOutput", "InstEmbSettings", "POOLINGS", "VIEWS"]
 
@@ -91,7 +92,9 @@ class InstEmbSettings:
     pooling: str = "daap"
     """Default pooling of :meth:`InstEmbModel.encode`, one of :data:`POOLINGS`."""
     prompt_template: str = "{instruction} {text}"
-    """How instruction and input are joined (``{text}`` alone when the instruction is ``None``)."""
+    """How instruction and input are joined (``{text}`` alone when the instruction is ``None``), or ``"chat"``:
+    the tokenizer's chat template around one user turn ``"{instruction}\n{text}"``, its end-of-turn token
+    (the tokenizer's ``eos``) being the anchor (:func:`~icml26.papers.instemb.prompting.chat_prompt`)."""
 
     def __post_init__(self) -> None:
         for name in ("tau", "distill_weight", "positionwise", "kl_temperature", "embedding_dropout", "daap_weight"):
@@ -112,7 +115,8 @@ class InstEmbSettings:
         if not views or any(v not in VIEWS for v in views) or len(set(views)) != len(views):
             raise ValueError(f"views={self.views!r} must be distinct names from {', '.join(VIEWS)} (at least one)")
         object.__setattr__(self, "views", views)
-        if "{text}" not in self.prompt_template or "{instruction}" not in self.prompt_template:
+        if self.prompt_template != "chat" and ("{text}" not in self.prompt_template
+                                               or "{instruction}" not in self.prompt_template):
             raise ValueError(f"prompt_template={self.prompt_template!r} must contain {{instruction}} and {{text}}")
 
 
@@ -146,11 +150,26 @@ def _positions_limit(config: Any) -> int | None:
     return None
 
 
+def _has_adapters(backbone: nn.Module) -> bool:
+    """A ``peft`` model whose adapters can be switched off (the base model is then the teacher)."""
+    return hasattr(backbone, "disable_adapter") and hasattr(backbone, "peft_config")
+
+
+def _with_lora(backbone: nn.Module, lora: Any) -> nn.Module:
+    from icml26.common.extras import require
+
+    peft = require("peft", "lm")
+    config = lora if isinstance(lora, peft.LoraConfig) else peft.LoraConfig(**dict(lora))
+    return peft.get_peft_model(backbone, config)
+
+
 class InstEmbModel(nn.Module):
     """A Hugging Face model with K learnable look-ahead vectors, a frozen teacher and InstEmb's losses.
 
     Build it with :meth:`wrap`. The backbone is trained in place (pass a copy to keep the
-    original); the teacher is a frozen deep copy made at wrap time (``.teacher()``).
+    original); the teacher is a frozen deep copy made at wrap time (``.teacher()``), or, when the
+    backbone trains through LoRA adapters (``wrap(..., lora=...)``), the backbone itself with its
+    adapters disabled: no second copy of the weights.
     """
 
     def __init__(self, backbone: nn.Module, num_lookahead: int, *, tokenizer: Any = None,
@@ -188,7 +207,10 @@ class InstEmbModel(nn.Module):
         noise = torch.randn(num_lookahead, embed.shape[1], generator=g).to(embed)
         self.lookahead = nn.Parameter(embed.mean(0) + noise * embed.std(0))
         self.teacher_model: nn.Module | None = None
-        if with_teacher:
+        self.teacher_shares_backbone = False
+        if with_teacher and _has_adapters(backbone):
+            self.teacher_shares_backbone = True  # the teacher is the backbone with its adapters disabled
+        elif with_teacher:
             teacher = copy.deepcopy(backbone)
             teacher.requires_grad_(False)
             self.teacher_model = teacher.eval()
@@ -217,7 +239,7 @@ class InstEmbModel(nn.Module):
     # ------------------------------------------------------------------ construction
     @classmethod
     def wrap(cls, causal_lm: Any, num_lookahead: int = 4, *, tokenizer: Any = None, with_teacher: bool = True,
-             train_last_blocks: int | None = None, kind: str = "auto", seed: int = 0,
+             train_last_blocks: int | None = None, kind: str = "auto", seed: int = 0, lora: Any = None,
              **settings: Any) -> "InstEmbModel":
         """Wrap a Hugging Face model (or the shared :class:`~icml26.common.encoder.MiniLMEncoder`).
 
@@ -234,6 +256,10 @@ class InstEmbModel(nn.Module):
                 its last ``n`` blocks and final norm (the look-ahead vectors always train).
             kind: ``"auto"`` (a model that can generate is a decoder), ``"decoder"``, ``"encoder"``.
             seed: seeds the look-ahead vectors' initialisation.
+            lora: train the backbone through LoRA adapters (``peft``, the ``lm`` extra): a
+                ``peft.LoraConfig`` or its keyword arguments (e.g. ``{"r": 8, "target_modules":
+                ["q_proj", "v_proj"]}``). The base weights stay frozen, and the teacher is the same
+                backbone run with its adapters disabled (no copy). Not with ``train_last_blocks``.
             **settings: fields of :class:`InstEmbSettings` (``tau``, ``distill_weight``, ``distill``,
                 ``views``, ``daap_weight``, ``pooling`` …).
         """
@@ -243,6 +269,12 @@ class InstEmbModel(nn.Module):
             tokenizer = tokenizer if tokenizer is not None else causal_lm.tokenizer
             causal_lm = copy.deepcopy(causal_lm.model)
             kind = "encoder" if kind == "auto" else kind
+        if lora is not None:
+            if train_last_blocks is not None:
+                raise ValueError("give lora= or train_last_blocks=, not both: LoRA freezes the base weights")
+            if kind == "auto":  # decided on the plain model (a PeftModel wraps generate)
+                kind = "decoder" if getattr(causal_lm, "can_generate", lambda: False)() else "encoder"
+            causal_lm = _with_lora(causal_lm, lora)
         model = cls(causal_lm, num_lookahead, tokenizer=tokenizer, settings=InstEmbSettings(**settings),
                     with_teacher=with_teacher, kind=kind, seed=seed)
         if train_last_blocks is not None:
@@ -266,10 +298,34 @@ class InstEmbModel(nn.Module):
                     module.requires_grad_(True)
 
     def teacher(self) -> nn.Module:
-        """The frozen teacher (a copy of the backbone at wrap time)."""
+        """The frozen teacher (a copy of the backbone at wrap time; with LoRA, the backbone itself, which
+        is the teacher only inside :meth:`teacher_scope`)."""
+        if self.teacher_shares_backbone:
+            return self.backbone
         if self.teacher_model is None:
             raise ValueError("this InstEmbModel was wrapped with with_teacher=False; it has no teacher")
         return self.teacher_model
+
+    @property
+    def has_teacher(self) -> bool:
+        return self.teacher_model is not None or self.teacher_shares_backbone
+
+    @contextlib.contextmanager
+    def teacher_scope(self) -> Iterator[nn.Module]:
+        """``with model.teacher_scope() as teacher:`` the frozen teacher, in eval mode, without gradients (with
+        LoRA: the backbone with its adapters disabled, its training mode restored afterwards)."""
+        teacher = self.teacher()
+        if not self.teacher_shares_backbone:
+            with torch.no_grad():
+                yield teacher
+            return
+        was_training = teacher.training
+        teacher.eval()
+        try:
+            with torch.no_grad(), teacher.disable_adapter():
+                yield teacher
+        finally:
+            teacher.train(was_training)
 
     def trainable_parameters(self) -> list[nn.Parameter]:
         """The parameters training updates: the student's unfrozen ones and the look-ahead vectors."""
@@ -287,6 +343,8 @@ class InstEmbModel(nn.Module):
 
     def prompt(self, text: str, instruction: str | None) -> str:
         """The prompt string of ``text`` under ``instruction`` (``None``: the text alone)."""
+        if self.settings.prompt_template == "chat":
+            return chat_prompt(self.tokenizer, text, instruction)
         return prompt_text(self.settings.prompt_template, text, instruction)
 
     def _prompt_ids(self, prompt: str) -> list[int]:
@@ -333,7 +391,8 @@ class InstEmbModel(nn.Module):
         # positions count from each row's first real token, so padding side does not matter
         positions = (mask.cumsum(-1) - 1).clamp_min(0)
         kwargs: dict[str, Any] = {"use_cache": False} if self.kind == "decoder" else {}
-        out = model.base_model(inputs_embeds=embeds, attention_mask=mask, position_ids=positions, **kwargs)
+        body = (model.get_base_model() if _has_adapters(model) else model).base_model  # the transformer body
+        out = body(inputs_embeds=embeds, attention_mask=mask, position_ids=positions, **kwargs)
         return _Pass(hidden=out.last_hidden_state, offsets=offsets.to(device), lengths=lengths)
 
     @staticmethod

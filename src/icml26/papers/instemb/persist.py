@@ -33,13 +33,18 @@ def save_instemb(model: Any, path: str | os.PathLike) -> Path:
         raise TypeError(f"the backbone ({type(model.backbone).__name__}) has no save_pretrained")
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
-    model.backbone.save_pretrained(folder / "backbone")
+    backbone = model.backbone
+    if model.teacher_shares_backbone or hasattr(backbone, "merge_and_unload"):  # LoRA: merge a copy, save it whole
+        import copy
+
+        backbone = copy.deepcopy(backbone).merge_and_unload()
+    backbone.save_pretrained(folder / "backbone")
     if model.tokenizer is not None:
         if not hasattr(model.tokenizer, "save_pretrained"):
             raise TypeError("the tokenizer has no save_pretrained; save it yourself and pass tokenizer= to load_instemb")
         model.tokenizer.save_pretrained(folder / "tokenizer")
     save_file({"lookahead": model.lookahead.detach().cpu().contiguous()}, str(folder / "lookahead.safetensors"))
-    manifest = {"backbone_class": type(model.backbone).__name__, "num_lookahead": model.num_lookahead,
+    manifest = {"backbone_class": type(backbone).__name__, "num_lookahead": model.num_lookahead,
                 "kind": model.kind, "settings": dataclasses.asdict(model.settings)}
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1))
     return folder

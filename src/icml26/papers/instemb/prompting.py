@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["anchor_id", "output_ids", "prompt_ids", "prompt_text"]
+__all__ = ["anchor_id", "chat_prompt", "output_ids", "prompt_ids", "prompt_text"]
 
 
 def _require_tokenizer(tokenizer: Any) -> Any:
@@ -30,6 +30,23 @@ def prompt_text(template: str, text: str, instruction: str | None) -> str:
     if instruction is None:
         return text
     return template.format(instruction=instruction, text=text)
+
+
+def chat_prompt(tokenizer: Any, text: str, instruction: str | None) -> str:
+    """One user turn ``"{instruction}\n{text}"`` (or the text alone) in the tokenizer's chat template, without
+    its closing end-of-turn token: :func:`prompt_ids` appends ``eos``, which for a chat model (SmolLM2's
+    ``<|im_end|>``) is that token, so the anchor ``h_eos`` sits where the turn ends."""
+    tok = _require_tokenizer(tokenizer)
+    if not getattr(tok, "chat_template", None):
+        raise ValueError("prompt_template='chat' needs a tokenizer with a chat template (an instruct model's)")
+    content = text if instruction is None else f"{instruction}\n{text}"
+    rendered = tok.apply_chat_template([{"role": "user", "content": content}], tokenize=False,
+                                       add_generation_prompt=False).rstrip()
+    eos = tok.eos_token
+    if not eos or not rendered.endswith(eos):
+        raise ValueError(f"the chat template does not end a turn with the eos token {eos!r}; use a plain "
+                         "prompt_template instead")
+    return rendered[:-len(eos)]
 
 
 def prompt_ids(tokenizer: Any, kind: str, prompt: str) -> list[int]:
