@@ -70,6 +70,9 @@ class Config:
     """AdamW learning rate of a real-model tier."""
     tier_train_last_blocks: int = 2
     """Blocks of a real model that train (with the look-ahead vectors); the rest is frozen."""
+    tier_lora_rank: int = dataclasses.field(default=0, metadata={"min": 0})
+    """A real-model tier trains LoRA adapters of this rank on every Linear (the teacher is then the backbone
+    with its adapters disabled, no copy); 0: the last ``tier_train_last_blocks`` blocks train instead."""
     tier_eval_texts: int = dataclasses.field(default=200, metadata={"min": 12})
     """Held-out texts of a real-model tier."""
 

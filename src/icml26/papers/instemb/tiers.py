@@ -53,14 +53,19 @@ def run_tier(tier: str, config: Config, ctx: RunContext) -> TierOutcome:
                              config.sts_pairs, ctx.rng(f"{tier}_sts_pairs"), kmeans_seed=ctx.seed_for("kmeans"))
     backbone, tok, name = _backbone(tier, ctx)
     metrics = {}
-    base = InstEmbModel.wrap(backbone, 0, tokenizer=tok, with_teacher=False, distill_weight=0.0, pooling="eos")
+    # SmolLM2-Instruct reads the instruction and text in its own chat template (both arms alike)
+    prompt = {"prompt_template": "chat"} if tier == "smollm2" else {}
+    base = InstEmbModel.wrap(backbone, 0, tokenizer=tok, with_teacher=False, distill_weight=0.0, pooling="eos",
+                             **prompt)
     metrics[f"{tier}_input_last"] = evaluate(base, "eos").as_dict()
     if tier == "minilm":
         metrics["minilm_native_mean"] = evaluate(base, "mean").as_dict()
     del base
+    trained = ({"lora": {"r": config.tier_lora_rank, "target_modules": "all-linear", "lora_dropout": 0.0}}
+               if config.tier_lora_rank > 0 else {"train_last_blocks": config.tier_train_last_blocks})
     model = InstEmbModel.wrap(backbone, config.num_lookahead, tokenizer=tok, tau=config.tau,
                               distill_weight=config.distill_weight, daap_weight=config.daap_weight,
-                              train_last_blocks=config.tier_train_last_blocks, seed=ctx.seed_for(f"{tier}_lookahead"))
+                              seed=ctx.seed_for(f"{tier}_lookahead"), **prompt, **trained)
     log = train_instemb(model, train.examples(), config.tier_steps, batch_size=config.tier_batch_size,
                         lr=config.tier_lr, generator=ctx.torch_generator(f"{tier}_batches"),
                         show_progress=ctx.show_progress)
@@ -70,8 +75,10 @@ def run_tier(tier: str, config: Config, ctx: RunContext) -> TierOutcome:
     ctx.provenance.setdefault("seconds", {})[f"{tier}_train"] = round(log.seconds, 1)
     inputlast = metrics[f"{tier}_input_last"]
     notes = [f"{name} tier: InstEmb-DAAP NMI {daap.nmi:.3f} vs InputLast {inputlast['nmi']:.3f}, Spearman "
-             f"{daap.spearman:.3f} vs {inputlast['spearman']:.3f} ({config.tier_steps} steps, last "
-             f"{config.tier_train_last_blocks} blocks trainable, {log.seconds:.0f} s)."]
+             f"{daap.spearman:.3f} vs {inputlast['spearman']:.3f} ({config.tier_steps} steps, "
+             + (f"LoRA rank {config.tier_lora_rank}" if config.tier_lora_rank > 0
+                else f"last {config.tier_train_last_blocks} blocks trainable")
+             + f"{', chat template' if prompt else ''}, {log.seconds:.0f} s)."]
     curve = Curve(x=list(range(1, len(log.total) + 1)), series={"total": log.total, "distill": log.distill},
                   xlabel="InstEmb step", ylabel="loss", title=f"InstEmb on {name}")
     return TierOutcome(metrics=metrics, notes=notes, curve=curve)
