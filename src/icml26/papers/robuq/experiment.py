@@ -86,7 +86,8 @@ def _fp_model(config: Config, data: DigitImages, ctx: RunContext, split_seed: in
     """The FP DiT, trained once per (config, seed) and cached with a verified manifest."""
     fields = {k: getattr(config, k) for k in ("test_fraction", "hidden", "depth", "heads", "fp_steps", "fp_batch",
                                               "fp_lr", "fp_ema", "label_dropout")}
-    key = config_hash("robuq-fp-v2", fields, ctx.seed, split_seed)  # v2: the EMA warms up
+    # v2: the EMA warms up; the torch version is part of the key (another build may train other bits)
+    key = config_hash("robuq-fp-v2", fields, ctx.seed, split_seed, torch.__version__)
     with entry("robuq-fp", key, {**fields, "seed": ctx.seed}) as (final, build):
         if build is not None:
             torch.manual_seed(ctx.seed_for("fp_init"))
