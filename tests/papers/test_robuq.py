@@ -918,3 +918,26 @@ def test_memory_report_counts_2_bits_per_ternary_weight():
     assert report["float_bytes"] - report["packed_bytes"] == saved
     assert report["quantized_layers"] == len(layers) and 0 < report["ternary_share"] < 1
     assert not any(isinstance(m, QuantLinear) for m in model.modules())  # measured on a copy
+
+
+def test_allocate_bits_stays_bounded_for_weights_over_many_orders_of_magnitude():
+    """Raw MAC weights [671088640, 7, 13] once asked for a petabyte table: the weights are coarsened to fit
+    max_cells, the allocation meets the budget, and here it is the brute-force optimum."""
+    import time
+
+    from icml26.papers.robuq import allocate_bits
+
+    table = np.array([[3.0, 1.0, 0.5, 0.1], [2.0, 1.0, 0.4, 0.2], [5.0, 2.0, 1.0, 0.1]])
+    weights = np.array([671088640, 7, 13])
+    start = time.perf_counter()
+    alloc = allocate_bits(table, (1, 2, 3, 4), 2.0, weights=weights)
+    assert time.perf_counter() - start < 5.0
+    assert np.dot(weights, alloc.bits) <= 2.0 * weights.sum()
+    feasible = [(sum(table[i, b - 1] for i, b in enumerate(bits)), bits)
+                for bits in itertools.product((1, 2, 3, 4), repeat=3) if np.dot(weights, bits) <= 2.0 * weights.sum()]
+    best, best_bits = min(feasible)
+    assert alloc.bits == best_bits and alloc.objective == pytest.approx(best)
+    small = allocate_bits(table, (1, 2, 3, 4), 2.0, weights=[3, 1, 2], max_cells=8)  # forced coarsening
+    assert np.dot([3, 1, 2], small.bits) <= 2.0 * 6
+    with pytest.raises(ValueError, match="max_cells"):
+        allocate_bits(table, (1, 2, 3, 4), 2.0, max_cells=0)

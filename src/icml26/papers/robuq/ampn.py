@@ -181,12 +181,17 @@ def _integer_weights(weights: np.ndarray) -> np.ndarray:
 
 def allocate_bits(sensitivity: Sensitivity | Mapping[str, Mapping[int, float]] | np.ndarray,
                   bit_options: Sequence[int], avg_bits: float,
-                  weights: Sequence[float] | Mapping[str, float] | None = None) -> Allocation:
+                  weights: Sequence[float] | Mapping[str, float] | None = None, *,
+                  max_cells: int = 10_000_000) -> Allocation:
     """The allocation minimising ``Σ_l Δ_l(b_l)`` with ``Σ_l w_l b_l <= avg_bits · Σ_l w_l``, exactly.
 
     Dynamic programming over the integer budget (``O(layers · options · budget)``): exact for
     integer weights (layer count, MACs); real weights are first rounded up to multiples of
-    ``min(w)/1000``, which keeps the real budget.
+    ``min(w)/1000``, which keeps the real budget. When the table would exceed ``max_cells``
+    entries (weights spanning many orders of magnitude, e.g. raw MACs), the integer weights are
+    divided by the smallest factor ``f`` that fits and rounded up: the allocation still meets the
+    budget, and it is optimal for a budget at most ``f · (b_max − b_min) · layers`` weight units
+    (of the rounded weights) below the given one.
 
     Args:
         sensitivity: a :class:`Sensitivity`, ``{name: {bits: Δ}}`` or a ``(layers, options)`` array.
@@ -221,14 +226,26 @@ def allocate_bits(sensitivity: Sensitivity | Mapping[str, Mapping[int, float]] |
             raise ValueError(f"weights has {w.size} entries for {len(names)} layers")
     if not np.all(np.isfinite(w)) or np.any(w <= 0):
         raise ValueError("weights must be positive and finite (1 per layer, or each layer's MACs)")
+    if isinstance(max_cells, bool) or not isinstance(max_cells, (int, np.integer)) or max_cells < 1:
+        raise ValueError(f"max_cells={max_cells!r} must be a positive integer")
     wi = _integer_weights(w)
     order = np.argsort(options, kind="stable")
     opts = np.asarray(options)[order]
     table = table[:, order]
     b_min = int(opts[0])
+    spare = Fraction(avg_bits).limit_denominator(10**9) - b_min
     # budget in integer units above the all-minimum allocation: Σ w_l (b_l − b_min) <= B̄·Σw − b_min·Σw
-    capacity = math.floor((Fraction(avg_bits).limit_denominator(10**9) - b_min) * int(wi.sum()))
-    capacity = min(capacity, int(wi.sum()) * int(opts[-1] - b_min))
+    total = int(wi.sum())
+    capacity = min(math.floor(spare * total), total * int(opts[-1] - b_min))
+    factor = 1
+    if (capacity + 1) * len(names) > max_cells:
+        # coarser units: w_l / f rounded up (so an allocation within the scaled budget is within the real one)
+        factor = -(-(capacity + 1) * len(names) // int(max_cells))
+        scaled = -(-wi // factor)
+        capacity = min(math.floor(spare * Fraction(total, factor)), int(scaled.sum()) * int(opts[-1] - b_min))
+        if (capacity + 1) * len(names) > max_cells:  # the rounding up cannot add more than one unit per layer
+            capacity = max_cells // len(names) - 1
+        wi = scaled
     inf = np.inf
     best = np.full(capacity + 1, inf)
     best[0] = 0.0
