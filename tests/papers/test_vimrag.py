@@ -350,6 +350,10 @@ def test_group_advantages_by_hand():
     r = torch.rand(6, 8, generator=torch.Generator().manual_seed(0)).round()
     assert grpo_advantages(r).sum(-1).abs().max() < 1e-5
     assert torch.allclose(grpo_advantages(r, scale=False), r - r.mean(-1, keepdim=True))
+    # equal rewards at eps = 0: zeros as documented, not 0/0 = NaN
+    assert torch.equal(grpo_advantages(torch.tensor([1.0, 1.0, 1.0]), eps=0.0), torch.zeros(3))
+    torch.testing.assert_close(grpo_advantages(torch.tensor([1.0, 0.0]), eps=0.0),
+                               torch.tensor([0.5, -0.5]) / math.sqrt(0.5))
 
 
 def test_token_and_sequence_ratio_losses_by_hand():

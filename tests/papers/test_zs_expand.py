@@ -361,6 +361,8 @@ def test_gzsl_scores_hand_case():
     assert harmonic_mean(0.0, 0.0) == 0.0 and math.isnan(harmonic_mean(math.nan, 0.5))
     with pytest.raises(ValueError, match="disjoint"):
         gzsl_scores(preds, labels, [0, 1], [1, 2])
+    with pytest.raises(ValueError, match="neither seen nor unseen"):  # class 2's samples would be ignored
+        gzsl_scores(preds, labels, [0], [1])
 
 
 def test_restricted_predictions_and_ratio_by_hand():

@@ -122,7 +122,9 @@ def grpo_advantages(rewards: Any, *, eps: float = 1e-6, scale: bool = True) -> t
     centred = r - r.mean(-1, keepdim=True)
     if not scale:
         return centred
-    return centred / (r.std(-1, keepdim=True) + eps)
+    std = r.std(-1, keepdim=True)
+    # a group of equal rewards has nothing to prefer: zero advantages, also at eps = 0 (not 0/0)
+    return torch.where(std > 0, centred / (std + eps), torch.zeros_like(centred))
 
 
 def ggpo_loss(logprobs: torch.Tensor, old_logprobs: Any, advantages: Any, token_step: Any, mask: Any,

@@ -66,13 +66,18 @@ def gzsl_scores(preds: Any, labels: Any, seen: Any, unseen: Any) -> tuple[float,
 
     ``S`` is the per-class mean accuracy over the ``seen`` classes (on their samples), ``U`` over
     the ``unseen`` ones, ``H = 2SU/(S+U)`` (Xian et al., 2018). ``preds``, ``labels``: ``(n,)`` ids;
-    ``seen``, ``unseen``: disjoint id lists, each class with at least one sample.
+    ``seen``, ``unseen``: disjoint id lists, each class with at least one sample; every label must be in
+    one of them (a sample of neither split would be silently ignored: restrict the samples first).
     """
     seen, unseen = _int_array(seen, "seen"), _int_array(unseen, "unseen")
     if len(seen) == 0 or len(unseen) == 0:
         raise ValueError("seen and unseen must each name at least one class")
     if np.intersect1d(seen, unseen).size:
         raise ValueError(f"seen and unseen share classes {np.intersect1d(seen, unseen).tolist()}; they must be disjoint")
+    stray = np.setdiff1d(_int_array(labels, "labels"), np.concatenate([seen, unseen]))
+    if stray.size:
+        raise ValueError(f"labels hold classes in neither seen nor unseen ({stray[:5].tolist()}); keep only the "
+                         "samples of the scored classes")
     s = float(per_class_accuracy(preds, labels, seen).mean())
     u = float(per_class_accuracy(preds, labels, unseen).mean())
     return s, u, harmonic_mean(s, u)

@@ -209,6 +209,8 @@ HOSTILE = [
     Probe("gzsl_scores with overlapping splits", lambda: gzsl_scores([0, 1], [0, 1], [0, 1], [1]), match="disjoint"),
     Probe("gzsl_scores with an empty unseen split", lambda: gzsl_scores([0, 1], [0, 1], [0, 1], []),
           match="at least one"),
+    Probe("gzsl_scores with labels of neither split", lambda: gzsl_scores([0, 1, 2], [0, 1, 2], [0], [1]),
+          match="neither seen nor unseen"),
     Probe("gzsl_scores with float labels", lambda: gzsl_scores([0, 1], [0.0, 1.0], [0], [1]), raises=TypeError,
           match="labels"),
     Probe("per_class_accuracy of a class without samples", lambda: per_class_accuracy([0], [0], [0, 5]),

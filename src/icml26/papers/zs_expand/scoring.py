@@ -27,7 +27,8 @@ def score_rows(rows: np.ndarray, head: torch.nn.Linear, x_test: np.ndarray, y_te
     with torch.no_grad():
         logits = extended(torch.as_tensor(x_test, dtype=extended.weight.dtype)).numpy()
     ids = np.concatenate([seen, unseen])
-    s, u, h = gzsl_scores(ids[logits.argmax(1)], y_test, seen, unseen)
+    known = np.isin(y_test, ids)  # samples of classes not in the head yet (a later expansion round) do not count
+    s, u, h = gzsl_scores(ids[logits[known].argmax(1)], y_test[known], seen, unseen)
     return {"zsl": float(acc.mean()),
             "zsl_similar": float(np.mean([acc[pos[c]] for c in similar])) if len(similar) else math.nan,
             "zsl_distinct": float(np.mean([acc[pos[c]] for c in distinct])) if len(distinct) else math.nan,
