@@ -357,8 +357,8 @@ def test_group_advantages_by_hand():
 
 
 def test_token_and_sequence_ratio_losses_by_hand():
-    lp = torch.tensor([[0.1, -0.5]], requires_grad=True)
-    old = torch.zeros(1, 2)
+    lp = torch.tensor([[-0.2, -0.8]], requires_grad=True)  # log-ratios 0.1, -0.5 against the old policy
+    old = torch.full((1, 2), -0.3)
     steps = torch.tensor([[0, 1]])
     no_mask = torch.zeros(1, 2, dtype=torch.bool)
     # token ratio: r = (e^0.1, e^-0.5), A = 2: min(2r, 2 clip(r, .8, 1.2)) = (2e^0.1, 2e^-0.5); mean over tokens
@@ -376,12 +376,14 @@ def test_token_and_sequence_ratio_losses_by_hand():
     kw = dict(advantages=torch.tensor([2.0]), token_step=steps, mask=no_mask)
     total = float(ggpo_loss(lp, old, reduction="sum", **kw).detach())
     assert total == pytest.approx(-2 * (math.exp(0.1) + math.exp(-0.5)))
+    with pytest.raises(ValueError, match="log-probabilities"):  # probabilities passed as log-probabilities
+        ggpo_loss(lp.detach().exp(), old, **kw)
 
 
 def test_zero_mask_equals_grpo_exactly():
     g = torch.Generator().manual_seed(0)
-    lp = torch.randn(4, 10, generator=g, requires_grad=True)
-    old = lp.detach() + 0.3 * torch.randn(4, 10, generator=g)
+    lp = (-3 * torch.rand(4, 10, generator=g) - 0.3).requires_grad_()  # log-probabilities, <= 0
+    old = lp.detach() + 0.3 * torch.randn(4, 10, generator=g).clamp(-1, 1)
     steps = torch.randint(-1, 3, (4, 10), generator=g)
     adv = grpo_advantages(torch.tensor([1.0, 0.0, 1.0, 0.0]))
     for ratio in ("token", "sequence"):

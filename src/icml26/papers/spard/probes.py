@@ -42,9 +42,13 @@ from icml26.papers.spard.analysis import (
 MODULES: list = []
 
 
+_LAST: list[nn.Module] = []
+
+
 def _model() -> nn.Module:
     torch.manual_seed(0)
-    return nn.Linear(4, 3)
+    _LAST[:] = [nn.Linear(4, 3)]
+    return _LAST[0]
 
 
 def _safety() -> list:
@@ -55,8 +59,9 @@ def _task() -> list:
     return [(torch.ones(2, 4), torch.zeros(2, dtype=torch.long))]
 
 
-def _opt(model: nn.Module) -> torch.optim.Optimizer:
-    return torch.optim.SGD(model.parameters(), lr=0.1)
+def _opt(model: nn.Module | None = None) -> torch.optim.Optimizer:
+    """SGD over ``model`` (default: the model the last ``_model()`` built, i.e. the call's own)."""
+    return torch.optim.SGD((model or _LAST[0]).parameters(), lr=0.1)
 
 
 def _spag(**kwargs):
@@ -185,28 +190,31 @@ HOSTILE = [
     Probe("spag_finetune max_grad_norm = 0", lambda: _spag(max_grad_norm=0.0), match="max_grad_norm"),
     Probe("spag_finetune scheduler without step()", lambda: _spag(scheduler=3), raises=TypeError, match="scheduler"),
     Probe("spag_finetune projection of another model", _foreign_projection, match="another model"),
+    Probe("sft_finetune with an optimizer over another model",
+          lambda: sft_finetune(nn.Linear(4, 3), _task(), None, steps=1, optimizer=_opt(nn.Linear(4, 3))),
+          match="none of the model's trainable parameters"),
     Probe("spag_finetune projection = 'closed_form'", lambda: _spag(projection="closed_form"), raises=TypeError,
           match="projection"),
     Probe("spag_finetune one-shot task iterator", _one_shot, match="one-shot"),
     Probe("spag_finetune task_loader = 5", lambda: spag_finetune(_model(), 5, _safety(), steps=1,
-                                                                 optimizer=_opt(_model())), raises=TypeError,
+                                                                 optimizer=_opt()), raises=TypeError,
           match="task_loader"),
     Probe("sft_finetune ignores a missing safety loader",
-          lambda: len(sft_finetune(_model(), _task(), None, steps=2, optimizer=_opt(_model()),
+          lambda: len(sft_finetune(_model(), _task(), None, steps=2, optimizer=_opt(),
                                    progress=False).task_loss), returns=lambda v: v == 2,
           doc="SFT takes the method's signature but uses no safety data"),
     Probe("penalty_finetune lam = -1", lambda: penalty_finetune(_model(), _task(), _safety(), steps=1,
-                                                                optimizer=_opt(_model()), lam=-1.0), match="lam"),
+                                                                optimizer=_opt(), lam=-1.0), match="lam"),
     Probe("lisa_finetune rho = nan", lambda: lisa_finetune(_model(), _task(), _safety(), steps=1,
-                                                           optimizer=_opt(_model()), rho=math.nan), match="rho"),
+                                                           optimizer=_opt(), rho=math.nan), match="rho"),
     Probe("lisa_finetune task_phase = 0", lambda: lisa_finetune(_model(), _task(), _safety(), steps=1,
-                                                                optimizer=_opt(_model()), task_phase=0),
+                                                                optimizer=_opt(), task_phase=0),
           match="task_phase"),
     Probe("safeinstr_finetune mix_every = 0", lambda: safeinstr_finetune(_model(), _task(), _safety(), steps=1,
-                                                                         optimizer=_opt(_model()), mix_every=0),
+                                                                         optimizer=_opt(), mix_every=0),
           match="mix_every"),
     Probe("penalty_finetune without safety data", lambda: penalty_finetune(_model(), _task(), None, steps=1,
-                                                                           optimizer=_opt(_model())),
+                                                                           optimizer=_opt()),
           match="safety_loader"),
     # embeddings
     Probe("embed on a non-module", lambda: embed("model", torch.ones(2, 4)), raises=TypeError, match="model"),

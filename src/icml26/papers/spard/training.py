@@ -62,6 +62,11 @@ def check_finetune_args(model: Any, optimizer: Any, steps: Any, scheduler: Any, 
     if not isinstance(optimizer, torch.optim.Optimizer):
         raise TypeError(f"optimizer must be a torch.optim.Optimizer over the model's parameters, "
                         f"got {type(optimizer).__name__}")
+    owned = {id(p) for p in model.parameters() if p.requires_grad}
+    held = [p for group in optimizer.param_groups for p in group["params"]]
+    if not any(id(p) in owned for p in held):
+        raise ValueError("optimizer holds none of the model's trainable parameters (was it built over another "
+                         "model, or a copy?); build it over model.parameters()")
     steps = check_int(steps, "steps", low=1)
     if scheduler is not None and not hasattr(scheduler, "step"):
         raise TypeError(f"scheduler must have a step() method (a torch LR scheduler), got {type(scheduler).__name__}")

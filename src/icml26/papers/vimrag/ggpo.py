@@ -169,6 +169,12 @@ def ggpo_loss(logprobs: torch.Tensor, old_logprobs: Any, advantages: Any, token_
     if steps.shape != logprobs.shape or steps.is_floating_point():
         raise ValueError(f"token_step must be an integer (B, T) = {tuple(logprobs.shape)} tensor, got "
                          f"{steps.dtype} {tuple(steps.shape)}")
+    generated = steps >= 0
+    for name, values in (("logprobs", logprobs.detach()), ("old_logprobs", old)):
+        if bool((values[generated] > 1e-6).any()):  # log π <= 0: positive entries are probabilities or logits
+            raise ValueError(f"{name} has positive entries at generated tokens (max "
+                             f"{float(values[generated].max()):.3g}); pass log-probabilities log π(y_t | y_<t) <= 0 "
+                             "(e.g. token_logprobs), not probabilities or logits")
     if mu.dim() != 2 or mu.shape[0] != B:
         raise ValueError(f"mask must be (B, S) with B = {B}, got {tuple(mu.shape)}")
     if mu.dtype != torch.bool:
