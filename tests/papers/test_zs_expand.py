@@ -288,6 +288,17 @@ def test_the_user_is_warned_when_the_selection_switches_the_refiners_off(caplog)
         assert any("switched the group refiners off" in r.getMessage() for r in caplog.records) is warned
 
 
+def test_the_default_expander_discovers_the_groups_and_none_means_one():
+    """ClassifierExpander() is the method (GroupClusterer's eigengap count), not the one-group shared map:
+    on semantics in 4 well-separated clusters it finds 4 groups; clusterer=None keeps one."""
+    s, w, labels, _ = _linear_world(1, d=8, groups=4, per=10)
+    found = ClassifierExpander().fit(s, w)
+    assert found.n_groups_ == 4 == GroupClusterer()(s).n_groups
+    assert ClassifierExpander(None).fit(s, w).n_groups_ == 1
+    with pytest.raises(ValueError, match="auto"):
+        ClassifierExpander("kmeans")
+
+
 def test_expander_rejects_bad_inputs():
     s, w, _, _ = _linear_world()
     with pytest.raises(ValueError, match="seen_weights"):

@@ -105,9 +105,10 @@ class ClassifierExpander:
     (stage 3; see the module docstring).
 
     Args:
-        clusterer: a :class:`~icml26.papers.zs_expand.structure.GroupClusterer` (default:
-            agglomerative, eigengap), any callable ``(C, d) array -> labels`` or a
-            :class:`~icml26.papers.zs_expand.structure.GroupStructure`, or None (one group).
+        clusterer: ``"auto"`` (default: a :class:`~icml26.papers.zs_expand.structure.GroupClusterer`,
+            agglomerative, eigengap group count), a ``GroupClusterer``, any callable
+            ``(C, d) array -> labels`` or a :class:`~icml26.papers.zs_expand.structure.GroupStructure`,
+            or None (one group: no granularity, the plain shared map).
         refiner: ``"group"`` (``ρ_g + B_shared + B_g``), ``"shared"`` (``ρ_g + B_shared``) or
             ``"none"`` (``f₀`` alone, group-balanced).
         invariance: ``λ`` of the nuisance-variance penalty (0 disables it); needs views
@@ -135,12 +136,16 @@ class ClassifierExpander:
     ``alpha_grid``).
     """
 
-    def __init__(self, clusterer: ClustererLike | GroupStructure = None, refiner: Refiner = "group",
+    def __init__(self, clusterer: ClustererLike | GroupStructure | str | None = "auto", refiner: Refiner = "group",
                  invariance: float = 1.0, *, coarse_alpha: float = 0.1, refiner_alpha: float = 0.01,
                  group_alpha: float | None = None, group_shrinkage: float = 0.0, cosine_weight: float = 0.0,
                  cosine_steps: int = 0, norm_scale: bool = True, scale_factor: float = 1.0,
                  balance: Literal["group", "class"] = "group",
                  alpha_grid: Sequence[float] | None = None) -> None:
+        if isinstance(clusterer, str):
+            if clusterer != "auto":
+                raise ValueError(f"clusterer={clusterer!r}: the only name is 'auto' (GroupClusterer())")
+            clusterer = GroupClusterer()
         if clusterer is not None and not callable(clusterer) and not isinstance(clusterer, GroupStructure):
             raise TypeError(f"clusterer must be a GroupClusterer, a callable (C, d) -> labels, a GroupStructure or "
                             f"None, got {type(clusterer).__name__}")
