@@ -248,6 +248,8 @@ def test_forward_matches_encode(tok, world):
     with torch.no_grad():
         out = model(ids, mask)
     assert torch.allclose(out.embedding, model.encode(world.texts[:3], "which place does it have"), atol=1e-5)
+    with pytest.raises(ValueError, match="anchor"):  # rows without their closing eos: h_eos would be read elsewhere
+        model(ids[:, :-1], mask[:, :-1])
 
 
 # ----------------------------------------------------------------------------- hostile input

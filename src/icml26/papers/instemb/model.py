@@ -464,6 +464,12 @@ class InstEmbModel(nn.Module):
         if attention_mask.shape != input_ids.shape:
             raise ValueError("attention_mask must have the shape of input_ids")
         rows = [ids[m.bool()].tolist() for ids, m in zip(input_ids.cpu(), attention_mask.cpu())]
+        anchor = self._anchor_id()
+        bad = [i for i, r in enumerate(rows) if not r or r[-1] != anchor]
+        if bad:
+            raise ValueError(f"rows {bad[:5]} of input_ids do not end with the anchor token {anchor} (eos for a decoder, "
+                             "[SEP] for an encoder) on their last real position; tokenise with model.embed_rows / "
+                             "encode, or append it (h_eos is read there)")
         return self.embed_rows(rows)
 
     @torch.no_grad()
