@@ -602,3 +602,14 @@ def test_analysis_by_hand():
     assert r.ratio == pytest.approx(100 / 301) and r.censored
     assert math.isnan(median_ratio([math.inf] * 3, [10, 10, 10], horizon=300).ratio)
     assert tail_mean(list(range(10)), 0.2) == pytest.approx(8.5) and tail_mean([3.0], 0.1) == 3.0
+
+
+def test_huge_energies_do_not_overflow_the_allocation():
+    """[1e308, 1e308, 1]: two equal images get equal pixels (their sum once overflowed to inf and the first took
+    everything); level stays in pixels per unit of the caller's energy."""
+    from icml26.papers.vimrag import allocate_budget
+
+    a = allocate_budget([1e308, 1e308, 1.0], 4 * 65536 * 4)
+    b = allocate_budget([1.0, 1.0, 1e-308], 4 * 65536 * 4)
+    assert a.pixels[0] == a.pixels[1] > 0 and a.pixels.tolist() == b.pixels.tolist()
+    assert a.level * 1e308 == pytest.approx(b.level)

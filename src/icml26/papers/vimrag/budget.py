@@ -149,6 +149,8 @@ def allocate_budget(energies: Any, total_pixels: float = DEFAULT_TOTAL_PIXELS, *
     """
     e = _as_energies(energies)
     total, lo, hi, area = _check_limits(total_pixels, min_pixels, max_pixels, patch_area)
+    scale = float(e.max()) if e.size and e.max() > 0 else 1.0
+    e = e / scale  # only ratios matter; this keeps sums of huge energies (1e308 + 1e308) finite
     n = e.shape[0]
     px = np.zeros(n, dtype=np.float64)
     level = 0.0
@@ -187,7 +189,9 @@ def allocate_budget(energies: Any, total_pixels: float = DEFAULT_TOTAL_PIXELS, *
                         break
             px[order[:k]] = share
     pixels = np.minimum(_floor(px), int(math.floor(hi)))
-    return PixelAllocation(pixels=pixels, tokens=_floor(pixels / area), dropped=pixels == 0, level=float(level),
+    with np.errstate(over="ignore"):  # ν in pixels per unit of the caller's energy (the scale undone)
+        level = float(level / scale)
+    return PixelAllocation(pixels=pixels, tokens=_floor(pixels / area), dropped=pixels == 0, level=level,
                            total_pixels=total, patch_area=area)
 
 
