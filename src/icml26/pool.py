@@ -102,10 +102,10 @@ def run_jobs(jobs: Sequence[tuple[Any, tuple]], workers: int, finished, *, fn, b
     os.environ.update(env)  # inherited by the spawned workers
     pending = list(jobs)
     stalls = 0
-    pids: dict[int, Any] = {}  # worker pid -> the job it last started
     try:
         while pending:
             started = context.SimpleQueue()
+            pids: dict[int, Any] = {}  # this pool's worker pid -> the job it last started
             pool = cf.ProcessPoolExecutor(max_workers=min(workers, len(pending)), mp_context=context,
                                           initializer=_init_worker, initargs=(os.getpid(), started))
             try:
