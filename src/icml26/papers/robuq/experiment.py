@@ -43,7 +43,6 @@ from icml26.papers.robuq import (
     naive_int_quantize_dit,
     naive_quantize_dit,
     quantize_dit,
-    quantized_layers,
     train_denoiser,
 )
 from icml26.papers.robuq.analysis import excess_removed, fp_best_ratio, gain_points, mean_excess_kurtosis, ratio
