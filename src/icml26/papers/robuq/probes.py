@@ -9,6 +9,7 @@ from icml26.contract import ModuleCase, Probe
 from icml26.papers.robuq import (
     HadamardLinear,
     LinearSchedule,
+    PackedQuantLinear,
     QuantLinear,
     RobustQuantizer,
     TernaryLinear,
@@ -57,6 +58,9 @@ MODULES = [
     ModuleCase("HadamardLinear", build=lambda: HadamardLinear(12, 5),
                inputs=lambda g: (torch.randn(4, 12, generator=g),)),
     ModuleCase("QuantLinear", build=lambda: QuantLinear(32, 8, quantizer=RobustQuantizer(2, learnable_clip=True)),
+               inputs=lambda g: (torch.randn(2, 5, 32, generator=g),)),
+    ModuleCase("PackedQuantLinear",
+               build=lambda: PackedQuantLinear.from_quant_linear(QuantLinear(32, 8, quantizer=RobustQuantizer(2))),
                inputs=lambda g: (torch.randn(2, 5, 32, generator=g),)),
     ModuleCase("RobustQuantizer", build=lambda: RobustQuantizer(3, learnable_clip=True, center=True),
                inputs=lambda g: (torch.randn(4, 64, generator=g),)),
