@@ -69,3 +69,19 @@ def test_apply_overrides_types_and_unknown_field():
 def test_config_to_dict_is_json_ready():
     assert config_to_dict(Cfg()) == {"n": 3, "lr": 0.1, "kind": "a", "sizes": [1, 2], "cap": None,
                                      "flag": False}
+
+
+@pytest.mark.parametrize("key, field, value, match", [
+    ("fox", "caption_fraction", 0.0, "caption_fraction"),
+    ("fox", "caption_fraction", 1.0, "caption_fraction"),
+    ("hici", "finetune_steps", 0, "finetune_steps"),
+    ("hici", "bench_hidden", 0, "bench_hidden"),
+    ("zs_expand", "similar_per_group", 0, "similar_per_group"),
+])
+def test_values_that_ran_to_non_finite_metrics_are_refused_before_the_run(key, field, value, match):
+    """Issue #45 item 9: these passed validation and ended in NaN metrics or an internal error."""
+    import importlib
+
+    config = importlib.import_module(f"icml26.papers.{key}.config").Config
+    with pytest.raises(ValueError, match=match):
+        config(**{field: value})

@@ -58,6 +58,9 @@ class Config:
 
     def __post_init__(self) -> None:
         validate_numbers(self)
+        if not 0.0 < self.caption_fraction < 1.0:
+            raise ValueError(f"caption_fraction={self.caption_fraction} must lie strictly between 0 and 1: the model "
+                             "needs caption examples (CHAIR) and yes/no questions (POPE)")
         if not 0.0 < self.rho <= 1.0:
             raise ValueError(f"rho={self.rho} must lie in (0, 1]")
         if not self.lr > 0:

@@ -138,7 +138,7 @@ class Config:
     """Peak AdamW learning rate of pretraining."""
     extension_factor: int = dataclasses.field(default=4, metadata={"min": 2})
     """Target context / pretraining context: segments at extension, and the position-interpolation factor."""
-    finetune_steps: int = 150
+    finetune_steps: int = dataclasses.field(default=150, metadata={"min": 1})
     """Extension steps, equal for every arm."""
     finetune_batch: int = dataclasses.field(default=8, metadata={"min": 1})
     """Documents per extension step."""
@@ -166,7 +166,7 @@ class Config:
     """Segments of the longer evaluation (8 x 128 = 1024 tokens)."""
     bench_sizes: tuple[int, ...] = (1024, 2048, 4096, 8192)
     """Sequence lengths of the attention-block benchmark."""
-    bench_hidden: int = 256
+    bench_hidden: int = dataclasses.field(default=256, metadata={"min": 1})
     """d of the benchmarked attention block."""
     bench_segment: int = 256
     """G of the fixed-segment HiCI arm of the benchmark."""

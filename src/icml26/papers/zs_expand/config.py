@@ -20,7 +20,7 @@ class Config:
     per_group: int = dataclasses.field(default=16, metadata={"min": 2})
     """Fine classes per superclass (16: 14 seen siblings per group, enough to learn each group's fine
     structure; with 8, 6 seen siblings, the selection switched the refiners off on every seed)."""
-    similar_per_group: int = 2
+    similar_per_group: int = dataclasses.field(default=2, metadata={"min": 1})
     """Unseen siblings in each other superclass (6 x 16 with 2: 70 seen, 10 similar + 16 distinct unseen)."""
     rounds: int = dataclasses.field(default=3, metadata={"min": 1})
     """Continuous expansion: the unseen classes arrive in this many rounds (1: one expansion only)."""
