@@ -46,6 +46,12 @@ _W = _G.normal(size=(12, 4))
 _VIEWS = _G.normal(size=(12, 2, 3, 6))
 
 
+def _zero_row(x: np.ndarray) -> np.ndarray:
+    x = np.array(x, copy=True)
+    x[0] = 0
+    return x
+
+
 def _nan(a: np.ndarray) -> np.ndarray:
     a = a.copy()
     a.flat[1] = np.nan
@@ -77,6 +83,8 @@ HOSTILE = [
     # the bad inputs: mismatched counts, more groups than classes, NaN embeddings
     Probe("fit with mismatched class counts", lambda: ClassifierExpander().fit(_S, _W[:-1]), match="seen_weights"),
     Probe("fit with NaN embeddings", lambda: ClassifierExpander().fit(_nan(_S), _W), match="NaN"),
+    Probe("fit with an all-zero seen row", lambda: ClassifierExpander(None).fit(_zero_row(_S), _W, all_semantics=_S),
+          match="all-zero"),
     Probe("fit with NaN weights", lambda: ClassifierExpander().fit(_S, _nan(_W)), match="seen_weights"),
     Probe("fit with more groups than classes", lambda: ClassifierExpander(GroupClusterer(n_groups=13)).fit(_S, _W),
           match="more groups than classes"),

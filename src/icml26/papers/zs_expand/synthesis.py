@@ -240,6 +240,11 @@ class ClassifierExpander:
             points = as_views(all_semantics, "all_semantics").double().mean(dim=(1, 2)).cpu().numpy()
             if points.shape[1] != sbar_np.shape[1]:
                 raise ValueError(f"all_semantics has width {points.shape[1]} but seen_semantics {sbar_np.shape[1]}")
+        for name, rows in (("seen_semantics", sbar_np), ("all_semantics", points)):
+            zero = np.flatnonzero(np.linalg.norm(rows, axis=1) == 0)
+            if zero.size:  # a zero s̄ has no direction: its cosine to anything is NaN
+                raise ValueError(f"{name} has all-zero (nuisance-averaged) rows {zero[:5].tolist()}; each class needs "
+                                 "a non-zero semantic vector")
         self._points = points
         self.structure_ = self._structure(points)
         if all_semantics is not None:
