@@ -79,7 +79,7 @@ def test_config_to_dict_is_json_ready():
     ("zs_expand", "similar_per_group", 0, "similar_per_group"),
 ])
 def test_values_that_ran_to_non_finite_metrics_are_refused_before_the_run(key, field, value, match):
-    """Issue #45 item 9: these passed validation and ended in NaN metrics or an internal error."""
+    """These values once passed validation and ended in NaN metrics or an internal error after the run."""
     import importlib
 
     config = importlib.import_module(f"icml26.papers.{key}.config").Config

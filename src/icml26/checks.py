@@ -222,16 +222,21 @@ class CheckSpec:
         return out
 
 
+def _id_table(items: tuple, kind: type, caller: str, noun: str) -> dict[str, Any]:
+    """``{item.id: item}`` in order; every item a ``kind``, no id twice."""
+    table: dict[str, Any] = {}
+    for item in items:
+        if not isinstance(item, kind):
+            raise TypeError(f"{caller}() takes {kind.__name__} objects, got {type(item).__name__}")
+        if item.id in table:
+            raise ValueError(f"{noun} id {item.id!r} is declared twice")
+        table[item.id] = item
+    return table
+
+
 def declare(*specs: CheckSpec) -> dict[str, CheckSpec]:
     """The ordered table ``{id: spec}`` of a paper's checks; ids must be unique."""
-    table: dict[str, CheckSpec] = {}
-    for spec in specs:
-        if not isinstance(spec, CheckSpec):
-            raise TypeError(f"declare() takes CheckSpec objects, got {type(spec).__name__}")
-        if spec.id in table:
-            raise ValueError(f"check id {spec.id!r} is declared twice")
-        table[spec.id] = spec
-    return table
+    return _id_table(specs, CheckSpec, "declare", "check")
 
 
 def annotate(table: Mapping[str, CheckSpec], *, headline: Iterable[str] = (), diagnostic: Iterable[str] = (),
@@ -332,13 +337,7 @@ class ArmSpec:
 
 def declare_arms(*arms: ArmSpec) -> dict[str, ArmSpec]:
     """The ordered table ``{id: arm}`` of a paper's arms; ids unique, at least one ``method`` arm."""
-    table: dict[str, ArmSpec] = {}
-    for arm in arms:
-        if not isinstance(arm, ArmSpec):
-            raise TypeError(f"declare_arms() takes ArmSpec objects, got {type(arm).__name__}")
-        if arm.id in table:
-            raise ValueError(f"arm id {arm.id!r} is declared twice")
-        table[arm.id] = arm
+    table = _id_table(arms, ArmSpec, "declare_arms", "arm")
     if table and not any(a.role == "method" for a in table.values()):
         raise ValueError("declare_arms(): declare the method's arm (role='method')")
     return table

@@ -716,6 +716,8 @@ def test_the_ema_of_a_constant_sequence_is_that_constant():
     assert ema_decay_at(0, 0.999) == 0.0 and ema_decay_at(90, 0.999) == 0.9 and ema_decay_at(10**6, 0.999) == 0.999
     with pytest.raises(ValueError, match="step"):
         ema_decay_at(-1, 0.9)
+    with pytest.raises(ValueError, match="decay"):
+        ema_decay_at(3, float("nan"))
 
 
 # ---------------------------------------------------------------------------
@@ -870,6 +872,10 @@ def test_ternary_codes_pack_four_to_a_byte_and_unpack_exactly():
         pack_ternary(torch.tensor([0.5]))
     with pytest.raises(ValueError, match="does not fit"):
         unpack_ternary(packed, 9)
+    from icml26.papers.robuq import PackedQuantLinear
+
+    with pytest.raises(ValueError, match="in_features"):
+        PackedQuantLinear(0, 4)
 
 
 @pytest.mark.parametrize("kind, per_channel", [("tiny", False), ("tiny", True), ("diffusers", False)])

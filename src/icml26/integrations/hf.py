@@ -328,6 +328,8 @@ def lmcleaner_trainer(*, id_column: str = "sample_id", recorder: dict[str, Any] 
     transformers = _transformers()
     from icml26.papers.lmcleaner import TrajectoryRecorder
 
+    if recorder is not None and not isinstance(recorder, dict):
+        raise TypeError(f"recorder must be a dict of TrajectoryRecorder keyword arguments, got {type(recorder).__name__}")
     recorder_kwargs = dict(recorder or {})
     for key in ("model", "optimizer"):
         if key in recorder_kwargs:

@@ -2,8 +2,8 @@
 
 Every check reads the held-out attribute: InstEmb trains on three attributes' instructions (two of their three
 paraphrases), the SFT teacher answers all four, and the held-out texts are embedded under the fourth
-attribute's three instructions, which no embedding arm saw (issue #39: with the same instructions and values
-in training and evaluation it was supervised clustering, and DAAP and its read-outs all sat at the ceiling).
+attribute's three instructions, which no embedding arm saw (with the same instructions and values in
+training and evaluation the task is supervised clustering, and DAAP and its read-outs all sit at the ceiling).
 
 Composite score for the ablations: the mean of the two instruction-awareness metrics (k-means
 NMI and Inst-STS Spearman), as the paper compares its ablations on the mean of its suite.
@@ -42,7 +42,7 @@ _FIXED = "none: fixed settings"
 _TRAIN = {"lr": (3e-4,), "steps": (200,), "batch_size": (64,), "tau": (0.05,), "train_texts": (256,)}
 _DATA = ("Trained on 256 AttrWorld texts under 6 instructions (colour, shape and size x paraphrases 0 and 1); "
          "the checks read 400 held-out texts under the 3 instructions of the held-out attribute (position), which "
-         "no embedding arm trained on (until issue #39 training used all 12 instructions, the ones evaluated). "
+         "no embedding arm trained on. "
          "One positive view of the contrastive loss is the embedding of the gold output 'it is <value>' of a "
          "trained attribute.")
 ARMS = declare_arms(

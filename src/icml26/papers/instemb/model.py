@@ -158,7 +158,7 @@ def _has_adapters(backbone: nn.Module) -> bool:
 def _with_lora(backbone: nn.Module, lora: Any) -> nn.Module:
     from icml26.common.extras import require
 
-    peft = require("peft", "lm")
+    peft = require("peft", "lora")
     config = lora if isinstance(lora, peft.LoraConfig) else peft.LoraConfig(**dict(lora))
     return peft.get_peft_model(backbone, config)
 
@@ -256,7 +256,7 @@ class InstEmbModel(nn.Module):
                 its last ``n`` blocks and final norm (the look-ahead vectors always train).
             kind: ``"auto"`` (a model that can generate is a decoder), ``"decoder"``, ``"encoder"``.
             seed: seeds the look-ahead vectors' initialisation.
-            lora: train the backbone through LoRA adapters (``peft``, the ``lm`` extra): a
+            lora: train the backbone through LoRA adapters (``peft``, the ``lora`` extra): a
                 ``peft.LoraConfig`` or its keyword arguments (e.g. ``{"r": 8, "target_modules":
                 ["q_proj", "v_proj"]}``). The base weights stay frozen, and the teacher is the same
                 backbone run with its adapters disabled (no copy). Not with ``train_last_blocks``.

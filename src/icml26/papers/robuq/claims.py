@@ -32,8 +32,8 @@ _FIXED = "none: fixed settings"
 _QAT = {"qat_lr": (3e-3,), "qat_steps": (600,), "qat_batch": (64,), "distill_weight": (0.0,), "guidance": (3.0,)}
 _SHARED = ("qat_lr 3e-3 from a pilot on the W1.58A16 arm's training-image eps-MSE (1e-3, 3e-3, 3e-3 with "
            "distillation; held-out digits not used); guidance 3 from a pilot on the FP model. The shared FP start is "
-           "the same for every arm: its EMA (0.999) warms up as min(0.999, t/(t+10)) (until issue #39 it started at "
-           "the random initialisation, leaving 22 % of it after the 1500 quick FP steps).")
+           "the same for every arm: its EMA (0.999) warms up as min(0.999, t/(t+10)), so no part of the random "
+           "initialisation is left in it (without the warm-up, 22 % after the 1500 quick FP steps).")
 _ROTATED = ("Ternarises the rotated latent weight W.D.H (the quantizer's rotation is folded into the weight), not W.")
 _PLAIN = ("Ternarises the plain weight W (no rotation).")
 ARMS = declare_arms(

@@ -129,8 +129,10 @@ def ema_decay_at(step: int, decay: float, warmup: float = 10.0) -> float:
     update copies the parameters): without it a decay of 0.999 leaves 0.999^T of the initial weights
     in the average after T steps (22 % at T = 1500).
     """
-    if step < 0:
-        raise ValueError(f"step={step} must be non-negative")
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"step={step!r} must be a non-negative int")
+    if not 0.0 <= decay < 1.0:  # also refuses NaN
+        raise ValueError(f"decay={decay!r} must be in [0, 1)")
     return min(float(decay), step / (step + warmup))
 
 

@@ -62,7 +62,12 @@ class PackedQuantLinear(nn.Module):
                  quantizer: RobustQuantizer | None = None, per_channel: bool = False,
                  dtype: torch.dtype = torch.float32, device=None) -> None:
         super().__init__()
-        self.in_features, self.out_features = int(in_features), int(out_features)
+        for name, value in (("in_features", in_features), ("out_features", out_features)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name}={value!r} must be a positive int")
+        if quantizer is not None and not isinstance(quantizer, RobustQuantizer):
+            raise TypeError(f"quantizer must be a RobustQuantizer or None, got {type(quantizer).__name__}")
+        self.in_features, self.out_features = in_features, out_features
         self.quantizer, self.per_channel, self.ternary = quantizer, bool(per_channel), True
         n = self.in_features * self.out_features
         self.register_buffer("weight_codes", torch.zeros((n + 3) // 4, dtype=torch.uint8, device=device))

@@ -40,8 +40,8 @@ _METHOD = {"axes": ("probe",), "whitelist_alpha": (1e-3,), "whitelist_max_fracti
 _METHOD_NOTE = ("Fitted on input-only pools (128 prompts per selected domain) with their domain labels; compiles one "
                 "mask per scenario from that scenario's first input. Probe settings (Adam 1e-3, batch 32, 15 epochs) "
                 "are the authors'; alpha = 0.001 is the paper's but, as our pools are small, the whitelist is the 19 % of "
-                "heads with the strongest per-domain test (the share of the authors' LLaMA-2-13B artifact; until "
-                "issue #39 the heads below alpha: 3.7 of 32 on average); the cap 0.25 is ours. Each layer's probe "
+                "heads with the strongest per-domain test (the share of the authors' LLaMA-2-13B artifact; the heads "
+                "below alpha are 3.7 of 32 on average); the cap 0.25 is ours. Each layer's probe "
                 "temperature is fitted on a 20 % held-out part of the input pools (161-point log grid), as part of "
                 "the method.")
 ARMS = declare_arms(
