@@ -14,7 +14,7 @@ from scipy import stats
 
 from icml26.aggregate import aggregate_check, aggregate_results, claim_status, n_to_resolve, role_counts
 from icml26.contract import ArmSpec, CheckSpec, Replication, annotate, budget_mismatches, declare, declare_arms
-from icml26.results import ResultError, claim_across_budgets, validate
+from icml26.results import ResultError, claim_across_budgets, config_hash, validate
 from icml26.tuning import grid_points, tune
 
 
@@ -213,6 +213,7 @@ def _seed_result(seed, value):
 @pytest.fixture
 def aggregate():
     data = aggregate_results([_seed_result(0, 1.0), _seed_result(1, 1.2), _seed_result(2, 0.9)])
+    data["config_hash"] = config_hash("zz", "quick", data["config"])
     validate(data)
     assert data["claim"]["status"] == "supported" and data["schema"] == 3
     return data
@@ -229,6 +230,16 @@ def aggregate():
     (lambda d: d.update(seed=5), "'seed'"),
     (lambda d: d["provenance"].update(wall_time_s="12"), "wall_time_s"),
     (lambda d: d["provenance"].update(threads="<b>2</b>"), "threads"),
+    (lambda d: d["claim"]["checks"][0].pop("held_on"), "held_on"),
+    (lambda d: d["claim"]["checks"][0].update(n=9), "'claim.checks\\[0\\].n'"),
+    (lambda d: d["claim"]["checks"][0].update(sd=0.01), "t interval"),                  # ci no longer follows
+    (lambda d: d["claim"]["checks"][0].update(half_width=0.001), "half_width"),
+    (lambda d: d["metric_stats"]["m"]["x"].update(mean=5.0), "metric_stats.m.x"),
+    (lambda d: d["metric_stats"]["m"]["x"].update(n=7), "metric_stats.m.x"),
+    (lambda d: d.update(seeds=[0, 0, 2]), "twice"),
+    (lambda d: d.update(failed_seeds=[{"seed": 1, "error": "x"}]), "failed_seeds"),
+    (lambda d: d["config"].update(steps=2), "config_hash"),
+    (lambda d: d.update(quick=False), "'quick'"),
 ])
 def test_a_hand_edited_aggregate_is_refused(aggregate, edit, needle):
     data = copy.deepcopy(aggregate)

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from icml26.aggregate import aggregate_results
 from icml26.cli import main
-from icml26.results import ResultError, load_result, md_escape, report
+from icml26.results import ResultError, collect, config_hash, load_result, md_escape, report
 
 FIXTURE = Path(__file__).parent / "fixtures" / "result_fixture.json"
 GOOD = json.loads(FIXTURE.read_text())
@@ -219,3 +220,90 @@ def test_timing_table_reads_run_all_json_and_refuses_a_malformed_one(tmp_path):
         path.write_text(json.dumps(bad))
         with pytest.raises(ResultError, match="run_all.json"):
             timing_table(path)
+
+
+# ---------------------------------------------------------------------------
+# An aggregate must agree with the seed results kept beside it
+# ---------------------------------------------------------------------------
+def _seed(seed, value):
+    head = {"id": "h", "name": "h", "op": ">=", "target": 0.0, "value": value, "passed": value >= 0.0,
+            "source": "ours", "ref": "r", "role": "headline"}
+    return {"schema": 2, "paper": "zz", "quick": True, "setting": "quick", "seed": seed, "config": {"steps": 1},
+            "config_hash": config_hash("zz", "quick", {"steps": 1}),
+            "metrics": {"m": {"x": value}}, "claim": {"text": "t", "checks": [head], "passed": value >= 0.0},
+            "curves": {}, "figures": [], "notes": [],
+            "provenance": {"icml26": "0", "python": "3", "numpy": "2", "torch": "2", "platform": "p", "threads": 1,
+                           "device": "cpu", "wall_time_s": 1.0, "utc": "u"}}
+
+
+def _sweep_folder(root, values, *, counted=None):
+    folder = root / "zz"
+    per_seed = [_seed(s, v) for s, v in enumerate(values)]
+    for data in per_seed:
+        (folder / "seeds" / str(data["seed"])).mkdir(parents=True)
+        (folder / "seeds" / str(data["seed"]) / "result.json").write_text(json.dumps(data))
+    agg = aggregate_results([per_seed[s] for s in (counted if counted is not None else range(len(values)))])
+    agg["config_hash"] = per_seed[0]["config_hash"]
+    (folder / "result.json").write_text(json.dumps(agg))
+    return folder
+
+
+def test_an_aggregate_that_agrees_with_its_seeds_is_read(tmp_path):
+    _sweep_folder(tmp_path, [1.0, 1.2, 0.9])
+    assert collect(tmp_path)["zz"]["claim"]["checks"][0]["held_on"] == 3
+
+
+def test_a_stale_aggregate_that_leaves_out_a_seed_of_its_configuration_is_refused(tmp_path):
+    _sweep_folder(tmp_path, [1.0, 1.2, 0.9, -3.0], counted=[0, 1, 2])
+    with pytest.raises(ResultError, match=r"seed\(s\) \[3\].*icml26 aggregate zz"):
+        collect(tmp_path)
+
+
+def test_an_aggregate_whose_numbers_its_seeds_do_not_give_is_refused(tmp_path):
+    folder = _sweep_folder(tmp_path, [1.0, 1.2, 0.9])
+    seed = json.loads((folder / "seeds" / "1" / "result.json").read_text())
+    seed["claim"]["checks"][0].update(value=-1.0, passed=False)   # a seed edited after the aggregate
+    seed["claim"]["passed"] = False
+    seed["metrics"]["m"]["x"] = -1.0
+    (folder / "seeds" / "1" / "result.json").write_text(json.dumps(seed))
+    with pytest.raises(ResultError, match=r"checks\[0\]\.value.*its seeds give"):
+        collect(tmp_path)
+
+
+def test_an_aggregate_listing_a_seed_without_its_result_is_refused(tmp_path):
+    folder = _sweep_folder(tmp_path, [1.0, 1.2, 0.9])
+    shutil.rmtree(folder / "seeds" / "2")
+    with pytest.raises(ResultError, match=r"seed\(s\) \[2\] with no result"):
+        collect(tmp_path)
+
+
+def test_an_aggregate_beside_another_configurations_seed_is_refused(tmp_path):
+    folder = _sweep_folder(tmp_path, [1.0, 1.2, 0.9])
+    other = _seed(5, 1.0)
+    other["config"] = {"steps": 2}
+    other["config_hash"] = config_hash("zz", "quick", {"steps": 2})
+    (folder / "seeds" / "5").mkdir()
+    (folder / "seeds" / "5" / "result.json").write_text(json.dumps(other))
+    with pytest.raises(ResultError, match="another configuration"):
+        collect(tmp_path)
+
+
+@pytest.mark.parametrize("edit", [
+    lambda d: d["claim"].update(reason="<script>alert(1)</script>"),
+    lambda d: d["metrics"].update({"<img src=x>": {"<script>": 1.0}}),
+    lambda d: d["provenance"].update(device="<!-- results:end -->", utc="<img src=x>"),
+    lambda d: d["claim"].update(text="<!-- results:start --><script>"),
+])
+def test_no_string_a_result_copies_can_add_markup_or_markers(edit, tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    folder = _sweep_folder(results, [1.0, 1.2, 0.9])
+    data = json.loads((folder / "result.json").read_text())
+    edit(data)
+    (folder / "result.json").write_text(json.dumps(data))
+    readme = tmp_path / "README.md"
+    readme.write_text("<!-- results:start -->\n<!-- results:end -->\n<!-- papers:start -->\n<!-- papers:end -->\n")
+    report(results, readme=readme)
+    for page in ((results / "README.md").read_text(), readme.read_text()):
+        assert "<script" not in page and "<img" not in page
+        assert page.count("<!-- results:end -->") <= 1 and page.count("<!-- results:start -->") <= 1

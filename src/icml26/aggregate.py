@@ -52,6 +52,8 @@ __all__ = [
     "aggregate_check",
     "aggregate_curves",
     "aggregate_results",
+    "check_against_seeds",
+    "check_aggregate",
     "claim_status",
     "mean_interval",
     "n_to_resolve",
@@ -321,3 +323,108 @@ def aggregate_results(results: Sequence[Mapping[str, Any]], failed: Sequence[Map
         if field in first:
             out[field] = first[field]
     return out
+
+
+def _close(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9)
+
+
+def _is_num(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _is_count(x: Any) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+
+def check_aggregate(data: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` naming the first field of an aggregate (a result with ``seeds``) that its
+    own numbers contradict, so that a hand-edited aggregate cannot claim more than its seeds gave.
+
+    Checked: the seed list (distinct) against ``failed_seeds`` (disjoint) and every count (``held_on`` and
+    a check's ``seeds`` within the list; ``n`` within it when the unit is the master seed);
+    ``metric_stats`` against ``metrics`` (equal means, ``n`` within the seeds); each aggregated check's
+    interval against its mean, ``sd`` and ``n`` (the t interval), and its ``half_width``.
+    The verdict and the claim status are recomputed by :func:`icml26.results.validate`.
+    """
+    seeds = data["seeds"]
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"field 'seeds' lists a seed twice: {seeds}")
+    failed = data.get("failed_seeds", [])
+    if not isinstance(failed, list) or not all(
+            isinstance(f, Mapping) and _is_count(f.get("seed")) and isinstance(f.get("error"), str) for f in failed):
+        raise ValueError("field 'failed_seeds' must be a list of {seed: non-negative integer, error: text}")
+    both = sorted({f["seed"] for f in failed} & set(seeds))
+    if both:
+        raise ValueError(f"field 'failed_seeds' names seed(s) {both} that 'seeds' counts")
+    stats = data.get("metric_stats", {})
+    if not isinstance(stats, Mapping):
+        raise ValueError("field 'metric_stats' must be an object")
+    for arm, by_metric in stats.items():
+        if not isinstance(by_metric, Mapping):
+            raise ValueError(f"field 'metric_stats.{arm}' must be an object")
+        for metric, st in by_metric.items():
+            where = f"field 'metric_stats.{arm}.{metric}'"
+            if not isinstance(st, Mapping) or not _is_count(st.get("n")) or st["n"] > len(seeds):
+                raise ValueError(f"{where} needs a count 'n' of at most {len(seeds)} seeds")
+            for name in ("mean", "sd", "ci_low", "ci_high"):
+                if st.get(name) is not None and not _is_num(st[name]):
+                    raise ValueError(f"{where}.{name}' must be a finite number or null")
+            reported = data["metrics"].get(arm, {}).get(metric)
+            if (st.get("mean") is None) != (reported is None) or (
+                    reported is not None and not _close(reported, st["mean"])):
+                raise ValueError(f"{where}.mean' is {st.get('mean')} but 'metrics.{arm}.{metric}' is {reported}")
+    for i, c in enumerate(data["claim"]["checks"]):
+        if "verdict" not in c:
+            continue
+        where = f"field 'claim.checks[{i}]"
+        for name in ("held_on", "seeds", "n"):
+            if not _is_count(c.get(name)):
+                raise ValueError(f"{where}.{name}' must be a non-negative integer")
+        if c["seeds"] != len(seeds) or c["held_on"] > c["seeds"]:
+            raise ValueError(f"{where}' counts held_on {c['held_on']} of {c['seeds']} seeds; the result lists "
+                             f"{len(seeds)} seeds")
+        if c.get("unit", "master seed") == "master seed" and c["n"] > len(seeds):
+            raise ValueError(f"{where}.n' is {c['n']} master seeds but the result lists {len(seeds)}")
+        for name in ("sd", "half_width"):
+            if c.get(name) is not None and (not _is_num(c[name]) or c[name] < 0):
+                raise ValueError(f"{where}.{name}' must be a non-negative number or null")
+        if c.get("n_to_resolve") is not None and not _is_count(c["n_to_resolve"]):
+            raise ValueError(f"{where}.n_to_resolve' must be a non-negative integer or null")
+        for name in ("unit", "budget"):
+            if name in c and not isinstance(c[name], str):
+                raise ValueError(f"{where}.{name}' must be a string")
+        value, ci, sd, n = c.get("value"), c.get("ci"), c.get("sd"), c["n"]
+        if value is None or ci is None:
+            continue
+        half = t_half_width(sd, n, CONFIDENCE) if (n >= 2 and sd is not None) else 0.0
+        if n >= 2 and sd is None:
+            raise ValueError(f"{where}.sd' is missing for a mean of {n} units")
+        if not (_close(ci[0], value - half) and _close(ci[1], value + half)):
+            raise ValueError(f"{where}.ci' {ci} is not the {CONFIDENCE:.0%} t interval of its mean {value}, "
+                             f"sd {sd} and n {n}")
+        if c.get("half_width") is not None and not _close(c["half_width"], half):
+            raise ValueError(f"{where}.half_width' is {c['half_width']}, its interval gives {half}")
+
+
+def check_against_seeds(data: Mapping[str, Any], per_seed: Mapping[int, Mapping[str, Any]]) -> None:
+    """Raise ``ValueError`` when an aggregate disagrees with its seeds' own results (``per_seed``: seed
+    -> result, those kept beside it): every listed seed must be there, and each check's mean, interval
+    and held-on count must be what :func:`aggregate_check` gives over them."""
+    missing = [s for s in data["seeds"] if s not in per_seed]
+    if missing:
+        raise ValueError(f"field 'seeds' lists seed(s) {missing} with no result in seeds/")
+    results = [per_seed[s] for s in data["seeds"]]
+    for i, c in enumerate(data["claim"]["checks"]):
+        if "verdict" not in c:
+            continue
+        key = c.get("id") or c["name"]
+        try:
+            mine = [next(x for x in r["claim"]["checks"] if (x.get("id") or x["name"]) == key) for r in results]
+        except StopIteration:
+            raise ValueError(f"check {key!r} is missing from a seed's result") from None
+        again = aggregate_check(mine)
+        for name in ("value", "held_on", "n"):
+            a, b = c.get(name), again[name]
+            if (a is None) != (b is None) or (a is not None and not _close(a, b)):
+                raise ValueError(f"field 'claim.checks[{i}].{name}' ({key}) is {a}; its seeds give {b}")

@@ -59,7 +59,7 @@ def md_escape(text: Any) -> str:
 
 def _markdown_table(header: Sequence[str], rows: Iterable[Sequence[Any]], *, raw: Sequence[int] = ()) -> str:
     """A markdown table; cells are formatted and escaped except the columns in ``raw`` (our own links)."""
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(md_escape(h) for h in header) + " |", "|" + "---|" * len(header)]
     for row in rows:
         lines.append("| " + " | ".join(str(c) if i in raw else md_escape(_fmt(c)) for i, c in enumerate(row)) + " |")
     return "\n".join(lines)
@@ -147,9 +147,9 @@ def claim_line(data: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]] | 
         status, reason = claim.get("status"), claim.get("reason")
         if not status or not reason:
             status, reason = _claim_status(claim["checks"])
-        return f"{_STATUS_MARK.get(status, status)}: {reason}"
+        return f"{_STATUS_MARK.get(status, status)}: {md_escape(reason)}"
     status, reason = claim_across_budgets(data, runs)
-    return f"{_STATUS_MARK.get(status, status)}: {reason}"
+    return f"{_STATUS_MARK.get(status, status)}: {md_escape(reason)}"
 
 
 def counts_text(data: Mapping[str, Any]) -> str:

@@ -38,6 +38,7 @@ from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from icml26.aggregate import check_aggregate as _check_aggregate
 from icml26.aggregate import claim_status as _claim_status
 from icml26.aggregate import role_counts as _role_counts
 from icml26.aggregate import verdict as _verdict
@@ -183,6 +184,8 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
             raise ResultError(f"{source}: field 'seeds' must be a non-empty list of non-negative integers")
     if data["setting"] not in ("full", "quick", "tiny"):
         raise ResultError(f"{source}: field 'setting' must be full, quick or tiny")
+    if data["quick"] != (data["setting"] != "full"):
+        raise ResultError(f"{source}: field 'quick' is {data['quick']} but the setting is {data['setting']!r}")
     if not data["metrics"]:
         raise ResultError(f"{source}: field 'metrics' is empty")
     for arm, values in data["metrics"].items():
@@ -286,6 +289,14 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
     if "config_hash" in data and not (isinstance(data["config_hash"], str)
                                       and re.fullmatch(r"[0-9a-f]{16}", data["config_hash"])):
         raise ResultError(f"{source}: field 'config_hash' must be 16 hexadecimal digits")
+    if "config_hash" in data and data["config_hash"] != config_hash(data["paper"], data["setting"], data["config"]):
+        raise ResultError(f"{source}: field 'config_hash' is not the hash of its paper, setting and config "
+                          "(the config was edited after the run)")
+    if isinstance(data.get("seeds"), list):
+        try:
+            _check_aggregate(data)
+        except ValueError as exc:
+            raise ResultError(f"{source}: {exc}") from None
     if isinstance(data.get("seeds"), list) and data["seed"] != data["seeds"][0]:
         raise ResultError(f"{source}: field 'seed' is {data['seed']} but 'seeds' starts with {data['seeds'][0]}")
     for name in _PROVENANCE:
@@ -308,7 +319,13 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
     for name, curve in data["curves"].items():
         if not isinstance(curve, Mapping) or "x" not in curve or "series" not in curve:
             raise ResultError(f"{source}: field 'curves.{name}' needs 'x' and 'series'")
+        if not isinstance(curve["x"], list) or not all(_is_number(x) or isinstance(x, str) for x in curve["x"]):
+            raise ResultError(f"{source}: field 'curves.{name}.x' must be a list of numbers or category names")
+        if not isinstance(curve["series"], Mapping):
+            raise ResultError(f"{source}: field 'curves.{name}.series' must be an object")
         for arm, ys in curve["series"].items():
+            if not isinstance(ys, list) or not all(y is None or _is_number(y) for y in ys):
+                raise ResultError(f"{source}: field 'curves.{name}.series.{arm}' must be a list of numbers or nulls")
             if len(ys) != len(curve["x"]):
                 raise ResultError(
                     f"{source}: field 'curves.{name}.series.{arm}' has {len(ys)} points "
@@ -350,9 +367,22 @@ def collect(results_dir: str | os.PathLike) -> dict[str, dict[str, Any]]:
         data = load_result(path)
         if data["paper"] != path.parent.name:
             raise ResultError(f"{path}: field 'paper' is {data['paper']!r}, folder says {path.parent.name!r}")
+        _check_seed_folder(path, data)
         found[data["paper"]] = data
     order = {k: i for i, k in enumerate(registry.keys())}
     return dict(sorted(found.items(), key=lambda kv: order.get(kv[0], len(order))))
+
+
+def _check_seed_folder(path: Path, data: Mapping[str, Any]) -> None:
+    """An aggregate beside its ``seeds/`` must agree with them (:func:`icml26.seeds.check_seed_folder`)."""
+    from icml26.seeds import check_seed_folder
+
+    try:
+        check_seed_folder(path.parent, data)
+    except ResultError:
+        raise
+    except ValueError as exc:
+        raise ResultError(f"{path}: {exc}") from None
 
 
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
@@ -379,6 +409,7 @@ def collect_extra(results_dir: str | os.PathLike) -> dict[str, dict[str, dict[st
         data = load_result(path)
         if data["paper"] != key:
             raise ResultError(f"{path}: field 'paper' is {data['paper']!r}, folder says {key!r}")
+        _check_seed_folder(path, data)
         found.setdefault(key, {})[name] = data
     return found
 

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from icml26 import registry
-from icml26.aggregate import aggregate_results
+from icml26.aggregate import aggregate_results, check_against_seeds
 from icml26.provenance import git_commit
 from icml26.render import render_figures, render_with
 from icml26.results import config_hash, load_result, plot_curves, validate
 
-__all__ = ["aggregate_folder", "parse_seeds", "seeds_in"]
+__all__ = ["aggregate_folder", "check_seed_folder", "parse_seeds", "seeds_in"]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,23 @@ def seeds_in(folder: Path, key: str, expect: str | None = None) -> dict[int, dic
                          "(setting or config fields); an aggregate never mixes them: pass another --out, or remove "
                          "those seeds")
     return found
+
+
+def check_seed_folder(folder: Path, data: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` when the aggregate ``data`` in ``folder`` disagrees with the seed results
+    beside it (``folder/seeds``): a seed of another configuration, a listed seed with no result, a
+    same-configuration seed the aggregate does not count (a stale aggregate), or a check whose mean,
+    held-on count or unit count is not what its seeds give. A folder without ``seeds/`` is not checked."""
+    if "seeds" not in data or not (Path(folder) / "seeds").is_dir():
+        return
+    key = data["paper"]
+    kept = seeds_in(folder, key, data.get("config_hash") or config_hash(key, data["setting"], data["config"]))
+    failed = {int(f["seed"]) for f in data.get("failed_seeds", [])}
+    uncounted = sorted(set(kept) - set(data["seeds"]) - failed)
+    if uncounted:
+        raise ValueError(f"seeds/ holds seed(s) {uncounted} of the same configuration that the aggregate does not "
+                         f"count; rebuild it with `icml26 aggregate {key}`")
+    check_against_seeds(data, kept)
 
 
 def aggregate_folder(key: str, folder: Path | None, fresh: Mapping[int, Mapping[str, Any]],
