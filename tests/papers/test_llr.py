@@ -660,3 +660,127 @@ def test_rate_matched_uniform_equals_the_optimizer_at_the_scaled_rate():
         model = _tiny_llama()
         uniform_layerwise_lr(model, torch.optim.SGD(layerwise_param_groups(model), lr=0.1), total_steps=4,
                              multiplier=0.0)
+
+
+# -- fit-free controls ----------------------------------------------------------------------------
+
+def test_embed_head_arm_scales_only_the_tied_embedding_head_by_hand():
+    from icml26.papers.llr import embed_head_layerwise_lr
+
+    model = _tiny_llama()
+    assert model.lm_head.weight is model.model.embed_tokens.weight  # tied: one matrix, one param group
+    optimizer = torch.optim.SGD(layerwise_param_groups(model), lr=0.05)
+    control = embed_head_layerwise_lr(model, optimizer, total_steps=10, multiplier=3.0, ramp_steps=0)
+    names = [g["name"] for g in optimizer.param_groups]
+    assert control.group_multipliers() == [3.0 if n == "model.embed_tokens" else 1.0 for n in names]
+    for batch in _batches(3):
+        before = {n: p.detach().clone() for n, p in model.named_parameters()}
+        logits = model(input_ids=batch[:, :-1]).logits
+        optimizer.zero_grad()
+        nn.functional.cross_entropy(logits.reshape(-1, 64), batch[:, 1:].reshape(-1)).backward()
+        grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+        optimizer.step()
+        control.step()
+        for pname, p in model.named_parameters():
+            m = 3.0 if pname == "model.embed_tokens.weight" else 1.0
+            # SGD: W <- W - m * eta * grad; only the embedding/head has m = 3
+            assert torch.allclose(p.detach(), before[pname] - m * 0.05 * grads[pname], atol=1e-7), pname
+    assert control.history.steps == []  # nothing is fitted
+
+    # two code paths, one answer: AdamW with the embedding group's own lr at 3x
+    def train(use_control: bool):
+        net = _tiny_llama()
+        groups = layerwise_param_groups(net, weight_decay=0.1)
+        if not use_control:
+            for g in groups:
+                if g["name"] == "model.embed_tokens":
+                    g["lr"] = 3e-3 * 3.0
+        opt = torch.optim.AdamW(groups, lr=3e-3, betas=(0.9, 0.95))
+        hooks = embed_head_layerwise_lr(net, opt, total_steps=4, multiplier=3.0) if use_control else None
+        _train(net, opt, _batches(4), llr=hooks)
+        return [p.detach() for p in net.parameters()]
+
+    assert all(torch.allclose(a, b, atol=1e-7) for a, b in zip(train(True), train(False)))
+    with pytest.raises(ValueError, match="no embedding or head"):
+        mlp = nn.Sequential(nn.Linear(8, 8))
+        embed_head_layerwise_lr(mlp, torch.optim.SGD(layerwise_param_groups(mlp), lr=0.1), total_steps=4)
+
+
+def test_kind_static_step0_arm_never_refits_and_holds_the_step0_kind_means():
+    from icml26.papers.llr import kind_static_step0_lr, layer_kinds
+    from icml26.papers.llr.analysis import kind_means
+
+    # LLR's own first assignment on the same initial weights, averaged per kind by hand
+    reference = _tiny_llama()
+    llr = LayerwiseLR(reference, torch.optim.SGD(layerwise_param_groups(reference), lr=0.1), total_steps=100,
+                      ramp_steps=0)
+    expected = kind_means(llr.multipliers, layer_kinds(reference))
+
+    model = _tiny_llama()
+    optimizer = torch.optim.AdamW(layerwise_param_groups(model), lr=3e-2)  # a large rate: the weights move
+    control = kind_static_step0_lr(model, optimizer, total_steps=40, ramp_steps=2)
+    assert control.multipliers == {n: 1.0 for n in control.layers}  # ramped in from 1, as LLR ramps
+    start = {n: p.detach().clone() for n, p in model.named_parameters()}
+    _train(model, optimizer, _batches(40), llr=control)
+    assert control.history.steps == [0]  # one fit, at step 0; LLR with every=10 would refit at 10, 20, 30
+    assert control.multipliers == pytest.approx(expected, rel=1e-12)
+    assert control.multipliers["model.embed_tokens"] == 3.0
+    kinds = layer_kinds(model)
+    for name in control.layers:
+        same = [m for m in control.layers if kinds[m] == kinds[name]]
+        assert len({control.multipliers[m] for m in same}) == 1
+    # attention (square) below the MLP (4:1) matrices at initialisation
+    assert control.multipliers["model.layers.0.self_attn.q_proj"] < control.multipliers["model.layers.0.mlp.up_proj"]
+    moved = max(float((p.detach() - start[n]).abs().max()) for n, p in model.named_parameters())
+    assert moved > 1e-2
+    refit = layer_alphas(model)  # the trained weights' fit differs, and the control ignored it
+    assert any(abs(refit[n].alpha - control.history.alpha[n][0]) > 1e-3 for n in refit)
+
+
+def test_gap_to_best_by_hand():
+    from icml26.papers.llr.analysis import gap_to_best
+
+    # LLR 4.50; arms 4.60 and 4.45: the better arm is b, LLR minus it = 4.45 - 4.50
+    assert gap_to_best(4.5, {"a": 4.6, "b": 4.45}) == (pytest.approx(-0.05), "b")
+    assert gap_to_best(4.5, {"a": 4.6, "b": math.nan}) == (pytest.approx(0.1), "a")  # a diverged arm is not best
+    assert gap_to_best(4.5, {"a": 4.6, "b": 4.6}) == (pytest.approx(0.1), "a")  # first of ties
+    with pytest.raises(ValueError, match="empty"):
+        gap_to_best(4.5, {})
+
+
+def test_held_out_split_keeps_the_evaluated_windows_and_tunes_on_the_rest():
+    from icml26.common.tiny_lm import evaluate_loss
+    from icml26.papers.llr.experiment import held_out_split
+
+    stream = torch.arange(1000) % 64
+    evaluation, tuning = held_out_split(stream, context=16, eval_batches=1, batch_size=8)
+    # evaluate_loss reads 8 windows of 17 tokens at 0, 16, ..., 112: tokens 0..128
+    assert evaluation.numel() == 8 * 16 + 1 and torch.equal(evaluation, stream[:129])
+    assert torch.equal(tuning, stream[129:])  # disjoint, nothing in between is dropped
+    model = _tiny_llama()
+    assert evaluate_loss(model, evaluation, context=16, batch_size=8, max_batches=1) == \
+        evaluate_loss(model, stream, context=16, batch_size=8, max_batches=1)
+    with pytest.raises(ValueError, match="eval_batches"):
+        held_out_split(stream[:200], context=16, eval_batches=1, batch_size=8)
+
+
+def test_every_arm_is_tuned_alike_on_the_tuning_windows_only():
+    from icml26.contract import RunContext
+    from icml26.papers.llr.experiment import ARM_IDS, ArmRun, Config, tune_rates
+
+    cfg = dataclasses.replace(Config.tiny(), base_lrs=(1e-3, 3e-3, 1e-2),
+                              arms=("LLR", "uniform", "embed-head", "kind-static-step0", "LLR-mean"))
+    # the evaluation loss favours the smallest rate, the tuning windows the middle one (LLR: the largest)
+    runs = {}
+    for kind in cfg.arms:
+        for lr, final, tune in zip(cfg.base_lrs, (4.0, 4.5, 5.0), (5.2, 5.0, 5.1)):
+            tune = {1e-2: 4.9}.get(lr, tune) if kind == "LLR" else tune
+            runs[(kind, lr)] = ArmRun([0, 1], [6.0, final], 0.0, None, tune_loss=tune)
+    ctx = RunContext(seed=0, device=torch.device("cpu"), setting="tiny", threads=1)
+    rates = tune_rates(cfg, runs, ctx)
+    assert rates == {"LLR": 1e-2, "uniform": 3e-3, "embed-head": 3e-3, "kind-static-step0": 3e-3}
+    assert set(ctx.tuning) == {ARM_IDS[k] for k in rates}  # LLR-mean is not declared and not tuned
+    for arm_id, entry in ctx.tuning.items():
+        (call,) = entry["calls"]
+        assert [t["params"]["base_lr"] for t in call["trials"]] == list(cfg.base_lrs)  # the whole grid, each arm
+        assert call["maximize"] is False

@@ -10,15 +10,21 @@ alpha (a lighter tail: less trained) get a larger learning rate.
 
 ``METHOD`` is :class:`LayerwiseLR`; ``BASELINES`` holds drop-ins with its signature: the
 uniform baseline (every multiplier 1, or a rate-matched ``multiplier``) and the shuffled control
-(LLR's multipliers permuted within matrix kinds, which keeps every kind's rate).
-:class:`StaticLayerwiseLR` holds fixed per-layer multipliers (the kind-static control).
+(LLR's multipliers permuted within matrix kinds, which keeps every kind's rate), and two controls
+that need no fit of a trained weight: the embeddings and head alone at ``r_max``
+(:func:`embed_head_layerwise_lr`) and LLR's step-0 assignment averaged per matrix kind and held
+(:func:`kind_static_step0_lr`). :class:`StaticLayerwiseLR` holds fixed per-layer multipliers
+(the kind-static control).
 """
 
 from typing import Callable
 
 from icml26.papers.llr.baselines import (
+    KindMeans,
     ShuffledMultipliers,
     StaticLayerwiseLR,
+    embed_head_layerwise_lr,
+    kind_static_step0_lr,
     layer_kinds,
     matrix_kind,
     shuffled_layerwise_lr,
@@ -38,21 +44,25 @@ from icml26.papers.llr.muon import Muon, newton_schulz
 # METHOD is an alias of a name already in __all__, so it is not listed there itself.
 METHOD: Callable = LayerwiseLR
 """The method: heavy-tail guided multipliers on any optimizer."""
-BASELINES: dict[str, Callable] = {"uniform": uniform_layerwise_lr, "shuffled": shuffled_layerwise_lr}
+BASELINES: dict[str, Callable] = {"uniform": uniform_layerwise_lr, "shuffled": shuffled_layerwise_lr,
+                                  "embed_head": embed_head_layerwise_lr, "kind_static_step0": kind_static_step0_lr}
 """Drop-in alternatives to :data:`METHOD` (same required arguments)."""
 
 __all__ = [
     "BASELINES",
     "AlphaFit",
+    "KindMeans",
     "LLRHistory",
     "LayerwiseLR",
     "Muon",
     "ShuffledMultipliers",
     "StaticLayerwiseLR",
+    "embed_head_layerwise_lr",
     "esd",
     "esd_alpha",
     "find_layers",
     "fit_power_law",
+    "kind_static_step0_lr",
     "layer_alphas",
     "layer_kinds",
     "layerwise_param_groups",

@@ -4,6 +4,7 @@
 * :func:`speedup`: ``total_steps / steps_to_target`` (0 when the target is never reached);
 * :func:`min_gap`: the smallest loss gap ``reference - arm`` over a grid of base rates;
 * :func:`best_rate`: the base rate with the lowest final loss;
+* :func:`gap_to_best`: a reference's loss gap to the best of several arms (each at its own rate);
 * :func:`mean_final_alpha`: the mean fitted alpha of a set of layers at one update;
 * :func:`parameter_weighted_mean`: the mean multiplier per parameter (the rate-matched uniform control's rate);
 * :func:`kind_means`: each layer's multiplier replaced by its kind's mean (the kind-static control).
@@ -16,7 +17,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["best_rate", "kind_means", "mean_final_alpha", "min_gap", "parameter_weighted_mean", "speedup",
+__all__ = ["best_rate", "gap_to_best", "kind_means", "mean_final_alpha", "min_gap", "parameter_weighted_mean", "speedup",
            "steps_to_target"]
 
 
@@ -52,6 +53,20 @@ def best_rate(final_losses: Mapping[float, float]) -> float:
     if not final_losses:
         raise ValueError("final_losses is empty")
     return min(final_losses, key=lambda lr: final_losses[lr])
+
+
+def gap_to_best(reference: float, arms: Mapping[str, float]) -> tuple[float, str]:
+    """``min_a arms[a] - reference`` and the arm that attains it (the first of ties).
+
+    ``arms[a]`` is an arm's final loss (each at its own tuned rate); positive: the reference's loss
+    is lower than every arm's, i.e. it beats the best of them. A NaN loss (a diverged arm) never
+    counts as the best unless every arm is NaN.
+    """
+    if not arms:
+        raise ValueError("arms is empty: give each compared arm's final loss")
+    finite = {a: v for a, v in arms.items() if not math.isnan(v)} or dict(arms)
+    best = min(finite, key=lambda a: finite[a])
+    return finite[best] - reference, best
 
 
 def mean_final_alpha(alpha: Mapping[str, Sequence[float]], suffixes: tuple[str, ...], index: int) -> float:

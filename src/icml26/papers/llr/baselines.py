@@ -18,6 +18,14 @@ different sizes).
 :class:`StaticLayerwiseLR` holds fixed multipliers per layer (no spectral fit), e.g. the
 *kind-static* control: every layer of a kind at that kind's mean LLR multiplier
 (:func:`~icml26.papers.llr.analysis.kind_means`).
+
+Two controls need nothing from a training run (a practitioner can apply them without LLR):
+
+* :func:`embed_head_layerwise_lr`: uniform AdamW except the embeddings and head, which run at
+  ``multiplier`` (LLR's ``r_max``) times the rate: LLR's embedding rule without any fit;
+* :func:`kind_static_step0_lr`: LLR's first assignment (the fit of the initial weights, where
+  alpha reflects only each matrix's aspect ratio) averaged per matrix kind and then held: no
+  refit ever sees a trained weight.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import numpy as np
 import torch
 
 from icml26.common.argcheck import check_int, check_real
+from icml26.papers.llr.analysis import kind_means
 from icml26.papers.llr.esd import FitMethod
 from icml26.papers.llr.layerwise import (
     EmbedPolicy,
@@ -41,8 +50,8 @@ from icml26.papers.llr.layerwise import (
     find_layers,
 )
 
-__all__ = ["ShuffledMultipliers", "StaticLayerwiseLR", "layer_kinds", "matrix_kind", "shuffled_layerwise_lr",
-           "uniform_layerwise_lr"]
+__all__ = ["KindMeans", "ShuffledMultipliers", "StaticLayerwiseLR", "embed_head_layerwise_lr",
+           "kind_static_step0_lr", "layer_kinds", "matrix_kind", "shuffled_layerwise_lr", "uniform_layerwise_lr"]
 
 _INDEX = re.compile(r"(?<=\.)\d+(?=\.)|^\d+(?=\.)|(?<=\.)\d+$|^\d+$")
 
@@ -255,3 +264,79 @@ def uniform_layerwise_lr(model: torch.nn.Module, optimizer: torch.optim.Optimize
                            embed_policy="base")
     return StaticLayerwiseLR(model, optimizer, total_steps=total_steps, default=multiplier, others=multiplier,
                              ramp_steps=ramp_steps, exclude=())
+
+
+def embed_head_layerwise_lr(model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, total_steps: int,
+                            multiplier: float = 3.0, ramp_steps: int = 0,
+                            exclude: Iterable[str] = ("embed", "head")) -> StaticLayerwiseLR:
+    """Uniform training except the embeddings and output head, which run at ``multiplier`` x the rate.
+
+    LLR does not fit embeddings and head and gives them ``r_max`` (the authors' rule); this control
+    keeps that rule and drops everything else, so every hidden matrix and the norms stay at the
+    base rate. A tied embedding/head is one param group and gets the multiplier once. The
+    multiplier is ramped in from 1 over ``ramp_steps`` (as LLR ramps in its first assignment).
+
+    Args:
+        model, optimizer, total_steps: as for :class:`LayerwiseLR` (one param group per layer).
+        multiplier: the embeddings' and head's multiplier (LLR's ``r_max``; shipped configs: 3).
+        ramp_steps: steps of the initial ramp (0: the multiplier from the first step).
+        exclude: name substrings of the head (every ``nn.Embedding`` counts as well).
+    """
+    multiplier = check_real(multiplier, "multiplier", low=0.0, low_open=True)
+    excluded = [name for name, (_, is_excluded) in find_layers(model, exclude=_substrings(exclude)).items()
+                if is_excluded]
+    if not excluded:
+        raise ValueError("the model has no embedding or head layer (no nn.Embedding and no module name containing "
+                         f"one of {tuple(_substrings(exclude))}); pass exclude= naming its head")
+    return StaticLayerwiseLR(model, optimizer, total_steps=total_steps, multipliers={n: multiplier for n in excluded},
+                             ramp_steps=ramp_steps, exclude=exclude)
+
+
+class KindMeans:
+    """A ``target_transform`` that replaces each layer's multiplier by its matrix kind's mean.
+
+    Args:
+        kinds: ``{layer: kind}`` (e.g. :func:`layer_kinds`); see
+            :func:`~icml26.papers.llr.analysis.kind_means`.
+    """
+
+    def __init__(self, kinds: Mapping[str, str]) -> None:
+        if not isinstance(kinds, Mapping):
+            raise TypeError(f"kinds must be a mapping {{layer: kind}}, got {type(kinds).__name__}")
+        self.kinds = dict(kinds)
+
+    def __call__(self, multipliers: dict[str, float]) -> dict[str, float]:
+        return kind_means(multipliers, self.kinds)
+
+
+def kind_static_step0_lr(
+    model: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    *,
+    total_steps: int,
+    r_min: float = 1.0,
+    r_max: float = 3.0,
+    ramp_steps: int = 20,
+    mapping: MapKind = "linear",
+    exclude: Iterable[str] = ("embed", "head"),
+    embed_policy: EmbedPolicy = "max",
+    method: FitMethod = "median",
+    xmin_pos: int = 2,
+    min_eigs: int = 50,
+) -> LayerwiseLR:
+    """LLR's first assignment, averaged per matrix kind and held for the whole run (no refit).
+
+    :class:`LayerwiseLR` fits at step 0, i.e. on the initial weights, where the ESD of an iid
+    matrix depends only on its aspect ratio; this control maps that fit onto ``[r_min, r_max]``
+    as LLR does, replaces each layer's multiplier by its kind's mean (:class:`KindMeans` over
+    :func:`layer_kinds`), ramps it in over ``ramp_steps`` and never fits again (``every`` is the
+    whole run). Embeddings and head follow ``embed_policy`` (``r_max`` by default, as in LLR).
+    A drop-in for :class:`LayerwiseLR` (same required arguments).
+    """
+    total_steps = check_int(total_steps, "total_steps", low=1)
+    kinds = layer_kinds(model, exclude=_substrings(exclude))
+    # every = total_steps and a full active window: the only fit is the one at step 0
+    return LayerwiseLR(model, optimizer, total_steps=total_steps, r_min=r_min, r_max=r_max, every=total_steps,
+                       ramp_steps=ramp_steps, active_fraction=1.0, mapping=mapping, exclude=exclude,
+                       embed_policy=embed_policy, method=method, xmin_pos=xmin_pos, min_eigs=min_eigs,
+                       target_transform=KindMeans(kinds))

@@ -13,19 +13,26 @@ rate of a small grid:
   no spectral fit (the control for "the map only sorts matrix kinds");
 * ``shuffled``: LLR's multipliers permuted within matrix kinds at every fit (rate-preserving:
   each kind keeps its multipliers: the control for "the fitted map's layer order matters");
+* ``embed-head`` (fit-free): uniform AdamW except the tied embedding/head at ``r_max``;
+* ``kind-static-step0`` (fit-free): LLR's step-0 assignment (the fit of the initial weights)
+  averaged per matrix kind and held, never refit;
 * ``LLR-mean``: LLR with the multipliers divided by their mean (ours, not the paper's; full only).
 
 ``uniform-matched`` and ``kind-static`` are read from the ``LLR`` run at the same base rate, so
-``LLR`` runs first. Reported: final validation loss, steps-to-target (the first evaluation at
-which a run's validation loss reaches the uniform run's final loss at the same base rate;
-speedup = steps / that step, 0 when never reached), the best-of-grid comparison, the alpha and
-multiplier trajectories per layer, and the wall time (LLR's overhead).
+``LLR`` runs first. The held-out text is split in two: the evaluation windows (every reported
+loss) and the tuning windows that follow them, on which the shared tuner picks each declared
+arm's base rate from the grid (the final loss of its run at each rate). Reported: final
+validation loss, steps-to-target (the first evaluation at which a run's validation loss reaches
+the uniform run's final loss at the same base rate; speedup = steps / that step, 0 when never
+reached), the best-of-grid comparison, each arm at its tuned rate, the alpha and multiplier
+trajectories per layer, and the wall time (LLR's overhead).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
+from dataclasses import replace
 import time
 from typing import Any
 
@@ -36,6 +43,7 @@ from icml26.common.schedule import warmup_cosine
 from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.llr.analysis import (
     best_rate,
+    gap_to_best,
     kind_means,
     mean_final_alpha,
     min_gap,
@@ -43,11 +51,19 @@ from icml26.papers.llr.analysis import (
     speedup,
     steps_to_target,
 )
-from icml26.papers.llr.claims import CHECKS
+from icml26.papers.llr.claims import ARMS, CHECKS
 from icml26.papers.llr.config import ARM_KINDS, Config
 from icml26.papers.llr.figures import plot
 
-__all__ = ["ARM_KINDS", "CHECKS", "Config", "STREAMS", "plot", "run"]
+__all__ = ["ARM_IDS", "ARM_KINDS", "CHECKS", "Config", "STREAMS", "plot", "run"]
+
+ARM_IDS: dict[str, str] = {"LLR": "llr", "uniform": "uniform", "uniform-matched": "uniform_matched",
+                           "kind-static": "kind_static", "shuffled": "shuffled", "embed-head": "embed_head",
+                           "kind-static-step0": "kind_static_step0"}
+"""The declared arm (``claims.ARMS``) of each arm kind; ``LLR-mean`` (full setting only) has none and
+is not tuned."""
+FIT_FREE = ("embed-head", "kind-static-step0")
+"""The arms that need no fit of a trained weight (the ``fit_free_gap`` check)."""
 
 STREAMS: dict[str, str] = {
     "batches": "the training data order, the same for every arm",
@@ -70,6 +86,8 @@ class ArmRun:
     valid: list[float]
     seconds: float
     history: dict | None
+    tune_loss: float = math.nan
+    """The final model's loss on the tuning windows (what the shared tuner selects the base rate on)."""
     multipliers: dict[str, float] = dataclasses.field(default_factory=dict)
     """Each layer's multiplier at the end of the run (empty for ``uniform``)."""
     mean_multiplier: float = 1.0
@@ -85,7 +103,14 @@ def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext,
     """One run from the shared initialisation and data order (``reference``: the LLR run at this
     rate, which sets the ``uniform-matched`` rate and the ``kind-static`` multipliers)."""
     from icml26.common.tiny_lm import build_model, evaluate_loss, random_windows
-    from icml26.papers.llr.baselines import StaticLayerwiseLR, layer_kinds, shuffled_layerwise_lr, uniform_layerwise_lr
+    from icml26.papers.llr.baselines import (
+        StaticLayerwiseLR,
+        embed_head_layerwise_lr,
+        kind_static_step0_lr,
+        layer_kinds,
+        shuffled_layerwise_lr,
+        uniform_layerwise_lr,
+    )
     from icml26.papers.llr.layerwise import LayerwiseLR, layerwise_param_groups
 
     model = build_model(data["model_config"], seed=ctx.seed).to(ctx.device)
@@ -101,6 +126,12 @@ def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext,
         llr = LayerwiseLR(model, optimizer, normalize="mean", **llr_kwargs)
     elif kind == "shuffled":
         llr = shuffled_layerwise_lr(model, optimizer, seed=cfg.shuffle_seed, within_kind=True, **llr_kwargs)
+    elif kind == "embed-head":
+        llr = embed_head_layerwise_lr(model, optimizer, total_steps=cfg.steps, multiplier=cfg.r_max,
+                                      ramp_steps=cfg.ramp_steps)
+    elif kind == "kind-static-step0":
+        llr = kind_static_step0_lr(model, optimizer, total_steps=cfg.steps, r_min=cfg.r_min, r_max=cfg.r_max,
+                                   ramp_steps=cfg.ramp_steps, min_eigs=cfg.min_eigs)
     elif kind in ("uniform-matched", "kind-static"):
         if reference is None:
             raise ValueError(f"arm {kind!r} needs the LLR run at the same base rate (run 'LLR' first)")
@@ -134,11 +165,50 @@ def _train(kind: str, base_lr: float, cfg: Config, data: dict, ctx: RunContext,
             eval_steps.append(step + 1)
             valid.append(evaluate_loss(model, data["valid"], context=cfg.context, max_batches=cfg.eval_batches))
     seconds = time.perf_counter() - start
+    tune_loss = evaluate_loss(model, data["tune"], context=cfg.context, max_batches=cfg.eval_batches)
     sizes = [sum(p.numel() for p in g["params"]) for g in optimizer.param_groups]
     groups = llr.group_multipliers() if llr is not None else [1.0] * len(sizes)
     return ArmRun(eval_steps, valid, seconds, llr.history.to_dict() if llr is not None else None,
-                  multipliers=llr.multipliers if llr is not None else {},
+                  tune_loss=tune_loss, multipliers=llr.multipliers if llr is not None else {},
                   mean_multiplier=parameter_weighted_mean(groups, sizes))
+
+
+def held_out_split(valid: torch.Tensor, *, context: int, eval_batches: int,
+                   batch_size: int = 32) -> tuple[torch.Tensor, torch.Tensor]:
+    """The held-out token stream split into evaluation and tuning windows: ``(evaluation, tuning)``.
+
+    ``evaluate_loss(model, valid, context=context, max_batches=eval_batches)`` reads the first
+    ``n = eval_batches * batch_size`` windows of ``context + 1`` tokens, i.e. tokens
+    ``[0, n * context]``; ``evaluation`` is exactly that stretch (the same loss, bit for bit) and
+    ``tuning`` is everything after it, so no token of a tuning window is scored in a reported loss.
+    Raises ``ValueError`` when the tuning part holds fewer than ``n`` windows.
+    """
+    n = eval_batches * batch_size
+    used = n * context + 1
+    evaluation, tuning = valid[:used], valid[used:]
+    if evaluation.numel() < used or (tuning.numel() - 1) // context < n:
+        raise ValueError(f"the held-out stream has {valid.numel()} tokens; evaluation and tuning windows need "
+                         f"{2 * used} ({n} windows of {context + 1} each); lower eval_batches or context")
+    return evaluation, tuning
+
+
+def tune_rates(config: Config, runs: dict[tuple[str, float], ArmRun], ctx: RunContext) -> dict[str, float]:
+    """Each declared arm's base rate, picked by the shared tuner on the tuning windows: ``{kind: rate}``.
+
+    Every arm goes through :meth:`RunContext.tune` with the same grid (``config.base_lrs``, every
+    point) and the same objective (its run's final loss on the tuning windows, lower is better);
+    the evaluation windows are never read. Arms without a declaration (``LLR-mean``) are skipped.
+    """
+    rates: dict[str, float] = {}
+    for kind in config.arms:
+        if kind not in ARM_IDS:
+            continue
+        declared = ARMS[ARM_IDS[kind]]
+        arm = replace(declared, space={**declared.space, "base_lr": tuple(config.base_lrs)},
+                      trials=len(config.base_lrs))
+        chosen = ctx.tune(arm, lambda p, k=kind: runs[(k, p["base_lr"])].tune_loss, maximize=False)
+        rates[kind] = float(chosen["base_lr"])
+    return rates
 
 
 def _initial_loss(cfg: Config, data: dict, ctx: RunContext) -> float:
@@ -196,6 +266,35 @@ def _metrics(config: Config, runs: dict[tuple[str, float], ArmRun]) -> dict[str,
     return metrics
 
 
+def _tuned_metrics(tuned: dict[str, float], runs: dict[tuple[str, float], ArmRun]) -> dict[str, dict[str, float]]:
+    """One row per tuned arm (``"<arm> tuned"``): its tuned base rate, its final loss there (evaluation
+    windows) and its loss on the tuning windows (what the rate was selected on)."""
+    return {f"{kind} tuned": {"final_val_loss": runs[(kind, lr)].final, "tuned_lr": lr,
+                              "tune_loss": runs[(kind, lr)].tune_loss} for kind, lr in tuned.items()}
+
+
+def step0_kind_multipliers(history: dict) -> dict[str, float]:
+    """The multiplier each matrix kind gets at the first fit, by the layer name's last part
+    (``q_proj``, …, ``embed_tokens``): what :func:`kind_static_step0_lr` holds, as a table."""
+    by_kind: dict[str, list[float]] = {}
+    for name, targets in history["target"].items():
+        by_kind.setdefault(name.rsplit(".", 1)[-1], []).append(targets[0])
+    return {kind: float(np.mean(values)) for kind, values in by_kind.items()}
+
+
+def _fit_free_note(config: Config, tuned: dict[str, float], at_tuned: dict[str, float],
+                   runs: dict[tuple[str, float], ArmRun]) -> str:
+    """The fit-free recipe in numbers: the better fit-free arm at its tuned rate against LLR at its own."""
+    best = min(FIT_FREE, key=lambda kind: at_tuned[kind])
+    table = step0_kind_multipliers(runs[("kind-static-step0", tuned["kind-static-step0"])].history)
+    recipe = {"embed-head": f"uniform AdamW with the embedding/head at {config.r_max:g}x",
+              "kind-static-step0": "fixed per-kind multipliers from the step-0 fit (listed below)"}[best]
+    return (f"Fit-free recipe: {recipe}, base rate {tuned[best]:g}: {at_tuned[best]:.3f} against LLR's "
+            f"{at_tuned['LLR']:.3f} at {tuned['LLR']:g} (LLR minus it {at_tuned[best] - at_tuned['LLR']:+.3f} nats) "
+            f"and uniform's {at_tuned['uniform']:.3f} at {tuned['uniform']:g}. Step-0 kind multipliers: "
+            + ", ".join(f"{k} x{v:.2f}" for k, v in table.items()) + ".")
+
+
 def _curves(config: Config, runs: dict[tuple[str, float], ArmRun]) -> dict[str, Any]:
     smallest = config.base_lrs[0]
     curves: dict[str, Any] = {
@@ -235,7 +334,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     train_ids, valid_ids = encode_corpus(tokenizer, corpus)
     model_config = TinyLMConfig(arch="llama", vocab_size=config.vocab_size, d_model=config.d_model,
                                 n_layers=config.n_layers, n_heads=config.n_heads, context=config.context)
-    data = {"train": train_ids, "valid": valid_ids, "model_config": model_config}
+    evaluation_ids, tuning_ids = held_out_split(valid_ids, context=config.context, eval_batches=config.eval_batches)
+    data = {"train": train_ids, "valid": evaluation_ids, "tune": tuning_ids, "model_config": model_config}
     data["initial_valid"] = _initial_loss(config, data, ctx)
     ctx.provenance["corpus_sha256"] = corpus.sha256
     ctx.provenance["train_tokens"] = int(train_ids.numel())
@@ -267,6 +367,24 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             gap, note="gaps by rate: " + ", ".join(f"{lr:g}: {g:+.3f}" for lr, g in gaps.items()) + extra))
     checks.append(CHECKS["uniform_gap_smallest_rate"].measure(small_gap, note=f"smallest base rate {smallest:g}"))
 
+    # -- checks: LLR against the fit-free arms, every arm at its base rate tuned on the tuning windows ----
+    tuned = tune_rates(config, runs, ctx)
+    at_tuned = {kind: runs[(kind, lr)].final for kind, lr in tuned.items()}
+    metrics.update(_tuned_metrics(tuned, runs))
+    for kind, check_id in (("embed-head", "embed_head_gap"), ("kind-static-step0", "kind_static_step0_gap")):
+        if kind not in tuned:
+            checks.append(CHECKS[check_id].not_measured(f"arm {kind!r} not run"))
+            continue
+        checks.append(CHECKS[check_id].measure(
+            at_tuned[kind] - at_tuned["LLR"],
+            note=f"LLR {at_tuned['LLR']:.3f} at {tuned['LLR']:g}, {kind} {at_tuned[kind]:.3f} at {tuned[kind]:g}"))
+    if all(kind in tuned for kind in FIT_FREE):
+        gap, best_free = gap_to_best(at_tuned["LLR"], {kind: at_tuned[kind] for kind in FIT_FREE})
+        checks.append(CHECKS["fit_free_gap"].measure(
+            gap, note=f"the better fit-free arm: {best_free} ({at_tuned[best_free]:.3f} at {tuned[best_free]:g})"))
+    else:
+        checks.append(CHECKS["fit_free_gap"].not_measured("the fit-free arms were not both run"))
+
     curves = _curves(config, runs)
 
     # -- notes (wall times live here and in provenance: metrics must repeat exactly per seed) -
@@ -283,7 +401,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         f"{best['uniform_final_val_loss']:.3f} (lr={best['uniform_best_lr']:g}); the paper's speedup is 1.5x, here "
         f"{best['speedup_vs_uniform']:.2f}x (0 = never reached uniform's final loss).",
     ]
-    for arm in ("uniform-matched", "kind-static", "shuffled"):
+    for arm in ("uniform-matched", "kind-static", "shuffled", *FIT_FREE):
         if arm in config.arms:
             notes.append(f"LLR minus {arm} by base rate (nats, positive = LLR better): " + ", ".join(
                 f"{lr:g}: {finals[arm][lr] - finals['LLR'][lr]:+.3f}" for lr in config.base_lrs) + ".")
@@ -291,6 +409,10 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         notes.append(f"Best LLR ({best['llr_final_val_loss']:.3f}) vs uniform AdamW tuned over the grid and the "
                      f"matched rates ({best['uniform_any_final_val_loss']:.3f} at lr={best['uniform_any_best_lr']:.4g}): "
                      f"{best['gain_vs_uniform_any']:+.3f} nats.")
+    notes.append("Base rate tuned on the tuning windows, and the final loss there on the evaluation windows: " + ", ".join(
+        f"{kind} {tuned[kind]:g} ({at_tuned[kind]:.3f})" for kind in tuned) + ".")
+    if all(kind in tuned for kind in FIT_FREE):
+        notes.append(_fit_free_note(config, tuned, at_tuned, runs))
     losing = [lr for lr in config.base_lrs if metrics[_label("LLR", lr)]["gain_vs_uniform"] < 0]
     if losing:
         notes.append("LLR is worse than uniform at base rate(s) " + ", ".join(f"{lr:g}" for lr in losing)

@@ -8,7 +8,9 @@ from icml26.plotting import subplots, values
 
 __all__ = ["plot"]
 
-COLOURS = {"LLR": "#d62728", "uniform": "#1f77b4", "shuffled": "#7f7f7f", "LLR-mean": "#ff7f0e"}
+COLOURS = {"LLR": "#d62728", "uniform": "#1f77b4", "shuffled": "#7f7f7f", "LLR-mean": "#ff7f0e",
+           "uniform-matched": "#17becf", "kind-static": "#9467bd", "embed-head": "#2ca02c",
+           "kind-static-step0": "#8c564b"}
 
 
 def _layer_style(name: str) -> dict[str, Any]:
