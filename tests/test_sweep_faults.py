@@ -251,3 +251,25 @@ def test_ctrl_c_stops_a_sweep_at_once_and_keeps_and_aggregates_the_finished_seed
     assert resumed.returncode == 0, resumed.stderr[-800:]
     assert f"{4 - len(kept)} seed(s)" in resumed.stderr
     assert json.loads((tmp_path / "subspace_path" / "result.json").read_text())["seeds"] == list(range(4))
+
+
+def test_sigterm_unwinds_a_sweep_like_ctrl_c_with_its_own_exit_code(tmp_path):
+    """SIGTERM (a scheduler's stop, `timeout`, `kill`) to a sweep's driver: the finished seeds are
+    aggregated and named, the workers stopped, no temporary file left, exit 143 and 'terminated'."""
+    cmd = [sys.executable, "-m", "icml26", "run", "subspace_path", "--tiny", "--seeds", "0-3", "--workers", "2",
+           "--out", str(tmp_path), "--no-progress"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    seeds = tmp_path / "subspace_path" / "seeds"
+    deadline = time.time() + 240
+    while not list(seeds.glob("*/result.json")) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    workers = _children(proc.pid)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 143, (proc.returncode, err[-500:])
+    kept = sorted(int(p.parent.name) for p in seeds.glob("*/result.json"))
+    assert kept and "icml26: terminated;" in err and f"seeds {kept} are kept" in err, err[-500:]
+    assert not list(tmp_path.rglob("*.tmp")), "a temporary file was left behind"
+    time.sleep(2)
+    assert not [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in
+                Path(f"/proc/{w}/status").read_text().lower()], "a worker outlived SIGTERM"

@@ -6,6 +6,7 @@ import argparse
 import json
 import logging
 import re
+import signal
 import sys
 import time
 import traceback
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from icml26 import registry
+from icml26.atomic import Terminated, sigterm_as_interrupt
 
 __all__ = ["main"]
 
@@ -467,6 +469,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger("icml26.progress").setLevel(logging.INFO)
     if getattr(args, "command", None) == "run":
         args.seed = 0 if args.seed_given is None else args.seed_given
+    with sigterm_as_interrupt() as terminated:
+        code = _dispatch(args, terminated)
+    return 128 + signal.SIGTERM if terminated and code == 130 else code
+
+
+def _dispatch(args: argparse.Namespace, terminated: Sequence[int] = ()) -> int:
     try:
         return args.func(args)
     except CliError as exc:
@@ -480,10 +488,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(devnull, sys.stdout.fileno())
         return 0
     except KeyboardInterrupt as exc:
+        from icml26.atomic import WrittenBeforeStop
         from icml26.sweep import SweepInterrupted
 
-        said = str(exc) if isinstance(exc, SweepInterrupted) else "nothing was written for the run in progress"
-        print(f"icml26: interrupted; {said}", file=sys.stderr)
+        said = (str(exc) if isinstance(exc, (SweepInterrupted, WrittenBeforeStop))
+                else "nothing was written for the run in progress")
+        stopped = "terminated" if terminated or isinstance(exc, Terminated) else "interrupted"
+        print(f"icml26: {stopped}; {said}", file=sys.stderr)
         return 130
     except Exception:
         traceback.print_exc()

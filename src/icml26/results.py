@@ -33,7 +33,6 @@ import json
 import math
 import os
 import re
-import tempfile
 from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
@@ -42,6 +41,12 @@ from icml26.aggregate import check_aggregate as _check_aggregate
 from icml26.aggregate import claim_status as _claim_status
 from icml26.aggregate import role_counts as _role_counts
 from icml26.aggregate import verdict as _verdict
+from icml26.atomic import (
+    WrittenBeforeStop,
+    atomic_write_bytes,
+    atomic_write_text,
+    write_together,
+)
 from icml26.contract import OPS, ROLES, Check, Outcome, check
 
 if TYPE_CHECKING:  # served by __getattr__ at the bottom (icml26.report imports this module)
@@ -53,8 +58,10 @@ __all__ = [
     "Result",
     "ResultError",
     "SCHEMA_VERSION",
+    "WrittenBeforeStop",
     "atomic_write_bytes",
     "atomic_write_text",
+    "write_together",
     "check",
     "load_result",
     "report",
@@ -114,31 +121,6 @@ class Result:
 # ---------------------------------------------------------------------------
 # Writing
 # ---------------------------------------------------------------------------
-def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
-    """Write ``data`` to ``path`` through a temporary file and a rename."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        # mkstemp creates 0600; a result file is meant to be read by everyone (umask applies)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Text version of :func:`atomic_write_bytes` (UTF-8)."""
-    atomic_write_bytes(path, text.encode("utf-8"))
-
-
 # ---------------------------------------------------------------------------
 # Validation
 # ---------------------------------------------------------------------------

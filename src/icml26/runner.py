@@ -42,10 +42,9 @@ from icml26.results import (
     SCHEMA_VERSION,
     Result,
     _json_default,
-    atomic_write_bytes,
-    atomic_write_text,
     config_hash,
     validate,
+    write_together,
 )
 from icml26.seeds import aggregate_folder, parse_seeds, seeds_in
 
@@ -378,15 +377,13 @@ def arms_record(declared: Mapping[str, Any], tuning: Mapping[str, Mapping[str, A
 
 
 def write_result(folder: Path, data: Mapping[str, Any], figures: Mapping[str, bytes]) -> Path:
-    """Write the PNGs, then ``result.json`` (atomically), into ``folder``; remove stale PNGs there."""
-    for name, png in figures.items():
-        atomic_write_bytes(folder / name, png)
-    path = folder / "result.json"
-    atomic_write_text(path, _dumps(data))
-    for stale in folder.glob("*.png"):
-        if stale.name not in figures:
-            stale.unlink()
-    return path
+    """Write the PNGs and ``result.json`` into ``folder`` as one unit (:func:`~icml26.results.write_together`:
+    all staged first, then renamed with ``result.json`` last and interrupts held); remove stale PNGs there."""
+    folder = Path(folder)
+    files = {**figures, "result.json": _dumps(data).encode("utf-8")}
+    stale = [p.name for p in folder.glob("*.png") if p.name not in figures] if folder.is_dir() else []
+    write_together(folder, files, last="result.json", remove=stale)
+    return folder / "result.json"
 
 
 def _dumps(data: Mapping[str, Any]) -> str:
