@@ -1,5 +1,6 @@
 """The CLI through its real entry points: `main([...])` and `python -m icml26`."""
 
+import errno
 import json
 import shutil
 import subprocess
@@ -8,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from icml26 import registry
+from icml26 import cli, registry
 from icml26.cli import main
 
 FIXTURE = Path(__file__).parent / "fixtures" / "result_fixture.json"
@@ -207,6 +208,20 @@ def test_internal_error_is_not_reported_as_a_user_error(fake_paper, tmp_path, ca
     assert main(["run", "zz_fake", "--out", str(tmp_path), "fail=true"]) == 1
     err = capsys.readouterr().err
     assert "internal error" in err and "asked to fail" in err
+
+
+@pytest.mark.parametrize("code,text", [(errno.ENOSPC, "No space left on device"),
+                                       (errno.EROFS, "Read-only file system"),
+                                       (errno.EACCES, "Permission denied")])
+def test_a_refusal_of_the_machine_is_one_line_with_its_own_exit_code(code, text, monkeypatch, capsys):
+    """A full disk, a read-only or forbidden folder is not a bug of icml26: one line naming the file, exit 3."""
+    def refused(args):
+        raise OSError(code, text, "/results/x/result.json")
+
+    monkeypatch.setattr(cli, "_cmd_report", refused)
+    assert main(["report"]) == cli.EXIT_ENVIRONMENT == 3
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and text in err and "/results/x/result.json" in err and "Traceback" not in err
 
 
 def test_info_shows_roles_status_units_and_arms(capsys):
