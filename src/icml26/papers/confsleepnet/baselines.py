@@ -25,6 +25,7 @@ from typing import Sequence
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int
 from icml26.papers.confsleepnet.opinion import Opinion, same_categories
 
 __all__ = ["LateFusionNet", "fuse_average", "fuse_dempster"]
@@ -67,6 +68,7 @@ class LateFusionNet(nn.Module):
     def __init__(self, encoders: Sequence[nn.Module], channel_groups: Sequence[Sequence[int]],
                  num_classes: int = 5) -> None:
         super().__init__()
+        check_int(num_classes, "num_classes", low=1)
         if len(encoders) != len(channel_groups) or not encoders:
             raise ValueError("give one channel group per encoder (and at least one encoder)")
         if any(not isinstance(getattr(e, "out_features", None), int) for e in encoders):

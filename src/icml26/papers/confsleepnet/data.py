@@ -31,7 +31,7 @@ import numpy as np
 from scipy.ndimage import uniform_filter1d
 from scipy.special import expit
 
-from icml26.common.argcheck import check_int, check_real
+from icml26.common.argcheck import check_int, check_real, require_finite
 
 __all__ = [
     "CHANNELS",
@@ -103,6 +103,7 @@ class PSGData:
             raise ValueError(f"signals have {signals.shape[2]} channels but channel_names lists "
                              f"{len(self.channel_names)}")
         check_real(self.sampling_rate, "sampling_rate", low=0.0, low_open=True)
+        require_finite(signals, "signals", hint="interpolate or drop those epochs first")
 
     def subset(self, subjects: Sequence[int] | slice) -> "PSGData":
         """The nights of the chosen subjects."""

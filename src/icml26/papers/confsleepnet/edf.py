@@ -23,7 +23,7 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from icml26.common.argcheck import check_real
+from icml26.common.argcheck import check_real, require_finite
 from icml26.common.extras import require
 
 __all__ = ["AASM_STAGE_MAP", "SLEEP_EDF_STAGE_MAP", "Recording", "load_edf_recording"]
@@ -67,6 +67,8 @@ class Recording:
             raise ValueError(f"signals have {signals.shape[1]} channels but channel_names lists "
                              f"{len(self.channel_names)}")
         check_real(self.sampling_rate, "sampling_rate", low=0.0, low_open=True)
+        require_finite(signals, "signals", hint="interpolate or drop those epochs first")
+        require_finite(self.onsets, "onsets", hint="give each epoch's start in seconds")
 
 
 def load_edf_recording(psg_path: str | os.PathLike, hypnogram_path: str | os.PathLike | None = None, *,

@@ -45,6 +45,7 @@ from typing import Callable, Literal, Sequence
 import torch
 from torch import Tensor
 
+from icml26.common.argcheck import require_finite
 from icml26.papers.confsleepnet.baselines import fuse_average, fuse_dempster
 from icml26.papers.confsleepnet.opinion import Opinion, same_categories
 
@@ -86,8 +87,17 @@ def common_partition(m1: Tensor, m2: Tensor) -> Tensor:
     """The join of two partitions given as ``(..., K, K)`` same-category matrices: stages ``i`` and
     ``j`` share a common category when a chain of categories of either partition links them
     (the transitive closure of ``m1 OR m2``). Returns ``(..., K, K)`` 0/1 in ``m1``'s dtype."""
+    for name, m in (("m1", m1), ("m2", m2)):
+        if not isinstance(m, Tensor):
+            raise TypeError(f"{name} must be a (..., K, K) tensor (see partition_matrix), got {type(m).__name__}")
+        require_finite(m, name, hint="a partition matrix holds 0/1 (see partition_matrix)")
     if m1.shape[-2:] != m2.shape[-2:] or m1.shape[-1] != m1.shape[-2]:
         raise ValueError(f"partition matrices must be (..., K, K) alike, got {tuple(m1.shape)} and {tuple(m2.shape)}")
+    return _join(m1, m2)
+
+
+def _join(m1: Tensor, m2: Tensor) -> Tensor:
+    """:func:`common_partition` of checked partition matrices."""
     joined = ((m1 > 0) | (m2 > 0)).to(m1.dtype)
     # closure by repeated squaring: paths of length <= 2^r after r squarings
     for _ in range(max(1, math.ceil(math.log2(max(2, m1.shape[-1]))))):
@@ -109,8 +119,15 @@ def conflict_in_common_space(op1: Opinion, op2: Opinion, partition1: Tensor, par
         if not isinstance(m, Tensor) or m.shape[-2:] != (k, k):
             raise ValueError(f"{name} must be a (..., {k}, {k}) tensor (see partition_matrix), "
                              f"got {tuple(getattr(m, 'shape', ()))}")
+        require_finite(m, name, hint="a partition matrix holds 0/1 (see partition_matrix)")
+    return _conflict_in_common_space(op1, op2, partition1, partition2)
+
+
+def _conflict_in_common_space(op1: Opinion, op2: Opinion, partition1: Tensor, partition2: Tensor) -> Tensor:
+    """:func:`conflict_in_common_space` of checked operands (the fold of :func:`aggregate`)."""
+    k = op1.num_classes
     b1, b2 = op1.belief, op2.belief
-    common = common_partition(partition1.to(b1), partition2.to(b1))
+    common = _join(partition1.to(b1), partition2.to(b1))
     mass = b1.sum(-1) * b2.sum(-1)
     # sum_{i,j} b1_i M_ij b2_j
     agreement = torch.einsum("...i,...ij,...j->...", b1, common.expand(*b1.shape[:-1], k, k), b2)
@@ -244,7 +261,7 @@ def aggregate(opinions: Sequence[Opinion], rule: str | FusionRule = "conflict_aw
     for v, op in enumerate(opinions[1:], start=1):
         other = partitions[v]
         fused = fuse_conflict_aware(
-            fused, op, conflict_fn=lambda a, b, m1=part, m2=other: conflict_in_common_space(a, b, m1, m2))
+            fused, op, conflict_fn=lambda a, b, m1=part, m2=other: _conflict_in_common_space(a, b, m1, m2))
         # the fused opinion resolves what either operand resolves: the meet of the partitions
         part = part * other
     return fused

@@ -15,6 +15,8 @@ from typing import Sequence
 
 import numpy as np
 
+from icml26.common.argcheck import check_int, check_real
+
 __all__ = ["accuracy", "accuracy_coverage_curve", "cohen_kappa", "confusion_matrix", "macro_f1",
            "selective_accuracy"]
 
@@ -43,8 +45,10 @@ def _labels(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
 def confusion_matrix(y_true, y_pred, num_classes: int | None = None) -> np.ndarray:
     """``M[i, j]`` = number of epochs of true class ``i`` predicted as ``j``, ``(K, K)``."""
     t, p = _labels(y_true, y_pred)
+    if num_classes is not None:
+        check_int(num_classes, "num_classes", low=1)
     k = int(max(t.max(), p.max()) + 1) if num_classes is None else int(num_classes)
-    if num_classes is not None and (isinstance(num_classes, bool) or k != num_classes or k <= max(t.max(), p.max())):
+    if num_classes is not None and k <= max(t.max(), p.max()):
         raise ValueError(f"num_classes={num_classes!r} must be an integer above every label "
                          f"(largest label {max(t.max(), p.max())})")
     return np.bincount(t * k + p, minlength=k * k).reshape(k, k)
@@ -85,6 +89,7 @@ def selective_accuracy(correct, uncertainty, coverage: float) -> float:
         uncertainty: ``(n,)`` the score to rank by (lower = kept first).
         coverage: share kept, in ``(0, 1]``.
     """
+    check_real(coverage, "coverage", low=0.0, low_open=True, high=1.0)
     return accuracy_coverage_curve(correct, uncertainty, [coverage])[0]
 
 
@@ -105,9 +110,8 @@ def accuracy_coverage_curve(correct, uncertainty, coverages: Sequence[float]) ->
     ranked = ok[np.argsort(u, kind="stable")]
     cumulative = np.cumsum(ranked)
     out = []
-    for c in coverages:
-        if not 0 < c <= 1:
-            raise ValueError(f"coverage={c} must be in (0, 1]")
+    for i, c in enumerate(coverages):
+        check_real(c, f"coverages[{i}]", low=0.0, low_open=True, high=1.0)
         keep = max(1, math.ceil(c * ok.size - 1e-9))
         out.append(float(cumulative[keep - 1] / keep))
     return out

@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from icml26.common.argcheck import check_int, check_real
-from icml26.papers.confsleepnet.fusion import FusionRule, aggregate
+from icml26.papers.confsleepnet.fusion import FUSION_RULES, FusionRule, aggregate
 from icml26.papers.confsleepnet.opinion import FIVE_TO_THREE, STAGES, Opinion, lift, lifting_matrix
 
 __all__ = ["ConfSleepNet", "EpochCNN", "EpochEncoder", "ViewSpec", "default_views"]
@@ -78,6 +78,8 @@ def default_views(eeg: int = 0, eog: int = 1, emg: int = 2, *, eog_five_class: b
 
     ``eog_five_class=True`` gives the ablation with a five-class EOG head.
     """
+    for name, channel in (("eeg", eeg), ("eog", eog), ("emg", emg)):
+        check_int(channel, name, low=0)
     eog_view = ViewSpec.five_class("eog", (eog,)) if eog_five_class else ViewSpec.hybrid("eog", (eog,))
     return (ViewSpec.five_class("eeg", (eeg,)), eog_view, ViewSpec.hybrid("emg", (emg,)),
             ViewSpec.five_class("fused", (eeg, eog, emg)))
@@ -165,6 +167,11 @@ class ConfSleepNet(nn.Module):
                  rule: str | FusionRule = "conflict_aware",
                  order: Literal["uncertainty", "given"] = "uncertainty") -> None:
         super().__init__()
+        if isinstance(rule, str) and rule not in FUSION_RULES or not isinstance(rule, str) and not callable(rule):
+            raise ValueError(f"rule={rule!r} must be one of {', '.join(FUSION_RULES)} or a callable "
+                             f"(Opinion, Opinion) -> Opinion")
+        if order not in ("uncertainty", "given"):
+            raise ValueError(f"order={order!r} must be 'uncertainty' or 'given'")
         self.views = tuple(views) if views is not None else default_views()
         if not all(isinstance(v, ViewSpec) for v in self.views):
             raise TypeError("views must be ViewSpec objects (ViewSpec.five_class / ViewSpec.hybrid)")

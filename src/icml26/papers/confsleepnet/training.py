@@ -17,7 +17,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from icml26.common.argcheck import check_int, check_real
+from icml26.common.argcheck import check_int, check_real, require_finite
 from icml26.common.progress import progress
 from icml26.papers.confsleepnet.loss import edl_loss
 from icml26.papers.confsleepnet.model import ConfSleepNet
@@ -139,6 +139,7 @@ def predict_in_batches(fn, signals, *, batch_size: int = 1024, device: torch.dev
     x = torch.as_tensor(np.asarray(signals, dtype=np.float32) if not isinstance(signals, Tensor) else signals)
     if x.ndim < 1 or len(x) == 0:
         raise ValueError("signals is empty: nothing to predict")
+    require_finite(x, "signals", hint="clean them first (normalize_recordings refuses them too)")
     outs = [fn(x[i:i + batch_size].to(device) if device is not None else x[i:i + batch_size])
             for i in range(0, len(x), batch_size)]
     if isinstance(outs[0], dict):
