@@ -23,6 +23,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml26.common.argcheck import check_int, check_real
 from icml26.common.config import validate_numbers
 from icml26.common.progress import progress
 from icml26.common.schedule import warmup_cosine
@@ -105,16 +106,14 @@ class DistillConfig:
     """Peak AdamW learning rate (cosine decay)."""
 
     def __post_init__(self) -> None:
-        validate_numbers(self)
         for name in ("horizon", "n_sequences", "d_model", "n_layers", "n_heads", "steps", "batch_size"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+            check_int(getattr(self, name), name, low=1)
+        check_real(self.lr, "lr", low=0.0, low_open=True)
+        validate_numbers(self)
         if self.n_sequences < 3:
             raise ValueError(f"n_sequences={self.n_sequences} must be at least 3 (a third of each kind)")
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} must be divisible by n_heads={self.n_heads}")
-        if self.lr <= 0:
-            raise ValueError(f"lr={self.lr} must be positive")
 
 
 def training_histories(model: NextTokenModel, teacher: NextTokenModel, loss: np.ndarray, beta: float,
@@ -145,11 +144,13 @@ def distill(
 ) -> TorchNextTokenModel:
     """Train a :class:`TinyCausalTransformer` to match ``teacher``'s conditionals on ``histories``.
 
-    ``histories``: ``(n, T)`` token ids with n ≥ 1 and T ≤ ``cfg.horizon``.
+    ``histories``: ``(n, T)`` token ids with n ≥ 1 and T ≤ ``cfg.horizon``; ``seed`` ≥ 0 seeds the
+    student's initialisation and its batches.
     """
     _check_model(teacher, "teacher")
     if not isinstance(cfg, DistillConfig):
         raise TypeError(f"cfg must be a DistillConfig, got {type(cfg).__name__}")
+    seed = check_int(seed, "seed", low=0)
     histories = _tokens("histories", histories, teacher.n_tokens)
     if histories.ndim != 2 or histories.shape[0] < 1 or not 1 <= histories.shape[1] <= cfg.horizon:
         raise ValueError(f"histories must be (n >= 1, T <= cfg.horizon = {cfg.horizon}) tokens, got {histories.shape}")

@@ -99,7 +99,9 @@ def check_loss(loss: np.ndarray) -> np.ndarray:
     loss = _as_array("loss", loss)
     if loss.ndim != 2 or min(loss.shape) < 1:
         raise ValueError(f"loss must be a 2-D (n_actions, n_tokens) matrix, got shape {loss.shape}")
-    if not np.isfinite(loss).all() or loss.min() < 0 or loss.max() > 1:
+    if not np.isfinite(loss).all():
+        raise ValueError("loss holds NaN or inf; pass a finite matrix with entries in [0, 1]")
+    if loss.min() < 0 or loss.max() > 1:
         raise ValueError("loss entries must lie in [0, 1] (rescale the matrix first)")
     return loss
 

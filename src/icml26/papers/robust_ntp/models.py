@@ -17,7 +17,7 @@ from typing import Protocol, Sequence, runtime_checkable
 import numpy as np
 import torch
 
-from icml26.papers.robust_ntp.learner import _count, _generator, _tokens
+from icml26.papers.robust_ntp.learner import _count, _generator, _real, _tokens
 
 __all__ = [
     "IIDModel",
@@ -138,7 +138,7 @@ class MarkovModel:
     @classmethod
     def sticky(cls, n_tokens: int = 3, stay: float = 0.8) -> "MarkovModel":
         """Repeat the last token with probability ``stay``, otherwise draw uniformly (``n_tokens`` >= 2)."""
-        n_tokens = _count("n_tokens", n_tokens, 2)
+        n_tokens, stay = _count("n_tokens", n_tokens, 2), _real("stay", stay)
         if not 0 <= stay <= 1:
             raise ValueError(f"stay={stay} must be in [0, 1]")
         transition = np.full((n_tokens, n_tokens), (1 - stay) / n_tokens) + stay * np.eye(n_tokens)

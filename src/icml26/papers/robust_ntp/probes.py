@@ -215,3 +215,49 @@ HOSTILE = [
     Probe("windowed_robustified: negative window", lambda: windowed_robustified(_sticky(), L, 1.0, 1.0, window=-2),
           match="window"),
 ]
+
+
+def _tiny_cfg() -> DistillConfig:
+    return DistillConfig(horizon=4, n_sequences=3, d_model=8, n_layers=1, n_heads=2, steps=1, batch_size=2)
+
+
+VALID = {
+    "DistillConfig": lambda: ((), {"horizon": 4, "n_sequences": 3, "d_model": 8, "n_layers": 1, "n_heads": 2,
+                                   "steps": 1, "batch_size": 2, "lr": 1e-3}),
+    "EpsilonGreedy": lambda: ((0.1,), {}),
+    "IIDModel": lambda: ((np.array([0.2, 0.3, 0.5]),), {}),
+    "ImitateThenSwitch": lambda: ((_sticky(), 2), {}),
+    "MarkovModel": lambda: ((np.full((3, 3), 1 / 3),), {"initial": np.array([0.2, 0.3, 0.5])}),
+    "Robustified": lambda: ((_sticky(), L.copy(), 1.0, 2.0), {}),
+    "TinyCausalTransformer": lambda: ((3, 8), {"d_model": 16, "n_layers": 1, "n_heads": 2}),
+    "TorchNextTokenModel": lambda: ((TinyCausalTransformer(3, 8, d_model=8, n_layers=1, n_heads=2), 3),
+                                    {"bos": 3}),
+    "Windowed": lambda: ((_sticky(), 2), {}),
+    "azuma_trigger_bound": lambda: ((10, 5.0, 2.0, 3), {}),
+    "conditionals": lambda: ((_sticky(), [0, 1, 2]), {}),
+    "distill": lambda: ((_sticky(), np.zeros((3, 4), dtype=np.int64), _tiny_cfg()), {"seed": 0}),
+    "hedge_weights": lambda: (([0, 1], L.copy(), 0.5), {}),
+    "log_likelihood": lambda: ((_sticky(), [0, 1]), {}),
+    "per_position_tv": lambda: ((_sticky(), IIDModel(_UNIFORM), np.array([[0, 1, 2]])), {}),
+    "play": lambda: ((_sticky(), Greedy(), 4, L.copy(), 1.0), {"rng": 0}),
+    "regret": lambda: ((np.full((2, 3), 1 / 3), [0, 1], L.copy()), {}),
+    "regret_bound": lambda: ((10, 5.0, 2.0, 3), {}),
+    "running_regret": lambda: ((np.full((2, 3), 1 / 3), np.array([0, 1]), L.copy(), 1.0), {}),
+    "sample_sequences": lambda: ((_sticky(), 2, 3, 0), {}),
+    "smoothed_best_response": lambda: ((_UNIFORM.copy(), L.copy(), 1.0), {}),
+    "training_histories": lambda: ((_sticky(), Robustified(_sticky(), L, 1.0, 2.0), L.copy(), 1.0, _tiny_cfg(), 0),
+                                   {}),
+    "tv_distance_mc": lambda: ((_sticky(), _sticky(), 3, 2, 0), {}),
+    "unrobustified": lambda: ((_sticky(), L.copy(), 1.0, 2.0), {}),
+    "windowed": lambda: ((_sticky(), 2), {}),
+    "windowed_robustified": lambda: ((_sticky(), L.copy(), 1.0, 2.0), {"window": 2}),
+}
+
+NOT_WALKED = {
+    "Adversary": "a typing.Protocol (the interface of an opponent), not instantiable; the adversaries "
+                 "(Cycling, EpsilonGreedy, ImitateThenSwitch) and play are walked",
+    "NextTokenModel": "a typing.Protocol (the interface of a model), not instantiable; IIDModel, MarkovModel, "
+                      "TorchNextTokenModel, Windowed and Robustified are walked",
+    "PlayResult": "a result record filled by play() (walked); HOSTILE 'PlayResult: rounds disagree' checks "
+                  "that its arrays cover the same rounds",
+}
