@@ -18,6 +18,8 @@ from typing import Collection, Iterable, Sequence
 
 import numpy as np
 
+from icml26.common.argcheck import check_int
+
 __all__ = [
     "ChairScores",
     "chair",
@@ -109,10 +111,11 @@ def pope_scores(predicted_yes: Sequence[bool], answer_yes: Sequence[bool]) -> di
 def top_k_mask(values: np.ndarray, k: int) -> np.ndarray:
     """Boolean mask of the ``k`` largest entries along the last axis (ties go to the lower index)."""
     v = np.asarray(values, dtype=np.float64)
+    k = check_int(k, "k")
     if v.ndim < 1 or not 1 <= k <= v.shape[-1]:
         raise ValueError(f"k={k} must lie in [1, {v.shape[-1] if v.ndim else 0}]")
     if not np.isfinite(v).all():
-        raise ValueError("values must be finite")
+        raise ValueError("values must be finite (they hold NaN or inf)")
     order = np.argsort(-v, axis=-1, kind="stable")[..., :k]
     mask = np.zeros(v.shape, dtype=bool)
     np.put_along_axis(mask, order, True, axis=-1)

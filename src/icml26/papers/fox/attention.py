@@ -39,6 +39,7 @@ from typing import Any, Iterator, Protocol
 import torch
 from torch import nn
 
+from icml26.common.argcheck import check_real
 from icml26.common.extras import require
 from icml26.papers.fox.interventions import (
     FoxIntervention,
@@ -122,7 +123,12 @@ def fox_attention_forward(
 
     Returns:
         ``(attn_output (B, Q, H, d), attn_weights (B, H, Q, K))``, as transformers' eager attention.
+
+    ``scaling`` and ``dropout`` are checked (plain numbers, no device sync); the tensors are not,
+    as in transformers' eager attention: this runs for every layer at every decoding step.
     """
+    check_real(scaling, "scaling", low=0.0, low_open=True)
+    check_real(dropout, "dropout", low=0.0, high=1.0)
     groups = query.shape[1] // key.shape[1]
     key_states = _repeat_kv(key, groups)
     value_states = _repeat_kv(value, groups)

@@ -23,7 +23,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from icml26.common.argcheck import as_tensor, check_int, check_real
+from icml26.common.argcheck import as_tensor, check_int, check_real, require_finite
 from icml26.papers.fox.attention import (
     PAIIntervention,
     SIDIntervention,
@@ -88,6 +88,7 @@ def diffusion_noise(pixel_values: torch.Tensor, t: int = 500, *, steps: int = 10
         generator: a CPU ``torch.Generator`` for the noise (the output follows the input's device).
     """
     x = as_tensor(pixel_values, "pixel_values")
+    require_finite(x, "pixel_values", hint="pass the processed image of the prompt")
     steps = check_int(steps, "steps", low=1)
     t = check_int(t, "t", low=0, high=steps - 1)
     a = float(diffusion_alphas_cumprod(steps)[t])
@@ -222,7 +223,7 @@ def text_only_inputs(model: nn.Module, inputs: Mapping[str, Any], image_token: i
     """The prompt without its image: image placeholders (and Qwen2-VL's vision start/end markers)
     removed per row, rows left-padded to a common length; no pixel inputs."""
     ids, mask, _ = _prompt(inputs)
-    token = image_token if image_token is not None else image_token_id(model)
+    token = check_int(image_token, "image_token", low=0) if image_token is not None else image_token_id(model)
     drop = {token}
     for name in ("vision_start_token_id", "vision_end_token_id"):
         value = getattr(model.config, name, None)

@@ -24,7 +24,7 @@ from typing import Literal
 
 import torch
 
-from icml26.common.argcheck import as_tensor, check_int, check_real
+from icml26.common.argcheck import as_tensor, check_int, check_real, require_finite
 
 __all__ = [
     "ENTROPY_EPS", "SCORES", "ProbeStats", "max_entropy", "num_risky_heads", "select_risky_heads",
@@ -97,12 +97,11 @@ def visual_entropy_probe(
         eps: ε in ``p = A/(m_V+ε)`` and ``ln(p+ε)``.
 
     Returns:
-        :class:`ProbeStats` with tensors of shape ``attn_row.shape[:-1]``. NaN in a row
-        propagates to that row's statistics (documented).
+        :class:`ProbeStats` with tensors of shape ``attn_row.shape[:-1]``.
 
     Raises:
-        ValueError: no image key, overlapping key sets, a mask of the wrong length, negative
-            probabilities.
+        ValueError: no image key, overlapping key sets, a mask of the wrong length, negative,
+            NaN or infinite probabilities.
     """
     attn = as_tensor(attn_row, "attn_row")
     if attn.dim() < 1 or attn.shape[-1] < 1:
@@ -119,6 +118,7 @@ def visual_entropy_probe(
         raise ValueError("visual_keys selects no key (for some row); the probe needs the image tokens' positions")
     if bool((vis & sys_).any()):
         raise ValueError("visual_keys and system_keys overlap; the system keys are those before the first image token")
+    require_finite(attn, "attn_row", hint="pass attention probabilities (after softmax)")
     if bool((attn < 0).any()):
         raise ValueError("attn_row holds negative values; pass attention probabilities (after softmax)")
     return _probe(attn, vis.to(attn.dtype), sys_.to(attn.dtype), score, eps)

@@ -17,7 +17,7 @@ from typing import Literal
 import torch
 from torch import nn
 
-from icml26.common.argcheck import check_int, check_real
+from icml26.common.argcheck import as_tensor, check_int, check_real, require_finite
 from icml26.papers.fox.head_probe import SCORES, _probe, _select, num_risky_heads
 from icml26.papers.fox.saturation import SATURATION_MODES, saturate_logits
 
@@ -103,7 +103,7 @@ def key_sets(input_ids: torch.Tensor, image_token: int, attention_mask: torch.Te
     """
     if not isinstance(input_ids, torch.Tensor) or input_ids.dim() != 2 or input_ids.is_floating_point():
         raise TypeError("input_ids must be a (batch, length) integer tensor")
-    image_token = check_int(image_token, "image_token_id")
+    image_token = check_int(image_token, "image_token", low=0)
     visual = input_ids == image_token
     if not bool(visual.any(1).all()):
         missing = (~visual.any(1)).nonzero().flatten().tolist()
@@ -280,7 +280,7 @@ class SIDIntervention:
         if layer == self.agg_layer - 1:
             batch, _, _, n_keys = probs.shape
             visual, _ = self.keys.masks(n_keys, batch)
-            self.kept = sid_keep_mask(probs[:, :, -1, :].float().mean(1), visual, self.keep)
+            self.kept = _keep_mask(probs[:, :, -1, :].float().mean(1), visual, self.keep)
         return probs
 
     def edit_scores(self, layer: int, scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
@@ -299,10 +299,25 @@ def sid_keep_mask(attention: torch.Tensor, visual: torch.Tensor, keep: int) -> t
         attention: ``(B, K)`` attention of the last query row (head-averaged).
         visual: ``(B, K)`` boolean image-key mask.
         keep: how many image keys to keep. Ties go to the earlier key.
+
+    Raises:
+        ValueError: NaN or infinite attention (a NaN would be ranked arbitrarily), shapes that
+            differ, ``keep < 1``.
+        TypeError: a ``visual`` mask that is not boolean.
     """
+    attention = as_tensor(attention, "attention")
+    require_finite(attention, "attention", hint="pass the head-averaged attention probabilities of the last row")
+    if not isinstance(visual, torch.Tensor) or visual.dtype != torch.bool:
+        raise TypeError(f"visual must be a boolean tensor (the image keys), got "
+                        f"{visual.dtype if isinstance(visual, torch.Tensor) else type(visual).__name__}")
     keep = check_int(keep, "keep", low=1)
-    if attention.shape != visual.shape:
-        raise ValueError(f"attention {tuple(attention.shape)} and visual {tuple(visual.shape)} must match")
+    if attention.dim() != 2 or attention.shape != visual.shape:
+        raise ValueError(f"attention {tuple(attention.shape)} and visual {tuple(visual.shape)} must match, (B, K)")
+    return _keep_mask(attention, visual, keep)
+
+
+def _keep_mask(attention: torch.Tensor, visual: torch.Tensor, keep: int) -> torch.Tensor:
+    """:func:`sid_keep_mask` on validated input (per layer and step inside the attention)."""
     masked = attention.float().masked_fill(~visual, float("inf"))
     k = min(keep, attention.shape[-1])
     order = torch.sort(masked, dim=-1, stable=True).indices[:, :k]
