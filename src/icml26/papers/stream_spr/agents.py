@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import math
 import time
 from typing import Any, Callable
 
@@ -143,9 +144,23 @@ def q_lambda_update(optimizer: ObGD, q_sa: torch.Tensor, target_q: torch.Tensor 
         (δ, what the optimizer did).
     """
     check_real(gamma, "gamma", low=0.0, high=1.0)
-    bootstrap = 0.0 if terminated else gamma * float(target_q)
+    check_real(reward, "reward")
+    if not isinstance(q_sa, torch.Tensor):
+        raise TypeError(f"q_sa must be the prediction q(s, a) as a tensor with its graph, got {type(q_sa).__name__}")
+    q_value = float(q_sa.detach())
+    if not math.isfinite(q_value):
+        raise ValueError(f"q_sa={q_value} is not finite; the network diverged or its input holds NaN")
+    bootstrap = 0.0
+    if not terminated:
+        try:
+            target = float(target_q)
+        except (TypeError, ValueError, RuntimeError):
+            raise TypeError(f"target_q={target_q!r} must be a number or a one-element tensor") from None
+        if not math.isfinite(target):
+            raise ValueError(f"target_q={target} is not finite; the network diverged or its input holds NaN")
+        bootstrap = gamma * target
     # δ = r + γ (1 − term) q(s', ·) − q(s, a)
-    delta = reward + bootstrap - float(q_sa.detach())
+    delta = reward + bootstrap - q_value
     optimizer.zero_grad(set_to_none=False)
     q_sa.backward()
     return delta, optimizer.step(delta, reset=reset, return_updates=return_updates)
@@ -247,6 +262,8 @@ class _EpsilonGreedyAgent:
                           lamda: float, kappa: float, epsilon_start: float, epsilon_end: float,
                           exploration_steps: int, seed: int, device: torch.device | str | None,
                           generator: torch.Generator | None = None, **network_kwargs: Any) -> None:
+        check_real(epsilon_start, "epsilon_start", low=0.0, high=1.0)
+        check_real(epsilon_end, "epsilon_end", low=0.0, high=1.0)
         if not 0.0 <= epsilon_end <= epsilon_start <= 1.0:
             raise ValueError(f"need 0 <= epsilon_end ({epsilon_end}) <= epsilon_start ({epsilon_start}) <= 1")
         check_int(exploration_steps, "exploration_steps", low=1)
@@ -378,6 +395,8 @@ class StreamAC:
                  kappa_value: float = 2.0, entropy_coeff: float = 0.01, seed: int = 0,
                  device: torch.device | str | None = None) -> None:
         check_real(entropy_coeff, "entropy_coeff", low=0.0)
+        check_real(kappa_policy, "kappa_policy", low=0.0, low_open=True)
+        check_real(kappa_value, "kappa_value", low=0.0, low_open=True)
         check_int(seed, "seed", low=0)
         self.n_actions = _discrete_n(env)
         gen = _torch_generator(seed)

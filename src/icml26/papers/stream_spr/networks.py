@@ -25,7 +25,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml26.common.argcheck import check_int
+from icml26.common.argcheck import check_int, check_real
 
 __all__ = [
     "Encoder",
@@ -54,8 +54,7 @@ def sparse_init_(weight: torch.Tensor, sparsity: float = 0.9, *,
     """
     if weight.dim() not in (2, 4):
         raise ValueError(f"sparse_init_ needs a Linear (2-D) or Conv2d (4-D) weight, got shape {tuple(weight.shape)}")
-    if not 0.0 <= sparsity <= 1.0:
-        raise ValueError(f"sparsity={sparsity} must lie in [0, 1]")
+    check_real(sparsity, "sparsity", low=0.0, high=1.0)
     fan_out = weight.shape[0]
     fan_in = weight[0].numel()
     n_zeros = int(math.ceil(sparsity * fan_in))
@@ -74,6 +73,7 @@ def init_streaming_(module: nn.Module, sparsity: float = 0.9, *,
     """Sparse-initialize every Linear and Conv2d weight of ``module`` and zero its biases."""
     if not isinstance(module, nn.Module):
         raise TypeError(f"module must be an nn.Module, got {type(module).__name__}")
+    check_real(sparsity, "sparsity", low=0.0, high=1.0)
     for layer in module.modules():
         if isinstance(layer, (nn.Linear, nn.Conv2d)):
             sparse_init_(layer.weight, sparsity, generator=generator)

@@ -68,8 +68,7 @@ class RewardScaler:
     """Scale rewards by the running standard deviation of the discounted return."""
 
     def __init__(self, gamma: float = 0.99, epsilon: float = 1e-8) -> None:
-        if not 0.0 <= gamma <= 1.0:
-            raise ValueError(f"gamma={gamma} must lie in [0, 1]")
+        check_real(gamma, "gamma", low=0.0, high=1.0)
         self.gamma = gamma
         self.epsilon = check_real(epsilon, "epsilon", low=0.0)
         self.trace = 0.0

@@ -30,6 +30,8 @@ from typing import Iterable
 
 import torch
 
+from icml26.common.argcheck import check_real
+
 __all__ = ["AdaptiveObGD", "ObGD", "ObGDStep", "TraceSGD"]
 
 
@@ -56,10 +58,8 @@ class ObGDStep:
 
 
 def _check(name: str, value: float, low: float, high: float | None = None, *, open_low: bool = False) -> None:
-    bad = (value <= low if open_low else value < low) or (high is not None and value > high)
-    if not math.isfinite(value) or bad:
-        span = f"{'(' if open_low else '['}{low}, {high if high is not None else 'inf'}]"
-        raise ValueError(f"{name}={value!r} must lie in {span}")
+    """``value`` is a finite real number in ``[low, high]`` (``(low, high]`` with ``open_low``)."""
+    check_real(value, name, low=low, high=high, low_open=open_low)
 
 
 class _TraceOptimizer(torch.optim.Optimizer):

@@ -231,3 +231,79 @@ HOSTILE = [
         "icml26.papers.stream_spr", fromlist=["find_wrapper"]).find_wrapper(_env(), "x"), raises=TypeError,
           match="kind"),
 ]
+
+
+# ---------------------------------------------------------------------------
+# the hostile-input walk (tests/test_hostile_walk.py)
+# ---------------------------------------------------------------------------
+def _wrappers(name: str):
+    """A gymnasium wrapper export, imported on use (the ``rl`` extra)."""
+    return getattr(__import__("icml26.papers.stream_spr", fromlist=[name]), name)
+
+
+def _q_update_call() -> tuple:
+    net = build_network((6,), 2, hidden=8)
+    return ((ObGD(net.parameters()), net(torch.zeros(1, 6))[0, 0], 0.5, 1.0),
+            {"gamma": 0.9, "terminated": False, "reset": False})
+
+
+_AGENT = dict(lr=0.5, gamma=0.9, lamda=0.8, epsilon_start=1.0, epsilon_end=0.1, exploration_steps=100, seed=1)
+
+VALID = {
+    "AdaptiveObGD": lambda: ((nn.Linear(3, 1).parameters(),), {"lr": 0.5, "beta2": 0.99, "eps": 1e-8}),
+    "LearningRates": lambda: ((), {"rl": 1.0, "spr": 1e-4}),
+    "ObGD": lambda: ((nn.Linear(3, 1).parameters(),), {"lr": 0.5}),
+    "SPRHead": lambda: ((Encoder((8,), width=16), (16,), 3),
+                        {"projection_dim": 8, "transition_hidden": 4, "sparsity": 0.9}),
+    "SPRWindow": lambda: ((2,), {}),
+    "StreamAC": lambda: ((_env(),), dict(lr=0.5, gamma=0.9, lamda=0.8, seed=1)),
+    "StreamNetwork": lambda: ((Encoder((6,), width=8), 3), {"hidden": 8}),
+    "StreamQ": lambda: ((_env(),), _AGENT),
+    "StreamQSPR": lambda: ((_env(),), {**_AGENT, "spr_lr": 1e-4, "spr_depth": 2, "projection_dim": 8,
+                                       "projection_eps": 1e-8}),
+    "StreamSarsa": lambda: ((_env(),), _AGENT),
+    "TraceSGD": lambda: ((nn.Linear(3, 1).parameters(),), {}),
+    "TransitionModel": lambda: (((8,), 3), {"hidden": 4}),
+    "build_network": lambda: (((6,), 3), {"hidden": 8, "channels": 4}),
+    "cosine": lambda: ((torch.tensor([1.0, 2.0]), torch.tensor([2.0, 1.0])), {}),
+    "effective_rank": lambda: ((torch.randn(4, 3),), {"delta": 0.01}),
+    "erank": lambda: ((np.array([3.0, 2.0, 1.0]),), {}),
+    "init_streaming_": lambda: ((nn.Linear(3, 2),), {"sparsity": 0.5}),
+    "project_out": lambda: ((torch.tensor([1.0, 2.0]), torch.tensor([2.0, 1.0])), {"eps": 1e-8}),
+    "q_lambda_update": _q_update_call,
+    "sparse_init_": lambda: ((torch.zeros(3, 4),), {"sparsity": 0.5}),
+    "spr_loss": lambda: ((torch.randn(2, 3), torch.randn(2, 3)), {}),
+    "srank": lambda: ((np.array([3.0, 2.0, 1.0]),), {"delta": 0.01}),
+    "RunningNorm": lambda: ((_env(),), {}),
+    "ScaleReward": lambda: ((_env(),), {}),
+    "find_wrapper": lambda: ((_wrappers("stream_wrappers")(_env()), _wrappers("RunningNorm")), {}),
+    "make_minatar": lambda: (("breakout",), {}),
+    "stream_wrappers": lambda: ((_env(),), {}),
+}
+
+NOT_WALKED = {
+    "EffectiveRank": "a plain record (srank, erank, delta) that effective_rank fills; effective_rank, srank and "
+                     "erank are walked",
+    "LearnLog": "a plain record of episodes, steps and wall time that the agents' learn() fills; learn_loop checks "
+                "total_steps (HOSTILE 'StreamQ.learn(1.5)', 'StreamQ.learn(-5)')",
+    "ObGDStep": "a plain record of what one optimizer step did (step size, bound, TD error); the optimizers that "
+                "fill it are walked and their step() refuses a non-finite td_error (HOSTILE 'ObGD step with a "
+                "NaN TD error')",
+    "SPROutput": "a plain record (loss, predictions, targets) that SPRHead.forward fills; SPRHead and spr_loss "
+                 "are walked",
+    "StepInfo": "a plain record of one environment step that the agents' step() fills; the agents are walked",
+}
+
+ALLOWED = {
+    "cosine.a:nan": "NaN in, NaN out by documented design (HOSTILE 'cosine NaN in, NaN out'): a diagnostic "
+                    "computed on the SPR agent's hot path, where a finiteness check would cost a sync per step",
+    "cosine.b:nan": "as cosine.a: NaN in, NaN out by documented design",
+    "project_out.update:nan": "NaN propagates by documented design (HOSTILE 'project_out NaN in, NaN out'); "
+                              "OrthogonalMomentum is what guards its state, and orth² runs on every SPR step",
+    "project_out.reference:nan": "as project_out.update: NaN propagates by documented design",
+    "sparse_init_.weight:nan": "the weight is an output: sparse_init_ overwrites every entry and reads none, so "
+                               "a NaN there is replaced",
+    "spr_loss.predictions:nan": "NaN propagates into the loss by documented design, as in any torch loss "
+                                "(HOSTILE 'spr_loss NaN in, NaN out'); it runs on every SPR step",
+    "spr_loss.targets:nan": "as spr_loss.predictions: NaN propagates into the loss by documented design",
+}

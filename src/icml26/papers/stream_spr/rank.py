@@ -16,6 +16,8 @@ import math
 import numpy as np
 import torch
 
+from icml26.common.argcheck import check_real
+
 __all__ = ["EffectiveRank", "effective_rank", "erank", "srank"]
 
 
@@ -31,7 +33,7 @@ class EffectiveRank:
 def _check_sv(singular_values) -> np.ndarray:
     s = np.asarray(singular_values, dtype=np.float64).reshape(-1)
     if s.size == 0 or not np.all(np.isfinite(s)) or np.any(s < 0):
-        raise ValueError("singular values must be a non-empty array of finite, non-negative numbers")
+        raise ValueError("singular_values must be a non-empty array of finite, non-negative numbers")
     if s.sum() == 0:
         raise ValueError("all singular values are 0: the features are identically zero, so the rank is undefined")
     return np.sort(s)[::-1]
@@ -39,8 +41,7 @@ def _check_sv(singular_values) -> np.ndarray:
 
 def srank(singular_values, delta: float = 0.01) -> int:
     """srank_δ from singular values: the fewest that hold a 1 − δ share of their sum."""
-    if not 0.0 <= delta < 1.0:
-        raise ValueError(f"delta={delta} must lie in [0, 1)")
+    check_real(delta, "delta", low=0.0, high=1.0, high_open=True)
     s = _check_sv(singular_values)
     share = np.cumsum(s) / s.sum()
     # min{k : Σ_{i≤k} σ_i / Σ σ ≥ 1 − δ}; the 1e-12 absorbs round-off in the cumulative sum

@@ -28,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from icml26.common.argcheck import check_int
+from icml26.common.argcheck import check_int, check_real
 
 from .networks import LayerNorm, init_streaming_
 
@@ -148,6 +148,9 @@ class SPRHead(nn.Module):
         if not isinstance(encoder, nn.Module):
             raise TypeError(f"encoder must be an nn.Module, got {type(encoder).__name__}")
         check_int(projection_dim, "projection_dim", low=1)
+        if transition_hidden is not None:
+            check_int(transition_hidden, "transition_hidden", low=1)
+        check_real(sparsity, "sparsity", low=0.0, high=1.0)
         latent_shape = tuple(int(s) for s in latent_shape)
         if transition is None:
             transition = init_streaming_(TransitionModel(latent_shape, n_actions, hidden=transition_hidden),

@@ -41,7 +41,7 @@ from .agents import (
     q_lambda_update,
 )
 from .networks import HeadActivation, StreamNetwork
-from icml26.common.argcheck import check_real
+from icml26.common.argcheck import check_int, check_real
 
 from .orth import MomentumSource, OrthogonalMomentum, cosine, project_out_cosines
 from .spr import Alignment, SPRHead, SPRWindow, TargetInit
@@ -118,6 +118,10 @@ class StreamQSPR(_EpsilonGreedyAgent):
             check_real(lr, "lr", low=0.0, low_open=True)
         check_real(projection_eps, "projection_eps", low=0.0)
         check_real(spr_tau, "spr_tau", low=0.0, high=1.0)
+        check_int(spr_depth, "spr_depth", low=1)
+        check_real(orth_beta, "orth_beta", low=0.0, high=1.0, high_open=True)
+        check_real(orth_eps, "orth_eps", low=0.0)
+        check_int(seed, "seed", low=0)
         preset = LR_PRESETS[lr_preset]
         self.lr = preset.rl if lr is None else lr
         self.spr_lr = preset.spr if spr_lr is None else spr_lr
