@@ -28,7 +28,8 @@ __all__ = ["DLinear", "PatchTST", "moving_average"]
 def moving_average(x: Tensor, kernel_size: int) -> Tensor:
     """Centred moving average over time with replicate padding.
 
-    ``x: (batch, L, C)`` → ``(batch, L, C)``; ``kernel_size`` must be odd.
+    ``x: (batch, L, C)`` → ``(batch, L, C)``; ``kernel_size`` must be odd. NaN makes the means
+    of the windows holding it NaN (this runs in DLinear's forward, on every batch).
     """
     if check_int(kernel_size, "kernel_size", low=1) % 2 == 0:
         raise ValueError(f"kernel_size={kernel_size} must be a positive odd integer")

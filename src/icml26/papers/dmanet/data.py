@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from icml26.common.argcheck import check_int, check_real
+from icml26.common.argcheck import check_int, check_real, require_finite
 from icml26.common.extras import require
 
 __all__ = [
@@ -172,6 +172,13 @@ class ForecastSplits:
         if any(len(sh) != 2 for sh in shapes) or len({sh[1] for sh in shapes}) != 1:
             raise ValueError(f"train, val and test must be (T, C) with the same C, got {shapes}")
         check_int(self.seq_len, "seq_len", low=1)
+        for name in ("train", "val", "test", "mean", "std"):
+            require_finite(getattr(self, name), name, hint="the segments and their statistics must be finite")
+        if np.shape(self.mean) != shapes[0][1:] or np.shape(self.std) != shapes[0][1:]:
+            raise ValueError(f"mean {np.shape(self.mean)} and std {np.shape(self.std)} must be ({shapes[0][1]},), "
+                             "one per channel")
+        if np.any(np.asarray(self.std) <= 0):
+            raise ValueError("std must be positive in every channel (standardized_splits uses 1 for a constant one)")
 
     @property
     def n_channels(self) -> int:
@@ -231,6 +238,7 @@ def sliding_windows(segment: np.ndarray, seq_len: int, pred_len: int, *, step: i
     segment = np.asarray(segment)
     if segment.ndim != 2:
         raise ValueError(f"segment must be (T, C), got shape {segment.shape}; reshape a 1-D series with [:, None]")
+    require_finite(segment, "segment", hint="fill or drop them first (a window holding one would train on NaN)")
     n = segment.shape[0] - seq_len - pred_len + 1
     if n < 1:
         raise ValueError(f"segment of {segment.shape[0]} steps holds no window of {seq_len}+{pred_len}")

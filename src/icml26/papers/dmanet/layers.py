@@ -208,6 +208,7 @@ class MultiScaleEncoder(nn.Module):
         check_int(levels, "levels", low=1)
         check_int(stride, "stride")
         check_real(init_std, "init_std", low=0.0)
+        check_real(channel_factor, "channel_factor", low=0.0, high=1.0, low_open=True)
         if stride < 2:
             raise ValueError(f"stride={stride} must be at least 2 to downsample")
         if length % (stride ** levels) != 0:

@@ -228,3 +228,78 @@ HOSTILE = [
     Probe("load_sunspots is finite", lambda: load_sunspots(), returns=lambda v: bool(np.isfinite(v).all()),
           doc="monthly sunspot numbers (no argument to misuse)"),
 ]
+
+
+def _r(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(0))
+
+
+def _splits_args() -> tuple[tuple, dict]:
+    s = _SPLITS
+    return (s.train.copy(), s.val.copy(), s.test.copy(), s.mean.copy(), s.std.copy(), s.seq_len), {}
+
+
+VALID = {
+    "AntiAliasDownsample": lambda: ((4, 2), {"dropout": 0.0, "cutoff_ratio": 0.5}),
+    "DLinear": lambda: ((32, 8, 3), {"moving_avg": 5}),
+    "DMANet": lambda: ((32, 8, 3), {**_SMALL, "cutoff_ratio": 0.5}),
+    "ForecastSplits": _splits_args,
+    "MultiScaleEncoder": lambda: ((3, 16), {"levels": 2, "dropout": 0.0, "cutoff_ratio": 0.5}),
+    "PatchTST": lambda: ((32, 8, 3), {"d_model": 16, "n_heads": 2, "n_layers": 1, "d_ff": 32, "dropout": 0.0}),
+    "RevIN": lambda: ((3,), {}),
+    "aliasing_leakage": lambda: ((_r(16), lambda x: x[..., ::2]), {"stride": 2.0}),
+    "aliasing_lorenz": lambda: ((64,), {"rng": np.random.default_rng(0)}),
+    "anti_alias_filter": lambda: ((_r(16), 0.5), {}),
+    "avgpool_downsample": lambda: ((_r(16), 2), {}),
+    "capacity_ratio": lambda: ((4, 2, 3, 2), {}),
+    "channel_schedule": lambda: ((8, 2, 0.5), {}),
+    "cutoff_bin": lambda: ((16, 0.5), {}),
+    "evaluate": lambda: ((DLinear(8, 2, 1), _r(3, 8, 1), _r(3, 2, 1)), {"batch_size": 2}),
+    "filtered_downsample": lambda: ((_r(16), 2), {"ratio": 0.5}),
+    "fit_forecaster": lambda: ((DLinear(24, 4, 1), _SPLITS, 4), {"epochs": 1, "batch_size": 4,
+                                                                 "max_batches_per_epoch": 1}),
+    "fourier_upsample": lambda: ((_r(8), 16), {}),
+    "fredf_loss": lambda: ((_r(2, 8, 1), _r(2, 8, 1)), {"alpha": 0.5}),
+    "frequency_loss": lambda: ((_r(2, 8, 1), _r(2, 8, 1)), {}),
+    "joint_interpolation": lambda: ((_r(1, 2, 8), _r(3, 2, 8), 16), {}),
+    "lorenz63": lambda: ((10, 0.01), {"burn_in": 10}),
+    "moving_average": lambda: ((_r(1, 8, 1), 3), {}),
+    "mse_loss": lambda: ((_r(2, 8, 1), _r(2, 8, 1)), {}),
+    "naive_downsample": lambda: ((_r(16), 2), {}),
+    "nyquist_bin": lambda: ((16, 2), {}),
+    "sliding_windows": lambda: ((np.zeros((20, 1)), 4, 2), {}),
+    "spectral_mix": lambda: ((torch.ones(1, 3, 5, dtype=torch.cfloat), torch.ones(2, 3, 5, dtype=torch.cfloat)), {}),
+    "standardized_splits": lambda: ((np.sin(np.arange(100) / 5.0)[:, None], 8), {}),
+}
+
+NOT_WALKED = {
+    "ForecastFitResult": "a frozen result record filled by fit_forecaster() (walked); HOSTILE 'ForecastFitResult "
+                         "is a frozen record' checks it cannot be changed",
+}
+
+_LOSS_HOT = ("a training loss, called on every batch (fit_forecaster), where a finiteness check would cost a "
+             "device sync per step; NaN gives a NaN loss as in any torch loss (documented; HOSTILE "
+             "'frequency_loss NaN gives NaN')")
+_NET_HOT = ("runs inside the network's forward at every level and batch, where a finiteness check would cost a "
+            "device sync per step; NaN propagates (documented) and DMANet's forward refuses a NaN input")
+_NEG_DIM = "a negative dim counts from the last axis, as in torch (-1 is the channel axis of (B, H, C))"
+ALLOWED = {
+    "frequency_loss.pred:nan": _LOSS_HOT,
+    "frequency_loss.target:nan": _LOSS_HOT,
+    "frequency_loss.dim:negative": _NEG_DIM,
+    "fredf_loss.pred:nan": _LOSS_HOT,
+    "fredf_loss.target:nan": _LOSS_HOT,
+    "fredf_loss.dim:negative": _NEG_DIM,
+    "mse_loss.pred:nan": _LOSS_HOT,
+    "mse_loss.target:nan": _LOSS_HOT,
+    "joint_interpolation.h:nan": _NET_HOT,
+    "joint_interpolation.weight:nan": _NET_HOT,
+    "moving_average.x:nan": "DLinear's trend on every forward (a device sync per step to check it); NaN makes "
+                            "only the means of the windows holding it NaN (documented)",
+    "naive_downsample.x:nan": "slicing moves no value: NaN stays at its own sample and no other (documented; "
+                              "HOSTILE 'naive_downsample keeps NaN in place'), the local operator the filtered "
+                              "one is compared against",
+    "avgpool_downsample.x:nan": "a local operator by design: NaN makes its own window's mean NaN and no other "
+                                "(documented), the contrast to the Fourier filter, which refuses NaN because it "
+                                "would spread over the whole axis",
+}

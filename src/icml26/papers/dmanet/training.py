@@ -18,7 +18,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from icml26.common.argcheck import check_int, check_real
+from icml26.common.argcheck import check_int, check_real, require_finite
 from icml26.common.progress import progress as _progress
 from icml26.papers.dmanet.data import ForecastSplits, sliding_windows
 from icml26.papers.dmanet.losses import frequency_loss, mse_loss
@@ -53,6 +53,8 @@ def evaluate(model: nn.Module, x: Tensor, y: Tensor, *, batch_size: int = 256) -
         raise TypeError("x and y must be torch.Tensors of windows")
     if x.shape[0] == 0 or x.shape[0] != y.shape[0]:
         raise ValueError(f"x ({x.shape[0]} windows) and y ({y.shape[0]}) must be non-empty and paired")
+    require_finite(x, "x", hint="the error of a NaN window is NaN")
+    require_finite(y, "y", hint="the error against a NaN target is NaN")
     was_training = model.training
     model.eval()
     sq, ab, count = 0.0, 0.0, 0
