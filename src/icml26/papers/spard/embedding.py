@@ -68,6 +68,7 @@ def embed(model: nn.Module, batch: Any, *, layer: nn.Module | None = None) -> to
         else:
             if not isinstance(batch, torch.Tensor):
                 raise TypeError(f"batch must be a tensor or a mapping with input_ids, got {type(batch).__name__}")
+            require_finite(batch, "batch", hint="embed finite inputs")
             target = _last_linear(model) if layer is None else layer
             if not isinstance(target, nn.Module):
                 raise TypeError(f"layer must be an nn.Module inside model, got {type(target).__name__}")

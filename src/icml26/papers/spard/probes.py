@@ -248,3 +248,49 @@ class _Returns(nn.Module):
 
     def forward(self, input_ids):
         return type("Out", (), {"loss": None, "logits": self.w * input_ids.float()})()
+
+
+# ---------------------------------------------------------------------------
+# The hostile-input walk (tests/test_hostile_walk.py): valid calls, exports not walked, accepted suspects
+# ---------------------------------------------------------------------------
+def _loop_call(**kwargs):
+    """A one-step fine-tuning call on a fresh model (the signature every fine-tuning loop shares)."""
+    def make():
+        model = _model()
+        return (model, _task(), _safety()), dict(steps=1, optimizer=_opt(model), progress=False) | kwargs
+    return make
+
+
+VALID = {
+    "SafetyProjection": lambda: ((_model(), _safety()), {"tau": 0.2}),
+    "auto_tau": lambda: ((0.5,), {}),
+    "cosine_matrix": lambda: ((CAND.copy(), REF.copy()), {}),
+    "default_loss": lambda: ((_model(), _task()[0]), {}),
+    "dpp_kernel": lambda: ((CAND.copy(), np.linspace(0.1, 1.0, 6)), {}),
+    "dpp_select": lambda: ((CAND.copy(), REF.copy(), 2), {}),
+    "embed": lambda: ((_model(), torch.ones(2, 4)), {}),
+    "greedy_map": lambda: ((np.eye(3) + 0.1, 2), {}),
+    "lisa_finetune": _loop_call(task_phase=1, safety_phase=1),
+    "penalty_finetune": _loop_call(),
+    "random_select": lambda: ((CAND.copy(), REF.copy(), 2), {"seed": 0}),
+    "relevance": lambda: ((CAND.copy(), REF.copy()), {}),
+    "safeinstr_finetune": _loop_call(mix_every=1),
+    "safety_step": lambda: ((1.2, torch.tensor([0.0, 2.0])), {"tau": 0.2, "trust_radius": 1.0}),
+    "sft_finetune": _loop_call(),
+    "spag_finetune": _loop_call(),
+    "topk_relevance": lambda: ((CAND.copy(), REF.copy(), 2), {}),
+}
+
+NOT_WALKED = {
+    "FinetuneHistory": "a result record that the fine-tuning loops fill (each loop is walked)",
+    "ProjectionStep": "a result record of SafetyProjection.step() (SafetyProjection and spag_finetune are walked)",
+    "Selection": "a result record of the selectors (dpp_select, random_select, topk_relevance are walked)",
+}
+
+ALLOWED = {
+    "safety_step.trust_radius:inf": "math.inf means no trust region, by design (HOSTILE 'safety_step infinite "
+                                    "radius')",
+    "SafetyProjection.trust_radius:inf": "math.inf means no trust region in mode='closed_form', by design "
+                                         "(refused in mode='reference_adamw': HOSTILE 'SafetyProjection "
+                                         "reference_adamw with an infinite alpha_max')",
+}

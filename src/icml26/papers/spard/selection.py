@@ -83,10 +83,16 @@ def cosine_matrix(a: Any, b: Any | None = None) -> np.ndarray:
 
     ``a``: ``(n_a, d)``, ``b``: ``(n_b, d)`` tensors or arrays; an all-zero row is refused.
     """
-    ua = _unit_rows(_as_matrix(a, "a"), "a")
-    ub = ua if b is None else _unit_rows(_as_matrix(b, "b"), "b")
+    return _cosine(_as_matrix(a, "a"), None if b is None else _as_matrix(b, "b"), "a", "b")
+
+
+def _cosine(a: np.ndarray, b: np.ndarray | None, name_a: str, name_b: str) -> np.ndarray:
+    """:func:`cosine_matrix` of validated matrices; errors name the caller's arguments."""
+    ua = _unit_rows(a, name_a)
+    ub = ua if b is None else _unit_rows(b, name_b)
     if ua.shape[1] != ub.shape[1]:
-        raise ValueError(f"a has width {ua.shape[1]} but b has width {ub.shape[1]}; embed both with the same model")
+        raise ValueError(f"{name_a} has width {ua.shape[1]} but {name_b} has width {ub.shape[1]}; "
+                         "embed both with the same model")
     return np.clip(ua @ ub.T, -1.0, 1.0)
 
 
@@ -99,7 +105,8 @@ def relevance(candidates: Any, reference: Any, *, power: float = 4.0) -> np.ndar
         power: ``β ≥ 0``; ``0`` gives ``q = 1`` everywhere (pure diversity).
     """
     power = check_real(power, "power", low=0.0)
-    best = cosine_matrix(candidates, reference).max(axis=1)
+    cos = _cosine(_as_matrix(candidates, "candidates"), _as_matrix(reference, "reference"), "candidates", "reference")
+    best = cos.max(axis=1)
     # q_i = (max_j cos(e_i, r_j))_+^β   (clipped at 0: an odd β would flip the sign of dissimilar items)
     return np.power(np.maximum(best, 0.0), power)
 
@@ -110,7 +117,7 @@ def dpp_kernel(candidates: Any, quality: Any, *, eps: float = 1e-6) -> np.ndarra
     ``candidates``: ``(n, d)``; ``quality``: ``(n,)`` non-negative.
     """
     eps = check_real(eps, "eps", low=0.0)
-    sim = cosine_matrix(candidates)
+    sim = _cosine(_as_matrix(candidates, "candidates"), None, "candidates", "candidates")
     q = as_tensor(quality, "quality").detach().to("cpu", torch.float64).numpy().reshape(-1)
     require_finite(q, "quality")
     if q.shape[0] != sim.shape[0]:
