@@ -76,7 +76,7 @@ def truncate_budget(recency: Any, total_pixels: float = DEFAULT_TOTAL_PIXELS, *,
     ``recency``: ``(n,)`` non-negative, larger = newer (e.g. node steps). ``level`` is reported as NaN
     (no water level).
     """
-    keys = _as_energies(recency)
+    keys = _as_energies(recency, "recency")
     total, lo, hi, area = _check_limits(total_pixels, min_pixels, max_pixels, patch_area)
     n = keys.shape[0]
     order = np.lexsort((-np.arange(n), -keys))  # newest first, later index first among equals

@@ -102,20 +102,21 @@ def _check_limits(total_pixels: Any, min_pixels: Any, max_pixels: Any,
     return int(math.floor(total)), lo, hi, area
 
 
-def _as_energies(energies: Any) -> np.ndarray:
+def _as_energies(energies: Any, name: str = "energies") -> np.ndarray:
+    """``energies`` as a finite, non-negative ``(n,)`` float64 array; errors name the argument ``name``."""
     if hasattr(energies, "detach"):  # a torch tensor on any device
         energies = energies.detach().cpu().double().numpy()
     if isinstance(energies, (str, bytes)) or not isinstance(energies, (np.ndarray, list, tuple)):
-        raise TypeError(f"energies must be a 1-D array, list or tensor of numbers, got {type(energies).__name__}")
+        raise TypeError(f"{name} must be a 1-D array, list or tensor of numbers, got {type(energies).__name__}")
     try:
         e = np.asarray(energies, dtype=np.float64)
     except (TypeError, ValueError):
-        raise TypeError("energies must be numeric") from None
+        raise TypeError(f"{name} must be numeric") from None
     if e.ndim != 1:
-        raise ValueError(f"energies must be 1-D (one per item), got shape {e.shape}")
-    require_finite(e, "energies")
+        raise ValueError(f"{name} must be 1-D (one per item), got shape {e.shape}")
+    require_finite(e, name)
     if (e < 0).any():
-        raise ValueError(f"energies must be non-negative, got min {e.min():g} at item {int(e.argmin())}")
+        raise ValueError(f"{name} must be non-negative, got min {e.min():g} at item {int(e.argmin())}")
     return e
 
 

@@ -171,10 +171,14 @@ def ggpo_loss(logprobs: torch.Tensor, old_logprobs: Any, advantages: Any, token_
                          f"{steps.dtype} {tuple(steps.shape)}")
     generated = steps >= 0
     for name, values in (("logprobs", logprobs.detach()), ("old_logprobs", old)):
-        if bool((values[generated] > 1e-6).any()):  # log π <= 0: positive entries are probabilities or logits
-            raise ValueError(f"{name} has positive entries at generated tokens (max "
-                             f"{float(values[generated].max()):.3g}); pass log-probabilities log π(y_t | y_<t) <= 0 "
-                             "(e.g. token_logprobs), not probabilities or logits")
+        at = values[generated]
+        # log π <= 0 at every generated token (one test, one sync); NaN fails it too
+        if not bool((at <= 1e-6).all()):
+            if bool(torch.isnan(at).any()):
+                raise ValueError(f"{name} is NaN at generated tokens; the policy's forward diverged or read NaN")
+            raise ValueError(f"{name} has positive entries at generated tokens (max {float(at.max()):.3g}); pass "
+                             "log-probabilities log π(y_t | y_<t) <= 0 (e.g. token_logprobs), not probabilities "
+                             "or logits")
     if mu.dim() != 2 or mu.shape[0] != B:
         raise ValueError(f"mask must be (B, S) with B = {B}, got {tuple(mu.shape)}")
     if mu.dtype != torch.bool:

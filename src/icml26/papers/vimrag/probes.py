@@ -218,3 +218,60 @@ HOSTILE = [
           match="retriever"),
     Probe("run_agent horizon=0", lambda: run_agent("q", _Policy(), _Retriever(), horizon=0), match="horizon"),
 ]
+
+
+# ---------------------------------------------------------------------------
+# the hostile-input walk (tests/test_hostile_walk.py)
+# ---------------------------------------------------------------------------
+class _Answering:
+    """A policy that answers at once (a valid run_agent call)."""
+
+    def act(self, graph):
+        return Action("answer", "42")
+
+
+def _loss_call() -> tuple:
+    logprobs = -torch.rand(2, 3, requires_grad=True)
+    steps = torch.tensor([[0, 0, 1], [0, 1, -1]])  # token [0, 0] is generated, so the walk's NaN lands in the loss
+    return ((logprobs, -torch.rand(2, 3), torch.tensor([1.0, -1.0]), steps), {"clip": 0.2, "clip_high": 0.3})
+
+
+_LIMITS = {"min_pixels": 10.0, "max_pixels": 150.0, "patch_area": 10.0}  # pixel counts typed float
+
+VALID = {
+    "Action": lambda: (("retrieve", "the tower"), {}),
+    "MemoryGraph": lambda: (("q",), {}),
+    "allocate_budget": lambda: ((np.array([1.0, 2.0, 0.5]), 200.0), _LIMITS),
+    "ggpo_loss": lambda: ((*_loss_call()[0], torch.zeros(2, 2, dtype=torch.bool)), _loss_call()[1]),
+    "ggpo_mask": lambda: (([1, 2], 1, {0, 1}, set()), {}),
+    "ggpo_mask_from_membership": lambda: ((torch.tensor([[True, False]]), torch.tensor([[False, True]]),
+                                           torch.tensor([1.0])), {}),
+    "graph_modulated_allocation": lambda: ((_graph(), 200.0), _LIMITS),
+    "grpo_advantages": lambda: ((torch.tensor([1.0, 0.0, 1.0]),), {"eps": 1e-6}),
+    "grpo_loss": _loss_call,
+    "item_features": lambda: ((_graph(),), {"now": 3}),
+    "priority_allocation": lambda: ((_graph(), 200.0), _LIMITS),
+    "processor_kwargs": lambda: ((_ALLOC,), {"patch_area": 10.0, "min_tokens": 1}),
+    "recency_allocation": lambda: ((_graph(), 200.0), _LIMITS),
+    "run_agent": lambda: (("q", _Answering(), _Retriever()), {"horizon": 2, "top_k": 1}),
+    "snap_allocation": lambda: ((_ALLOC, np.array([10.0, 50.0, 100.0])), {"tie_break": np.array([0.5, 0.1])}),
+    "token_logprobs": lambda: ((lambda **k: torch.randn(1, 3, 5), torch.tensor([[1, 2, 3]])), {}),
+    "token_steps": lambda: (([[(0, 2), (3, 5)]], 6), {}),
+    "tokenize_trajectory": lambda: ((lambda s: [len(s)], [("prompt", None), ("step", 0)]), {}),
+    "truncate_budget": lambda: ((np.array([0.0, 1.0, 2.0]), 200.0), _LIMITS),
+    "uniform_allocation": lambda: ((_graph(), 200.0), _LIMITS),
+}
+
+NOT_WALKED = {
+    "AgentTrace": "a plain record (graph, steps, actions, answer) that run_agent fills; run_agent is walked",
+    "ItemFeatures": "a plain record (priority, structure, age) that item_features fills; item_features and "
+                    "EnergyFn.energy (HOSTILE 'EnergyFn.energy with NaN priority') check the values",
+    "MemoryNode": "a plain record that MemoryGraph.add_node builds after checking step, action, parents and "
+                  "items (HOSTILE 'add_node ...' probes)",
+    "PixelAllocation": "a plain record that allocate_budget, the baselines and snap_allocation fill; they are "
+                       "walked",
+    "Policy": "a typing.Protocol (an interface, not instantiable); run_agent is walked with an implementation "
+              "and refuses objects without act (HOSTILE 'run_agent with a policy returning a string')",
+    "Retriever": "a typing.Protocol (an interface, not instantiable); run_agent is walked with an implementation "
+                 "and refuses objects without search (HOSTILE 'run_agent with a non-retriever')",
+}
