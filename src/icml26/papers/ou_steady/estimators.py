@@ -48,14 +48,22 @@ __all__ = [
 ]
 
 
+def _real_array(name: str, value) -> np.ndarray:
+    """``value`` as a float64 array, or a ``TypeError`` naming ``name``."""
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be an array of real numbers, got {type(value).__name__}") from None
+
+
 @dataclasses.dataclass(frozen=True)
 class OUEstimate:
     """Estimated parameters, in the estimator's own global scale.
 
     Attributes:
-        drift: B̂, ``(n, n)``.
-        const: ĉ, ``(n,)``.
-        diffusion: d̂, ``(n,)``.
+        drift: B̂, ``(n, n)``, finite.
+        const: ĉ, ``(n,)``, finite.
+        diffusion: d̂, ``(n,)``, finite.
         strengths: per regime, the estimated intervention strength (``None`` for the
             observational regime and for knockouts).
         method: which estimator produced it.
@@ -68,13 +76,16 @@ class OUEstimate:
     method: str
 
     def __post_init__(self) -> None:
-        drift = np.asarray(self.drift, dtype=np.float64)
-        const = np.asarray(self.const, dtype=np.float64)
-        diffusion = np.asarray(self.diffusion, dtype=np.float64)
+        drift, const, diffusion = (_real_array(name, value) for name, value in (
+            ("drift", self.drift), ("const", self.const), ("diffusion", self.diffusion)))
         n = drift.shape[0] if drift.ndim == 2 else -1
         if drift.ndim != 2 or drift.shape != (n, n) or const.shape != (n,) or diffusion.shape != (n,):
             raise ValueError(f"an OUEstimate needs drift (n, n), const (n,) and diffusion (n,); got "
                              f"{drift.shape}, {const.shape} and {diffusion.shape}")
+        for name, value in (("drift", drift), ("const", const), ("diffusion", diffusion)):
+            if not np.isfinite(value).all():
+                raise ValueError(f"{name} contains NaN or inf; an OUEstimate holds finite parameters (the "
+                                 "estimators return finite ones for finite regimes)")
         object.__setattr__(self, "drift", drift)
         object.__setattr__(self, "const", const)
         object.__setattr__(self, "diffusion", diffusion)
@@ -336,8 +347,7 @@ def fit_lsq(
 def predict(estimate: OUEstimate, intervention: Intervention | None) -> tuple[np.ndarray, np.ndarray]:
     """Stationary mean and covariance under ``intervention`` (its strength in the estimate's scale).
 
-    ``ValueError`` if the estimate (or its intervened version) is not stable (B̂ not Hurwitz) or
-    holds non-finite numbers.
+    ``ValueError`` if the estimate (or its intervened version) is not stable (B̂ not Hurwitz).
     """
     if not isinstance(estimate, OUEstimate):
         raise TypeError(f"estimate must be an OUEstimate (from fit_lsq / fit_recursive), got {type(estimate).__name__}")
@@ -391,8 +401,7 @@ def scale_aligned_error(
     on the whole of ``part``; with ``nodes`` the error is then measured on those nodes'
     rows only (e.g. a downstream component).
 
-    An all-zero estimate scores 1.0 (the best scale is 0); NaN in the estimate propagates
-    (NaN out).
+    An all-zero estimate scores 1.0 (the best scale is 0).
     """
     if not isinstance(estimate, OUEstimate):
         raise TypeError(f"estimate must be an OUEstimate, got {type(estimate).__name__}")

@@ -5,8 +5,6 @@ The package exports no ``nn.Module``, so ``MODULES`` is empty.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from icml26.contract import Probe
@@ -42,10 +40,6 @@ def _setup():
 def _fitted():
     process, support, interventions, regimes = _setup()
     return process, fit_lsq(regimes, interventions), regimes
-
-
-def _nan_estimate():
-    return OUEstimate(np.full((4, 4), np.nan), np.zeros(4), np.ones(4), (), "user")
 
 
 _NAN = float("nan")
@@ -150,7 +144,12 @@ HOSTILE = [
     Probe("OUEstimate: inconsistent shapes", lambda: OUEstimate(np.zeros(3), np.zeros(3), np.zeros(3), (), "x"),
           match="drift"),
     Probe("predict: a process instead of an estimate", lambda: predict(_setup()[0], None), match="estimate"),
-    Probe("predict: NaN estimate", lambda: predict(_nan_estimate(), None), match="finite"),
+    Probe("OUEstimate: NaN drift", lambda: OUEstimate(np.full((4, 4), np.nan), np.zeros(4), np.ones(4), (), "x"),
+          match="drift"),
+    Probe("OUEstimate: text diffusion", lambda: OUEstimate(-np.eye(2), np.zeros(2), "d", (), "x"),
+          raises=TypeError, match="diffusion"),
+    Probe("predict: non-Hurwitz estimate", lambda: predict(OUEstimate(np.eye(2), np.zeros(2), np.ones(2), (), "x"),
+                                                           None), match="Hurwitz"),
     Probe("fit_strength: a knockout", lambda: fit_strength(_fitted()[1], Intervention(0, "knockout"), _fitted()[2][1]),
           match="no strength"),
     Probe("fit_strength: None intervention", lambda: fit_strength(_fitted()[1], None, _fitted()[2][1]),
@@ -165,6 +164,32 @@ HOSTILE = [
           match="part"),
     Probe("scale_aligned_error: truth of another size",
           lambda: scale_aligned_error(_fitted()[1], OUProcess(-np.eye(2), np.zeros(2), np.ones(2))), match="nodes"),
-    Probe("scale_aligned_error: NaN estimate propagates", lambda: scale_aligned_error(_nan_estimate(), _fitted()[0]),
-          returns=math.isnan, doc="NaN in the estimate gives NaN (documented in the docstring)"),
 ]
+
+
+def _regimes():
+    return _setup()[3]
+
+
+def _interventions():
+    return _setup()[2]
+
+
+VALID = {
+    "Intervention": lambda: ((0,), {"kind": "soft_drift", "strength": 1.5}),
+    "OUEstimate": lambda: ((-np.eye(2), np.zeros(2), np.ones(2), (1.0,), "lsq"), {}),
+    "OUProcess": lambda: ((-np.eye(2), np.zeros(2), np.ones(2)), {}),
+    "Regime": lambda: ((np.zeros(2), np.eye(2), 10), {}),
+    "condensation_order": lambda: ((_setup()[1],), {}),
+    "fit_lsq": lambda: ((_regimes(), _interventions()), {"l1": 1e-4, "max_iter": 50, "tol": 1e-9}),
+    "fit_observational_lyapunov": lambda: ((_regimes()[0],), {"diffusion": np.ones(4), "l1": 1e-4,
+                                                              "max_iter": 50, "tol": 1e-9}),
+    "fit_recursive": lambda: ((_regimes(), _interventions(), _setup()[1]), {"rank_rtol": 1e-10}),
+    "fit_strength": lambda: ((_fitted()[1], Intervention(0), _fitted()[2][1]), {}),
+    "identifiability_nullity": lambda: ((_regimes(), _interventions()), {"rtol": 1e-9}),
+    "moment_system": lambda: ((_regimes(), _interventions()), {}),
+    "predict": lambda: ((_fitted()[1], Intervention(0)), {}),
+    "random_scc_system": lambda: ((0, (2, 2)), {"cross_edges": 1, "skew": 2.0, "symmetric": 0.3,
+                                                "cross_scale": 1.0, "margin": 0.5}),
+    "scale_aligned_error": lambda: ((_fitted()[1], _fitted()[0]), {"nodes": [0, 1]}),
+}
