@@ -11,7 +11,7 @@ block ``l``, for ``l = L`` through a forward pre-hook on the output embedding.
 from __future__ import annotations
 
 import contextlib
-from typing import Callable, Iterator
+from typing import Callable, ContextManager, Iterator
 
 from torch import Tensor, nn
 
@@ -21,13 +21,14 @@ from icml26.common.hf import decoder_blocks, num_layers  # re-exported here for 
 __all__ = ["decoder_blocks", "num_layers", "patch_hidden_state"]
 
 
-@contextlib.contextmanager
 def patch_hidden_state(
     model: nn.Module,
     layer: int,
     patch: Tensor | Callable[[Tensor], Tensor],
-) -> Iterator[None]:
+) -> ContextManager[None]:
     """Within the ``with`` block, forward passes use a replaced ``hidden_states[layer]``.
+
+    The arguments are checked when this is called (not only on entering the ``with`` block).
 
     Args:
         model: a Hugging Face causal LM.
@@ -44,6 +45,14 @@ def patch_hidden_state(
     if not -(n + 1) <= layer <= n:
         raise ValueError(f"layer={layer} is out of range for a model with {n} blocks (0 .. {n})")
     layer = layer % (n + 1)
+    if layer == n and (not hasattr(model, "get_output_embeddings") or model.get_output_embeddings() is None):
+        raise ValueError(f"{type(model).__name__} has no output embedding to patch layer {n}")
+    return _patched(model, layer, n, patch)
+
+
+@contextlib.contextmanager
+def _patched(model: nn.Module, layer: int, n: int, patch: Tensor | Callable[[Tensor], Tensor]) -> Iterator[None]:
+    """:func:`patch_hidden_state` on checked arguments (``0 <= layer <= n``)."""
     replace = patch if callable(patch) else (lambda _h: patch)
 
     def apply(h: Tensor) -> Tensor:
@@ -63,9 +72,7 @@ def patch_hidden_state(
 
         handle = decoder_blocks(model)[layer].register_forward_pre_hook(block_hook, with_kwargs=True)
     else:
-        head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-        if head is None:
-            raise ValueError(f"{type(model).__name__} has no output embedding to patch layer {n}")
+        head = model.get_output_embeddings()
 
         def head_hook(_module, args):
             return (apply(args[0]), *args[1:])

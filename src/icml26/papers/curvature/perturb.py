@@ -162,7 +162,8 @@ def perturb_and_measure(
         model: a Hugging Face causal LM (call ``model.eval()`` first: dropout adds noise).
         input_ids: ``(batch, T)`` unpadded token ids, ``T >= 3``; the last position of each
             row is perturbed and measured.
-        layer: ``0 .. L`` in the ``output_hidden_states`` convention (see :mod:`.hooks`).
+        layer: ``0 .. L`` in the ``output_hidden_states`` convention (see :mod:`.hooks`; negative values
+            count from ``L``).
         alpha: perturbation size as a fraction of ``|x^_t - x_t|`` (``relative_to="target"``) or
             of ``|x_t|`` (``relative_to="state"``, i.e. ``epsilon``).
         kind: ``"aligned"`` (:func:`straighten`) or ``"misaligned"`` (the norm-matched

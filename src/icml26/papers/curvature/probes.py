@@ -223,3 +223,76 @@ HOSTILE = [
 def _run_patched(patch: torch.Tensor) -> None:
     with patch_hidden_state(_lm(), 1, patch):
         _lm()(input_ids=_ids())
+
+# The hostile-input walk (tests/test_hostile_walk.py): a small valid call of every export.
+_NAN_IN_NAN_OUT = ("NaN in, NaN out by documented design: a point (or value) that is NaN makes only what "
+                   "depends on it NaN, so partly padded trajectories stay usable (HOSTILE probes the propagation)")
+
+VALID = {
+    "CurvatureLoss": lambda: ((), {"layers": (1,)}),
+    "contextual_curvature": lambda: ((_traj(),), {}),
+    "curvature_regularizer": lambda: ((_traj().unsqueeze(0),), {}),
+    "decoder_blocks": lambda: ((_lm(),), {}),
+    "extrapolation_target": lambda: ((_traj(),), {}),
+    "layerwise_curvature_entropy": lambda: ((_lm(), _ids()), {}),
+    "mean_curvature": lambda: ((_traj(),), {}),
+    "misaligned": lambda: ((_traj(), 0.5, torch.Generator().manual_seed(0)), {}),
+    "next_token_entropy": lambda: ((torch.randn(2, 5, generator=torch.Generator().manual_seed(2)),), {}),
+    "num_layers": lambda: ((_lm(),), {}),
+    "paired_test": lambda: ((np.array([-1.0, -2.0, 0.5, -1.5]),), {}),
+    "partial_correlation": lambda: ((np.array([1.0, 2, 3, 4, 5]), np.array([2.0, 1, 4, 3, 5]),
+                                     np.array([0.0, 1, 1, 2, 3])), {}),
+    "patch_hidden_state": lambda: ((_lm(), 1, torch.zeros(2, 8, 32)), {}),
+    "pearson": lambda: ((np.array([1.0, 2, 3, 4]), np.array([1.0, 3, 2, 4])), {}),
+    "perturb_and_measure": lambda: ((_lm(), _ids(), 1, 0.5), {}),
+    "perturbation_sweep": lambda: ((_lm(), _ids(), 1, np.array([0.05, 0.1])), {}),
+    "spearman": lambda: ((np.array([1.0, 2, 3, 4]), np.array([1.0, 3, 2, 4])), {}),
+    "straighten": lambda: ((_traj(), 0.5), {}),
+    "turning_angles": lambda: ((_traj(),), {}),
+    "unigram_log_frequency": lambda: ((torch.tensor([0, 1, 1, 5]), 64), {}),
+}
+
+NOT_WALKED = {
+    "CurvatureEntropyAnalysis": "a result record filled by layerwise_curvature_entropy (walked); HOSTILE probes "
+                                "its best_layer",
+    "PairedTest": "a result record filled by paired_test (walked)",
+    "PerturbationResult": "a result record filled by perturb_and_measure (walked); HOSTILE probes delta_entropy",
+    "PerturbationSweep": "a result record filled by perturbation_sweep (walked)",
+}
+
+_LAST_POINT = ("NaN in, NaN out by design: only the last point is moved, from the last three; a NaN elsewhere is "
+               "copied unchanged and a NaN among them makes the moved point NaN. perturb_and_measure and "
+               "perturbation_sweep feed it the model's own hidden states, where one diverged row must give that "
+               "row a NaN Delta H (which paired_test leaves out and counts), not fail the batch")
+_LAYER_FROM_END = "a negative layer counts from L, as hidden_states[layer] does (documented in hooks)"
+
+ALLOWED = {
+    "contextual_curvature.traj:nan": _NAN_IN_NAN_OUT + " (a window holding an undefined angle is NaN)",
+    "turning_angles.traj:nan": _NAN_IN_NAN_OUT,
+    "mean_curvature.traj:nan": "angles next to a NaN point are undefined and left out of the mean, as angles next "
+                               "to a zero-length step are (documented: the mean over the defined angles; NaN if "
+                               "none is)",
+    "extrapolation_target.hidden:nan": _LAST_POINT,
+    "straighten.hidden:nan": _LAST_POINT,
+    "misaligned.hidden:nan": _LAST_POINT,
+    "curvature_regularizer.hidden:nan": "hot path: the hidden states of every training step; a finiteness check "
+                                        "would cost a device sync per step, and a NaN state gives a NaN loss the "
+                                        "training loop sees",
+    "next_token_entropy.logits:nan": "documented: a row with a NaN logit has no distribution, so its entropy is "
+                                     "NaN (not 0, a confident prediction); other rows are unaffected (HOSTILE)",
+    "paired_test.delta:nan": "documented: non-finite differences (a patched pass that diverged) are left out and "
+                             "counted in n_nonfinite (HOSTILE 'paired_test counts the non-finite differences')",
+    "pearson.x:nan": _NAN_IN_NAN_OUT + " (documented: NaN in, NaN out)",
+    "pearson.y:nan": _NAN_IN_NAN_OUT + " (documented: NaN in, NaN out)",
+    "spearman.x:nan": _NAN_IN_NAN_OUT + " (documented: NaN in, NaN out)",
+    "spearman.y:nan": _NAN_IN_NAN_OUT + " (documented: NaN in, NaN out)",
+    "partial_correlation.x:nan": "documented: NaN in, NaN out, as pearson and spearman (HOSTILE probes it)",
+    "partial_correlation.y:nan": "documented: NaN in, NaN out, as pearson and spearman (HOSTILE probes it)",
+    "partial_correlation.covariates:nan": "documented: NaN in, NaN out, as pearson and spearman (HOSTILE probes it)",
+    "patch_hidden_state.patch:nan": "perturb_and_measure and perturbation_sweep patch in the model's own perturbed "
+                                    "state; a row that is NaN there gives that row NaN logits and a NaN Delta H "
+                                    "(left out and counted by paired_test), where a refusal would fail the batch",
+    "patch_hidden_state.layer:negative": _LAYER_FROM_END,
+    "perturb_and_measure.layer:negative": _LAYER_FROM_END,
+    "perturbation_sweep.layer:negative": _LAYER_FROM_END,
+}
