@@ -199,7 +199,7 @@ class HamuOptimizer:
             in each block, ``"skip"`` takes no step, ``"stop"`` takes no step and sets
             :attr:`stopped`.
         stop_on_criterion: take no step and set :attr:`stopped` once the stop flag fires.
-        max_grad_norm: clip g_r and g_f each to this global norm first (``None``: no clipping).
+        max_grad_norm: clip g_r and g_f each to this global norm first (``None`` or ``inf``: no clipping).
     """
 
     def __init__(

@@ -196,3 +196,46 @@ HOSTILE = [
     Probe("load_split: more samples than a class holds",
           lambda: load_split("digits", 1700, 50, 50, np.random.default_rng(0)), match="class"),
 ]
+
+
+def _grads(n: int = 4) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(1)
+    return torch.randn(n, generator=g), torch.randn(n, generator=g)
+
+
+def _pair(**kwargs):
+    return lambda: (_grads(), kwargs)
+
+
+VALID = {
+    "HamuOptimizer": lambda: ((_model().parameters(),), {"lr": 0.1, "bound": 0.5, "max_grad_norm": 1.0}),
+    "distribute_bound": lambda: ((0.5, torch.tensor([1.0, 2.0]), torch.tensor([0.5, 1.5])), {}),
+    "finetune": _pair(),
+    "forget_split": lambda: ((np.array([0, 1, 0, 1, 0, 1]), 0, 0.5), {"rng": 0}),
+    "gradient_ascent": _pair(),
+    "graddiff": _pair(),
+    "gru": _pair(),
+    "hamu_update": _pair(bound=0.1, radius=1.0),
+    "kl_graddiff": lambda: (_grads(), {"g_retain_kl": _grads()[0].flip(0)}),
+    "neggrad_plus": _pair(beta=0.9),
+    "pcgrad": _pair(),
+    "scrub": lambda: (_grads(), {"g_retain_kl": _grads()[0].flip(0), "g_forget_kl": _grads()[1].flip(0),
+                                 "alpha": 0.001, "gamma": 0.99}),
+    "stopping_threshold": lambda: ((1.0, 2.0), {"bound": 0.1, "radius": 1.0}),
+    "unlearn": lambda: ((_model(), [_data()], [_data()]), {"steps": 2, "lr": 0.1, "bound": 0.5, "max_grad_norm": 1.0,
+                                                          "eval_every": 1, "progress": False}),
+}
+
+NOT_WALKED = {
+    "HamuStep": "a result record filled by hamu_update (walked); kappa_direct is -inf and kappa_stop NaN by design "
+                "(documented), and HOSTILE 'HamuStep: unknown branch' checks its one validated field",
+    "HamuStepLog": "a plain record of one optimizer step, filled by HamuOptimizer (walked); HOSTILE "
+                   "'HamuStepLog: a record, no checks' documents that it holds what it is given",
+    "UnlearnHistory": "a result record filled by unlearn (walked); HOSTILE 'UnlearnHistory: unknown method' checks "
+                      "its one validated field",
+}
+
+ALLOWED = {
+    "HamuOptimizer.max_grad_norm:inf": "an infinite clipping norm means no clipping, like None (documented)",
+    "unlearn.max_grad_norm:inf": "an infinite clipping norm means no clipping, like None (documented)",
+}

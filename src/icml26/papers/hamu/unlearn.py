@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import itertools
 import math
 from typing import Any, Callable, Iterable, Iterator
 
@@ -140,7 +139,8 @@ def unlearn(
         loss_fn: ``loss_fn(logits, targets) -> scalar``; cross-entropy by default.
         bound, bound_mode, layerwise, infeasible, stop_on_criterion: HAMU options
             (:class:`~.optimizer.HamuOptimizer`).
-        max_grad_norm: gradient clipping (HAMU: each gradient; baselines: the direction).
+        max_grad_norm: gradient clipping (HAMU: each gradient; baselines: the direction); ``None`` or
+            ``inf``: no clipping.
         baseline_kwargs: keyword arguments of the baseline function (e.g. ``{"beta": 0.8}``).
         reference_model: the original model for ``"kl"``/``"scrub"`` (default: a frozen copy).
         eval_fn: called with the model (in eval mode, without gradients) at step 0, every
