@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml26.common.argcheck import check_int
+
 __all__ = ["accuracy", "chunked_ceiling", "hici_parameter_count", "loglog_slope", "parameter_overhead"]
 
 
@@ -61,8 +63,8 @@ def hici_parameter_count(d: int, num_slots: int, num_global: int, bottleneck: in
 
 def parameter_overhead(hici_params: int, base_params: int) -> float:
     """``hici / (base + hici)``, the share the paper reports ("~4-5 %")."""
-    if hici_params < 0 or base_params <= 0:
-        raise ValueError("hici_params must be >= 0 and base_params > 0")
+    check_int(hici_params, "hici_params", low=0)
+    check_int(base_params, "base_params", low=1)
     return hici_params / (base_params + hici_params)
 
 
@@ -72,7 +74,7 @@ def chunked_ceiling(num_segments: int, num_topics: int) -> float:
     The mark is in the query's segment with probability 1/S (then the topic is identifiable: 1);
     otherwise the marked segment's topic is independent of everything visible: 1/T.
     """
-    if num_segments < 1 or num_topics < 1:
-        raise ValueError("num_segments and num_topics must be positive")
+    check_int(num_segments, "num_segments", low=1)
+    check_int(num_topics, "num_topics", low=1)
     p_own = 1.0 / num_segments
     return p_own + (1.0 - p_own) / num_topics

@@ -13,6 +13,8 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from icml26.common.argcheck import check_int, check_real
+
 __all__ = ["apply_rope", "block_local_attention", "repeat_kv", "rope", "rotate_half", "segment_attention",
            "segment_mask"]
 
@@ -39,6 +41,13 @@ def repeat_kv(x: Tensor, n_rep: int) -> Tensor:
     if n_rep == 1:
         return x
     return x.repeat_interleave(n_rep, dim=1)
+
+
+def _check_options(scaling: float | None, dropout: float) -> None:
+    """The scalar options of the attention functions (Python numbers: no device sync)."""
+    if scaling is not None:
+        check_real(scaling, "scaling", low=0.0, low_open=True)
+    check_real(dropout, "dropout", low=0.0, high=1.0, high_open=True)
 
 
 def segment_mask(segment_size: int, prefix_valid: Tensor | None = None, *, device=None) -> Tensor:
@@ -77,12 +86,14 @@ def segment_attention(query: Tensor, key: Tensor, value: Tensor, *, segment_size
         segment_size: G, dividing N.
         prefix_key, prefix_value: ``(b, H_kv, S, P, hd)`` slot keys/values of each segment (no RoPE), or None.
         prefix_valid: ``(S, P)`` bool, which slots each segment may see (default: all).
-        scaling: softmax scale (default ``hd ** -0.5``).
-        dropout: attention dropout probability (training only; pass 0 at evaluation).
+        scaling: softmax scale > 0 (default ``hd ** -0.5``).
+        dropout: attention dropout probability in [0, 1) (training only; pass 0 at evaluation).
 
     Returns:
         ``(b, H, N, hd)``.
     """
+    check_int(segment_size, "segment_size", low=1)
+    _check_options(scaling, dropout)
     b, h, n, hd = query.shape
     h_kv = key.shape[1]
     if h % h_kv:
@@ -123,10 +134,14 @@ def block_local_attention(query: Tensor, key: Tensor, value: Tensor, *, group_si
         query: ``(b, H, N, hd)``; key, value: ``(b, H_kv, N, hd)``.
         group_size: G (N need not be a multiple of G when ``offset > 0``; it must be when ``offset = 0``).
         offset: where the first full group starts, ``0 <= offset < G``.
+        scaling, dropout: as in :func:`segment_attention` (scale > 0, dropout in [0, 1)).
 
     Returns:
         ``(b, H, N, hd)``.
     """
+    check_int(group_size, "group_size", low=1)
+    check_int(offset, "offset", low=0)
+    _check_options(scaling, dropout)
     b, h, n, hd = query.shape
     if not 0 <= offset < group_size:
         raise ValueError(f"offset={offset} must be in [0, group_size={group_size})")

@@ -15,6 +15,7 @@ import time
 
 import torch
 
+from icml26.common.argcheck import check_int
 from icml26.common.extras import require
 from icml26.papers.hici.config import HiCIConfig
 from icml26.papers.hici.patch import patch, set_inference_mode
@@ -57,9 +58,13 @@ def time_attention_blocks(sizes=(1024, 2048, 4096, 8192), *, hidden: int = 256, 
         repeats: timed runs per arm and size (the minimum is kept).
         progress: optional callable wrapping the size loop (e.g. ``ctx.progress``).
     """
-    if repeats < 1:
-        raise ValueError(f"repeats={repeats} must be at least 1")
-    sizes = [int(n) for n in sizes]
+    for name, value in (("hidden", hidden), ("heads", heads), ("segment_size", segment_size),
+                        ("num_segments", num_segments), ("repeats", repeats)):
+        check_int(value, name, low=1)
+    check_int(seed, "seed", low=0)
+    sizes = [check_int(n, "sizes", low=1) for n in sizes]
+    if not sizes:
+        raise ValueError("sizes is empty; give at least one sequence length")
     base_cfg = hici or HiCIConfig()
     base = _block_model(hidden, heads, seed).to(device)
     fixed = patch(copy.deepcopy(base), dataclasses.replace(base_cfg, segment_size=segment_size), seed=seed)

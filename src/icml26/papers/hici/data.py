@@ -25,6 +25,8 @@ import dataclasses
 import numpy as np
 import torch
 
+from icml26.common.argcheck import check_int
+
 __all__ = ["TopicDocuments", "TopicRetrievalTask"]
 
 
@@ -84,6 +86,7 @@ class TopicRetrievalTask:
                               or k * self.num_topics > self.content_vocab):
             raise ValueError(f"topic_tokens_each={k!r} must be None or an integer >= 2 with "
                              f"topic_tokens_each * num_topics <= content_vocab={self.content_vocab}")
+        check_int(self.seed, "seed", low=0)
 
     @property
     def topic_tokens(self) -> np.ndarray:

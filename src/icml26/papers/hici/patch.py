@@ -29,6 +29,7 @@ from typing import Iterator
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int
 from icml26.common.extras import require
 from icml26.papers.hici.attention import rope, segment_attention
 from icml26.papers.hici.config import INFERENCE_MODES, HiCIConfig
@@ -195,6 +196,8 @@ def patch(model: nn.Module, config: HiCIConfig | None = None, *, seed: int | Non
         The same model. Its HiCI parameters are trainable; :func:`hici_parameters` lists them.
     """
     config = HiCIConfig() if config is None else config
+    if seed is not None:
+        check_int(seed, "seed", low=0)
     if not isinstance(config, HiCIConfig):
         raise TypeError(f"config must be a HiCIConfig, got {type(config).__name__}")
     layers = attention_layers(model)

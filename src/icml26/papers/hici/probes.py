@@ -90,3 +90,70 @@ HOSTILE = [
     Probe("an int for rng", lambda: TopicRetrievalTask().sample(2, 4, 0), raises=TypeError, match="rng"),
     Probe("zero benchmark repeats", lambda: hici.time_attention_blocks((256, 512), repeats=0), match="repeats"),
 ]
+
+
+def _qkv(n: int = 8) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(0)
+    return tuple(torch.randn(1, 2, n, 4, generator=g) for _ in range(3))
+
+
+def _prefix() -> dict:
+    g = torch.Generator().manual_seed(1)
+    return {"prefix_key": torch.randn(1, 2, 2, 3, 4, generator=g), "prefix_value": torch.randn(1, 2, 2, 3, 4, generator=g),
+            "prefix_valid": torch.ones(2, 3, dtype=torch.bool), "scaling": 0.5, "dropout": 0.0}
+
+
+def _slots() -> torch.Tensor:
+    return torch.randn(2, 3, 4, 5, generator=torch.Generator().manual_seed(2))
+
+
+VALID = {
+    "GlobalIntegrator": lambda: ((12,), {"num_global": 2, "bottleneck": 8, "stat_dim": 4, "num_heads": 2,
+                                         "gate_init": 0.1}),
+    "LocalConstructor": lambda: ((12,), {"num_slots": 3, "bottleneck": 8, "num_heads": 2}),
+    "TopicDocuments": lambda: ((torch.zeros(2, 8, dtype=torch.long), torch.zeros(2, dtype=torch.long),
+                                torch.zeros(2, 2, dtype=torch.long), torch.zeros(2, dtype=torch.long)), {}),
+    "TopicRetrievalTask": lambda: ((), {"num_topics": 4, "content_vocab": 16, "segment_tokens": 8,
+                                        "concentration": 0.1, "topic_tokens_each": 4, "seed": 0}),
+    "accuracy": lambda: ((np.array([0, 1, 1]), np.array([0, 1, 0])), {}),
+    "attention_layers": lambda: ((_llama(),), {}),
+    "block_local_attention": lambda: (_qkv(), {"group_size": 4, "offset": 2, "scaling": 0.5, "dropout": 0.0}),
+    "chunked_ceiling": lambda: ((4, 8), {}),
+    "cumulative_statistics": lambda: ((_slots(),), {}),
+    "hici_parameter_count": lambda: ((16, 2, 2, 8, 4), {}),
+    "hici_parameters": lambda: ((_patched(),), {}),
+    "inference_mode": lambda: ((_patched(), "full"), {}),
+    "is_patched": lambda: ((_llama(),), {}),
+    "loglog_slope": lambda: ((np.array([256.0, 512.0, 1024.0]), np.array([1.0, 2.1, 3.9])), {}),
+    "parameter_overhead": lambda: ((1000, 100000), {}),
+    "patch": lambda: ((_llama(), HiCIConfig(**_SMALL)), {"seed": 0}),
+    "pooled_statistics": lambda: ((_slots(),), {}),
+    "position_interpolation": lambda: ((_llama(), 2.0), {}),
+    "s2_attention": lambda: (_qkv(), {"group_size": 4, "scaling": 0.5, "dropout": 0.0}),
+    "segment_attention": lambda: (_qkv(6), {"segment_size": 3, **_prefix()}),
+    "segment_mask": lambda: ((4,), {"prefix_valid": torch.ones(2, 3, dtype=torch.bool)}),
+    "set_inference_mode": lambda: ((_patched(), "full"), {}),
+    "time_attention_blocks": lambda: (((8, 16),), {"hidden": 8, "heads": 2, "segment_size": 4, "num_segments": 2,
+                                                   "hici": HiCIConfig(**_SMALL), "repeats": 1, "seed": 0}),
+}
+
+NOT_WALKED = {
+    "AttentionTimings": "a result record filled by time_attention_blocks(), which is walked",
+    "from_pretrained": "reads a checkpoint folder that save_pretrained wrote (a path and a class, no number the "
+                       "walk could feed); test_hici.py's save/reload round trip covers it",
+    "save_pretrained": "writes a checkpoint folder (a model and a path, no number the walk could feed); "
+                       "test_hici.py's save/reload round trip covers it and refuses an unpatched model",
+}
+
+_HOT = ("attention of every patched layer on every forward, where a finiteness check would cost a device sync "
+        "per layer and step; NaN stays NaN through the matmuls and the softmax")
+_STATS = ("runs inside GlobalIntegrator's forward on every layer and step (a device sync per call to check it); "
+          "NaN in the slots gives NaN statistics (documented; HOSTILE 'NaN slots propagate')")
+ALLOWED = {
+    **{f"{fn}.{arg}": _HOT for fn in ("block_local_attention", "s2_attention", "segment_attention")
+       for arg in ("query", "key", "value")},
+    "segment_attention.prefix_key": _HOT,
+    "segment_attention.prefix_value": _HOT,
+    "pooled_statistics.slots": _STATS,
+    "cumulative_statistics.slots": _STATS,
+}

@@ -21,7 +21,7 @@ import types
 import torch
 from torch import Tensor, nn
 
-from icml26.papers.hici.attention import apply_rope, block_local_attention, segment_attention
+from icml26.papers.hici.attention import _check_options, apply_rope, block_local_attention, segment_attention
 from icml26.papers.hici.patch import _TAG, _project_heads, attention_layers, check_causal_mask
 
 __all__ = ["patch", "receptive_field", "s2_attention", "set_inference_mode"]
@@ -45,6 +45,7 @@ def s2_attention(query: Tensor, key: Tensor, value: Tensor, *, group_size: int, 
     b, h, n, hd = query.shape
     if isinstance(group_size, bool) or not isinstance(group_size, int) or group_size < 1:
         raise ValueError(f"group_size={group_size!r} must be a positive integer")
+    _check_options(scaling, dropout)
     if n % group_size:
         raise ValueError(f"sequence length N={n} is not divisible by group_size G={group_size}; pad or crop the "
                          "input to a multiple of G")
