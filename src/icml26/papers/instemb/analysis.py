@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from icml26.common.argcheck import check_int, check_real, require_finite
+
 __all__ = [
     "inst_sts_pairs",
     "inst_sts_spearman",
@@ -46,8 +48,11 @@ def kmeans_nmi(embeddings, labels, *, n_clusters: int | None = None, seed: int =
     """NMI (arithmetic normalisation) between k-means clusters of ``embeddings`` ``(n, d)`` and ``labels`` ``(n,)``.
 
     ``n_clusters`` defaults to the number of distinct labels; k-means is scikit-learn's with
-    ``random_state=seed``.
+    ``random_state=seed`` (an integer in [0, 2³² − 1]) and ``n_init`` restarts (or ``"auto"``).
     """
+    seed = check_int(seed, "seed", low=0, high=2**32 - 1)
+    if n_init != "auto":
+        n_init = check_int(n_init, "n_init", low=1)
     from sklearn.cluster import KMeans
     from sklearn.metrics import normalized_mutual_info_score
 
@@ -66,6 +71,7 @@ def kmeans_nmi(embeddings, labels, *, n_clusters: int | None = None, seed: int =
 
 def instruction_nmi(embeddings, labels, *, seed: int = 0) -> np.ndarray:
     """Per-instruction k-means NMI: ``(I,)`` for embeddings ``(I, n, d)`` and labels ``(I, n)``."""
+    seed = check_int(seed, "seed", low=0, high=2**32 - 1)
     e, y = _stack(embeddings, labels)
     return np.array([kmeans_nmi(e[i], y[i], seed=seed) for i in range(e.shape[0])])
 
@@ -82,8 +88,7 @@ def inst_sts_pairs(labels, n_pairs: int, rng: np.random.Generator, *, match_frac
         raise ValueError(f"labels must be (instructions, texts >= 2), got shape {y.shape}")
     if isinstance(n_pairs, bool) or not isinstance(n_pairs, (int, np.integer)) or n_pairs < 1:
         raise ValueError(f"n_pairs={n_pairs!r} must be a positive integer")
-    if not 0.0 <= match_fraction <= 1.0:
-        raise ValueError(f"match_fraction={match_fraction} must be in [0, 1]")
+    match_fraction = check_real(match_fraction, "match_fraction", low=0.0, high=1.0)
     n_match = int(round(match_fraction * n_pairs))
     rows = []
     for want in [1] * n_match + [0] * (n_pairs - n_match):
@@ -146,6 +151,7 @@ def spearman_ceiling(gold) -> float:
     from scipy.stats import spearmanr
 
     y = np.asarray(gold, dtype=np.float64).ravel()
+    require_finite(y, "gold")
     if y.size < 2 or np.ptp(y) == 0:
         raise ValueError("gold must hold at least two different values")
     order = np.argsort(y, kind="stable")

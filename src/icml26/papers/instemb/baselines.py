@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import torch
 
+from icml26.common.argcheck import check_int
 from icml26.papers.instemb.data import Example
 from icml26.papers.instemb.model import InstEmbModel
 from icml26.papers.instemb.training import train_instemb
@@ -27,7 +28,12 @@ __all__ = ["contrastive_last_token", "input_last", "instemb_last_token"]
 
 def input_last(causal_lm: Any, data: Sequence[Example], steps: int, *, tokenizer: Any = None,
                **wrap_kwargs: Any) -> InstEmbModel:
-    """InputLast: an encode-only wrapper reading the last input token's state (no training)."""
+    """InputLast: an encode-only wrapper reading the last input token's state (no training).
+
+    ``data`` and ``steps`` are not used; ``steps`` is still checked (an integer >= 0), so that a
+    bad value passed to every drop-in alike is refused here too.
+    """
+    check_int(steps, "steps", low=0)
     return InstEmbModel.wrap(causal_lm, 0, tokenizer=tokenizer, with_teacher=False, distill_weight=0.0,
                              pooling="eos", **wrap_kwargs)
 

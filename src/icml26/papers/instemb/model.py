@@ -51,6 +51,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int
 from icml26.papers.instemb.data import Example
 from icml26.papers.instemb.losses import InstEmbLoss, instemb_loss
 from icml26.papers.instemb.pooling import daap_pool
@@ -203,7 +204,7 @@ class InstEmbModel(nn.Module):
         embed = backbone.get_input_embeddings().weight.detach()
         # Look-ahead vectors (ours): the mean input embedding plus noise at the embeddings'
         # per-coordinate spread, so each starts as a "typical" token.
-        g = torch.Generator().manual_seed(seed)
+        g = torch.Generator().manual_seed(check_int(seed, "seed", low=0))
         noise = torch.randn(num_lookahead, embed.shape[1], generator=g).to(embed)
         self.lookahead = nn.Parameter(embed.mean(0) + noise * embed.std(0))
         self.teacher_model: nn.Module | None = None

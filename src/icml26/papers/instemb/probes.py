@@ -91,3 +91,64 @@ HOSTILE = [
           match="n_pairs"),
     Probe("constant gold", lambda: spearman_ceiling([1, 1, 1]), match="gold"),
 ]
+
+
+# ---------------------------------------------------------------------------
+# The hostile-input walk (tests/test_hostile_walk.py): valid calls, exports not walked, accepted suspects
+# ---------------------------------------------------------------------------
+def _fit_call(**kwargs):
+    """A one-step training call on a fresh tiny LM (the signature of fit_instemb and its baselines)."""
+    def make():
+        return (_tiny_lm(), list(_BATCH), 1), dict(tokenizer=attrworld_tokenizer(), batch_size=2,
+                                                  show_progress=False) | kwargs
+    return make
+
+
+def _embeddings(instructions: int = 2, n: int = 6, d: int = 3) -> np.ndarray:
+    return np.random.default_rng(0).normal(size=(instructions, n, d))
+
+
+_LABELS = np.array([[0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 1]])
+_PAIRS = np.array([[0, 0, 1, 1], [0, 0, 2, 0], [1, 0, 2, 1], [1, 1, 2, 0]])
+
+VALID = {
+    "AttrWorld": lambda: ((("an object in red", "an object in blue"), {"colour": np.array([0, 1])}), {}),
+    "Example": lambda: (("what colour is it", "an object in red", "it is red"), {}),
+    "InstEmbModel": lambda: ((_tiny_lm(), 2), {"tokenizer": attrworld_tokenizer(), "seed": 0}),
+    "contrastive_last_token": _fit_call(lr=3e-4),
+    "daap_pool": lambda: ((torch.randn(2, 3), torch.randn(2, 2, 3)), {"weight": 1.0}),
+    "distill_loss": lambda: ((torch.randn(2, 2, 3), torch.randn(2, 3, 3)), {"positionwise": 0.5}),
+    "fit_instemb": _fit_call(num_lookahead=2, lr=3e-4),
+    "info_nce": lambda: ((torch.randn(2, 3), torch.randn(2, 3)), {"tau": 0.05}),
+    "input_last": lambda: ((_tiny_lm(), list(_BATCH), 1), {"tokenizer": attrworld_tokenizer()}),
+    "inst_sts_pairs": lambda: ((_LABELS, 4, np.random.default_rng(0)), {"match_fraction": 0.5}),
+    "inst_sts_spearman": lambda: ((_embeddings(), _PAIRS), {}),
+    "instemb_last_token": _fit_call(num_lookahead=2, lr=3e-4),
+    "instruction_nmi": lambda: ((_embeddings(), _LABELS), {"seed": 0}),
+    "instruction_sensitivity": lambda: ((_embeddings(), np.array([0, 1])), {}),
+    "kmeans_nmi": lambda: ((_embeddings(1)[0], _LABELS[0]), {"seed": 0, "n_init": 2}),
+    "spearman_ceiling": lambda: ((np.array([0.0, 1.0, 1.0, 0.0]),), {}),
+    "train_instemb": lambda: ((_model(2), list(_BATCH), 1), {"batch_size": 2, "lr": 3e-4, "weight_decay": 0.01,
+                                                            "show_progress": False}),
+}
+
+NOT_WALKED = {
+    "InstEmbLoss": "a result record filled by InstEmbModel.loss(return_parts=True) (train_instemb is walked)",
+    "InstEmbOutput": "a result record filled by InstEmbModel.embed_rows / forward (InstEmbModel is walked, and "
+                     "MODULES runs its forward)",
+    "TrainLog": "a result record filled by train_instemb, which is walked",
+}
+
+_PROPAGATES = ("NaN in, NaN out by documented design (README, HOSTILE 'NaN propagates through …'); {where}")
+_TRAINING = _PROPAGATES.format(where="it runs at every training step, where a finiteness check would cost a "
+                                     "device sync per step, and train_instemb refuses the non-finite loss")
+ALLOWED = {
+    "info_nce.queries:nan": _TRAINING,
+    "info_nce.keys:nan": _TRAINING,
+    "distill_loss.student_la:nan": _TRAINING,
+    "distill_loss.teacher_out:nan": _TRAINING,
+    "daap_pool.h_eos:nan": _PROPAGATES.format(where="it pools every batch of encode(); the NaN embedding stays "
+                                                    "visible and the metrics refuse it"),
+    "daap_pool.h_la:nan": _PROPAGATES.format(where="it pools every batch of encode(); the NaN embedding stays "
+                                                   "visible and the metrics refuse it"),
+}
