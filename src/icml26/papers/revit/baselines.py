@@ -14,10 +14,11 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int
 from icml26.papers.revit.backbone import SwinUNet, check_token_grid
 from icml26.papers.revit.frames import ChannelLayout
 from icml26.papers.revit.grid import patchify, unpatchify
-from icml26.papers.revit.group import rotate_field
+from icml26.papers.revit.group import check_channel_split, rotate_field
 from icml26.papers.revit.model import check_architecture, check_field_io, residual_add
 
 __all__ = ["PlainViT", "random_c4_augment"]
@@ -39,8 +40,11 @@ class PlainViT(nn.Module):
         if dims not in (2, 3):
             raise ValueError(f"dims={dims} must be 2 or 3")
         check_architecture(patch, dim, heads, depths, decoder_depth, window, mlp_ratio)
-        spatial = (grid_size,) * dims if isinstance(grid_size, int) else tuple(grid_size)
-        if len(spatial) != dims or any(not isinstance(s, int) or s < 1 or s % patch for s in spatial):
+        if isinstance(grid_size, (tuple, list)):
+            spatial = tuple(check_int(s, "grid_size", low=1) for s in grid_size)
+        else:
+            spatial = (check_int(grid_size, "grid_size", low=1),) * dims
+        if len(spatial) != dims or any(s % patch for s in spatial):
             raise ValueError(f"grid_size={grid_size} must give {dims} positive sides divisible by patch={patch}")
         self.n_scalar_in, self.n_vector_in = n_scalar_in, n_vector_in
         self.n_scalar_out, self.n_vector_out = n_scalar_out, n_vector_out
@@ -97,6 +101,8 @@ def random_c4_augment(inputs: Tensor, targets: Tensor, n_scalar_in: int, n_vecto
     if inputs.ndim != 4 or targets.ndim != 4 or inputs.shape[0] != targets.shape[0]:
         raise ValueError(f"inputs {tuple(inputs.shape)} and targets {tuple(targets.shape)} must be 2D field "
                          f"batches (B, C, H, W) with the same B")
+    check_channel_split(inputs, "inputs", n_scalar_in, n_vector_in, "n_scalar_in", "n_vector_in")
+    check_channel_split(targets, "targets", n_scalar_out, n_vector_out, "n_scalar_out", "n_vector_out")
     ks = torch.randint(0, 4, (inputs.shape[0],), generator=generator).tolist()
     xs, ys = inputs.clone(), targets.clone()
     for k in range(1, 4):

@@ -37,6 +37,7 @@ from icml26.common.argcheck import check_int
 __all__ = [
     "apply_rotation",
     "c4_matrix",
+    "check_channel_split",
     "is_signed_permutation",
     "octahedral_group",
     "reflections_3d",
@@ -124,6 +125,16 @@ def _check_field(x: Tensor, n_scalar: int, n_vector: int, dims: int) -> None:
             f"field has {x.shape[1]} channels but n_scalar={n_scalar} + {dims}*n_vector={n_vector} "
             f"= {expected}; pass the channel split that matches the tensor"
         )
+
+
+def check_channel_split(x: Tensor, name: str, n_scalar: int, n_vector: int, scalar_name: str, vector_name: str,
+                        dims: int = 2) -> None:
+    """``x``'s channels are ``n_scalar + dims * n_vector``; errors name the caller's arguments."""
+    n_scalar = check_int(n_scalar, scalar_name, low=0)
+    n_vector = check_int(n_vector, vector_name, low=0)
+    if x.ndim < 2 or x.shape[1] != n_scalar + dims * n_vector:
+        raise ValueError(f"{name} has shape {tuple(x.shape)} but {scalar_name}={n_scalar} + {dims}*{vector_name}="
+                         f"{n_vector} = {n_scalar + dims * n_vector} channels; pass the split that matches {name}")
 
 
 def apply_rotation(x: Tensor, rotation: Tensor, n_scalar: int, n_vector: int) -> Tensor:

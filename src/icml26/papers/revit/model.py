@@ -119,7 +119,7 @@ class ReViT(nn.Module):
             raise ValueError(f"dims={dims} must be 2 or 3")
         if n_vector_in < 1:
             raise ValueError("ReViT builds its local frames from a vector input; pass n_vector_in >= 1")
-        if not 0 <= basis_channel < n_vector_in:
+        if not 0 <= check_int(basis_channel, "basis_channel") < n_vector_in:
             raise ValueError(f"basis_channel={basis_channel} must index one of the {n_vector_in} input vector fields")
         check_architecture(patch, dim, heads, depths, decoder_depth, window, mlp_ratio)
         check_real(vector_fraction, "vector_fraction", low=0.0, high=1.0)

@@ -63,7 +63,8 @@ def velocity_from_vorticity(omega: Tensor, background: Tensor) -> Tensor:
 
     Returns:
         ``(B, 2, N, N)`` velocity (components x, y). NaN in ``omega`` spreads over the whole
-        field (the inverse Laplacian is global).
+        field (the inverse Laplacian is global); a NaN ``background`` component is added to every
+        pixel of that component.
     """
     if not isinstance(omega, Tensor) or not isinstance(background, Tensor):
         raise TypeError("omega and background must be torch.Tensors")
@@ -184,6 +185,9 @@ class NavierStokesData:
     Attributes:
         inputs: ``(P, 1 + 2, N, N)`` float32: vorticity (scalar) then velocity (x, y) at ``t``.
         targets: ``(P, 2, N, N)`` float32: velocity at ``t + substeps·dt``.
+
+    The channel splits are non-negative integers that match the tensors, and both tensors are finite
+    (``ValueError`` / ``TypeError`` naming the field otherwise).
     """
 
     inputs: Tensor
@@ -197,6 +201,8 @@ class NavierStokesData:
     def __post_init__(self) -> None:
         if not isinstance(self.inputs, Tensor) or not isinstance(self.targets, Tensor):
             raise TypeError("inputs and targets must be torch.Tensors")
+        for name in ("n_scalar_in", "n_vector_in", "n_scalar_out", "n_vector_out"):
+            check_int(getattr(self, name), name, low=0)
         c_in = self.n_scalar_in + 2 * self.n_vector_in
         c_out = self.n_scalar_out + 2 * self.n_vector_out
         if self.inputs.ndim != 4 or self.inputs.shape[1] != c_in:
@@ -204,6 +210,8 @@ class NavierStokesData:
         if self.targets.shape != (self.inputs.shape[0], c_out, *self.inputs.shape[2:]):
             raise ValueError(f"targets must be (P, {c_out}, N, N) with the inputs' P and N, "
                              f"got {tuple(self.targets.shape)}")
+        require_finite(self.inputs, "inputs", hint="a training pair with NaN or inf turns every weight into NaN")
+        require_finite(self.targets, "targets", hint="a training pair with NaN or inf turns every weight into NaN")
 
 
 def make_navier_stokes_pairs(trajectories: int, pairs_per_trajectory: int, *, grid: int = 32,

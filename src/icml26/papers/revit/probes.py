@@ -186,3 +186,58 @@ HOSTILE = [
     Probe("NavierStokesData with unpaired targets",
           lambda: NavierStokesData(torch.zeros(4, 3, 8, 8), torch.zeros(3, 2, 8, 8)), match="targets"),
 ]
+
+
+# The hostile-input walk (tests/test_hostile_walk.py): a small valid call of every export.
+def _pairs() -> tuple[torch.Tensor, torch.Tensor]:
+    return _field(b=4), torch.randn(4, 2, 8, 8, generator=torch.Generator().manual_seed(2))
+
+
+def _omega() -> torch.Tensor:
+    return torch.randn(1, 8, 8, generator=torch.Generator().manual_seed(3))
+
+
+VALID = {
+    "NavierStokesData": lambda: (_pairs(), {}),
+    "PlainViT": lambda: ((1, 1, 1, 1), {"grid_size": 8, **_SMALL}),
+    "ReViT": lambda: ((1, 1, 1, 1), {"dims": 2, **_SMALL}),
+    "ReViT2d": lambda: ((1, 1, 1, 1), dict(_SMALL)),
+    "ReViT3d": lambda: ((1, 1, 1, 1), {"patch": 2, "dim": 24, "heads": 2, "depths": (1,), "window": 2}),
+    "apply_rotation": lambda: ((_field(b=1), c4_matrix(1), 1, 1), {}),
+    "basis_pyramid": lambda: ((_field(b=1)[:, 1:], 2, 2), {}),
+    "c4_matrix": lambda: ((1,), {}),
+    "canonical_basis": lambda: ((_field(b=1)[:, 1:], 2), {}),
+    "fit": lambda: ((ReViT2d(1, 1, 0, 1, **_SMALL), *_pairs()), {"steps": 1, "batch_size": 2}),
+    "make_navier_stokes_pairs": lambda: ((1, 1), {"grid": 8, "substeps": 2}),
+    "random_c4_augment": lambda: ((*_pairs(), 1, 1, 0, 1, torch.Generator().manual_seed(0)), {}),
+    "rotate_field": lambda: ((_field(b=1), 1, 1, 1), {}),
+    "rotated_mse": lambda: ((ReViT2d(1, 1, 0, 1, **_SMALL).eval(), *_pairs()),
+                            {"n_scalar_in": 1, "n_vector_in": 1, "n_scalar_out": 0, "n_vector_out": 1}),
+    "simulate_navier_stokes": lambda: ((_omega(), torch.zeros(1, 2)), {"substeps": 2, "snapshots": 2}),
+    "velocity_from_vorticity": lambda: ((_omega(), torch.zeros(1, 2)), {}),
+    "vorticity_from_velocity": lambda: ((_field(b=1)[:, 1:],), {}),
+}
+
+NOT_WALKED = {
+    "FieldFitResult": "a result record filled by fit (walked); HOSTILE probes its steps_per_s",
+}
+
+_MOVED = ("documented: the group action permutes values and flips signs, never computes with them, so a NaN is "
+          "moved like any other value (HOSTILE 'rotate_field moves NaN, never invents it'); a check would cost a "
+          "device sync per batch in fit(augment=True)")
+_ANY_TURN = "documented: any integer number of quarter turns, taken mod 4 (k=-1 is a clockwise quarter turn)"
+_SPECTRAL = ("documented: NaN in, NaN everywhere (a global spectral operator), HOSTILE 'velocity_from_vorticity "
+             "NaN spreads over the field'; an all-NaN field cannot pass for a valid one")
+
+ALLOWED = {
+    "apply_rotation.x:nan": _MOVED,
+    "rotate_field.x:nan": _MOVED,
+    "random_c4_augment.inputs:nan": _MOVED,
+    "random_c4_augment.targets:nan": _MOVED,
+    "rotate_field.k:negative": _ANY_TURN,
+    "c4_matrix.k:negative": _ANY_TURN,
+    "velocity_from_vorticity.omega:nan": _SPECTRAL,
+    "velocity_from_vorticity.background:nan": "documented: a NaN background component is added to every pixel of "
+                                              "that component; an all-NaN component cannot pass for a valid one",
+    "vorticity_from_velocity.u:nan": _SPECTRAL,
+}

@@ -18,7 +18,7 @@ from torch import Tensor, nn
 from icml26.common.argcheck import check_int, check_real, require_finite
 from icml26.common.progress import progress
 from icml26.papers.revit.baselines import random_c4_augment
-from icml26.papers.revit.group import rotate_field
+from icml26.papers.revit.group import check_channel_split, rotate_field
 
 __all__ = ["FieldFitResult", "fit", "rotated_mse"]
 
@@ -126,6 +126,8 @@ def rotated_mse(model: nn.Module, inputs: Tensor, targets: Tensor, *, n_scalar_i
     C4-equivariant gets the same MSE at every ``k``. Returns one MSE per rotation.
     """
     _check_pairs(inputs, targets)
+    check_channel_split(inputs, "inputs", n_scalar_in, n_vector_in, "n_scalar_in", "n_vector_in")
+    check_channel_split(targets, "targets", n_scalar_out, n_vector_out, "n_scalar_out", "n_vector_out")
     batch_size = check_int(batch_size, "batch_size", low=1)
     rotations = tuple(check_int(k, "rotations") for k in rotations)
     was_training = model.training
