@@ -24,7 +24,7 @@ from typing import Mapping, Sequence
 import torch
 from torch import Tensor
 
-from icml26.common.argcheck import check_int, check_real
+from icml26.common.argcheck import as_tensor, check_int, check_real, require_finite
 
 __all__ = ["Basis", "basis_coverage", "domain_axes", "synthesize_basis"]
 
@@ -82,12 +82,18 @@ def domain_axes(domain_embeddings) -> Tensor:
 
 def basis_coverage(embeddings: Tensor, axes: Tensor) -> float:
     """Fraction of the centred variance of ``embeddings`` ``(n, d)`` inside ``span(axes)`` ``(m, d)``."""
-    x = torch.as_tensor(embeddings, dtype=torch.float64)
+    x = as_tensor(embeddings, "embeddings", dtype=torch.float64)
+    a = as_tensor(axes, "axes", dtype=torch.float64)
+    if x.dim() != 2 or x.shape[0] < 1:
+        raise ValueError(f"embeddings must be a non-empty (n, d) array, got shape {tuple(x.shape)}")
+    if a.dim() != 2 or a.shape[0] < 1 or a.shape[1] != x.shape[1]:
+        raise ValueError(f"axes must be (m, d={x.shape[1]}), got shape {tuple(a.shape)}")
+    require_finite(x, "embeddings")
+    require_finite(a, "axes")
     x = x - x.mean(dim=0)
     total = float(x.pow(2).sum())
     if total <= 0:
         return 0.0
-    a = torch.as_tensor(axes, dtype=torch.float64)
     q, r = torch.linalg.qr(a.T)  # orthonormal basis of span(axes), (d, m)
     keep = r.diagonal().abs() > 1e-10
     q = q[:, keep]

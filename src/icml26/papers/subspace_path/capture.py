@@ -20,6 +20,7 @@ from typing import Any, Mapping, Sequence
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, require_finite
 from icml26.common.hf import decoder_blocks
 from icml26.papers.subspace_path.heads import attention_layout, attention_modules
 
@@ -52,6 +53,7 @@ def as_batch(data: Any, *, name: str = "data", tokenizer=None, max_length: int =
     a :class:`Batch`, or, with a ``tokenizer``, a string or a list of strings (padded,
     truncated to ``max_length`` tokens).
     """
+    max_length = check_int(max_length, "max_length", low=1)
     if isinstance(data, Batch):
         ids, mask = data.input_ids, data.attention_mask
     elif isinstance(data, str) or (isinstance(data, (list, tuple)) and data and all(isinstance(s, str) for s in data)):
@@ -115,8 +117,9 @@ def collect_activations(model: nn.Module, data: Batch, *, batch_size: int = 32) 
         data: the inputs (a :class:`Batch`; see :func:`as_batch`).
         batch_size: inputs per forward pass.
     """
-    if batch_size < 1:
-        raise ValueError(f"batch_size={batch_size} must be at least 1")
+    batch_size = check_int(batch_size, "batch_size", low=1)
+    if not isinstance(data, Batch):
+        raise TypeError(f"data must be a Batch (see as_batch), got {type(data).__name__}")
     layouts = attention_layout(model)
     if len({lay.n_heads for lay in layouts}) != 1:
         raise ValueError("the model's layers have different head counts (pruned); collect activations on the dense model")
@@ -172,13 +175,15 @@ def head_writes(model: nn.Module, head_outputs: Tensor, *, layer: int | None = N
         layer: the layer of a 3-d ``head_outputs``.
 
     Returns:
-        ``(N, L, H, d)``, or ``(N, H, d)`` for one layer.
+        ``(N, L, H, d)``, or ``(N, H, d)`` for one layer. NaN or inf in ``head_outputs`` is refused.
     """
     layouts = attention_layout(model)
     modules = attention_modules(model)
+    if not isinstance(head_outputs, torch.Tensor):
+        raise TypeError(f"head_outputs must be a tensor (N, L, H, d_h), got {type(head_outputs).__name__}")
+    require_finite(head_outputs, "head_outputs", hint="check the model's activations")
     if layer is not None:
-        if not 0 <= layer < len(layouts):
-            raise ValueError(f"layer={layer} is out of range for {len(layouts)} layers")
+        layer = check_int(layer, "layer", low=0, high=len(layouts) - 1)
         if head_outputs.dim() != 3:
             raise ValueError(f"with layer=, head_outputs must be (N, H, d_h), got {tuple(head_outputs.shape)}")
         lay = layouts[layer]

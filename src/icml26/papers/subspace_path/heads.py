@@ -34,6 +34,7 @@ from typing import Iterator, Sequence
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, require_finite
 from icml26.common.hf import decoder_blocks
 
 __all__ = [
@@ -58,6 +59,10 @@ class AttentionLayout:
     """Key/value heads (``H_ℓ`` without grouped-query attention)."""
     head_dim: int
     """Width ``d_h`` of one head."""
+
+    def __post_init__(self) -> None:
+        for name in ("n_heads", "n_kv_heads", "head_dim"):
+            check_int(getattr(self, name), name, low=1)
 
     @property
     def group_size(self) -> int:
@@ -144,18 +149,18 @@ def _as_keep(model: nn.Module, keep, *, allow_empty: bool, name: str = "keep") -
     return rows
 
 
-@contextlib.contextmanager
-def scale_heads(model: nn.Module, scale: Tensor) -> Iterator[None]:
+def scale_heads(model: nn.Module, scale: Tensor) -> contextlib.AbstractContextManager[None]:
     """Within the block, head ``h`` of layer ``ℓ`` writes ``scale[..., ℓ, h]`` times its output.
 
     A forward pre-hook on each ``o_proj`` multiplies the input columns of head ``h``
-    (``h·d_h … (h+1)·d_h``) by its gate; gradients flow to ``scale``.
+    (``h·d_h … (h+1)·d_h``) by its gate; gradients flow to ``scale``. The arguments are
+    checked when it is called, before the block is entered.
 
     Args:
         model: a Llama-style Hugging Face decoder whose layers all have ``H`` heads.
         scale: ``(L, H)`` gates shared by the batch, or ``(B, L, H)`` one row per example
-            (``B`` must equal the batch size of every forward pass in the block). Real
-            values; NaN propagates into the outputs.
+            (``B`` must equal the batch size of every forward pass in the block). Finite
+            real values (NaN or inf is refused: it would reach every output).
     """
     layouts = attention_layout(model)
     if not isinstance(scale, torch.Tensor) or not scale.is_floating_point():
@@ -163,6 +168,12 @@ def scale_heads(model: nn.Module, scale: Tensor) -> Iterator[None]:
     shape = (len(layouts), layouts[0].n_heads)
     if len({lay.n_heads for lay in layouts}) != 1 or tuple(scale.shape[-2:]) != shape or scale.dim() not in (2, 3):
         raise ValueError(f"scale has shape {tuple(scale.shape)}; expected (L, H) = {shape} or (B, L, H)")
+    require_finite(scale.detach(), "scale", hint="pass finite gates (1 keeps a head, 0 removes it)")
+    return _scaled(model, scale, layouts)
+
+
+@contextlib.contextmanager
+def _scaled(model: nn.Module, scale: Tensor, layouts: list[AttentionLayout]) -> Iterator[None]:
     handles = []
     for layer, (attn, lay) in enumerate(zip(attention_modules(model), layouts)):
         def hook(_module, args, layer=layer, head_dim=lay.head_dim):
@@ -182,8 +193,7 @@ def scale_heads(model: nn.Module, scale: Tensor) -> Iterator[None]:
             handle.remove()
 
 
-@contextlib.contextmanager
-def mask_heads(model: nn.Module, keep, *, allow_empty_layers: bool = False) -> Iterator[None]:
+def mask_heads(model: nn.Module, keep, *, allow_empty_layers: bool = False) -> contextlib.AbstractContextManager[None]:
     """Within the block, the heads with ``keep == False`` are removed (write nothing).
 
     Implemented as a forward pre-hook on every ``o_proj`` that zeroes the removed heads'
@@ -195,8 +205,14 @@ def mask_heads(model: nn.Module, keep, *, allow_empty_layers: bool = False) -> I
         keep: boolean ``(L, H)`` (``True`` = keep), or a list of per-layer boolean vectors.
         allow_empty_layers: allow a layer with every head removed (its attention then adds
             nothing); refused by default because :func:`prune_heads` cannot build it.
+
+    The mask is checked when it is called, before the block is entered.
     """
-    rows = _as_keep(model, keep, allow_empty=allow_empty_layers)
+    return _masked(model, _as_keep(model, keep, allow_empty=allow_empty_layers))
+
+
+@contextlib.contextmanager
+def _masked(model: nn.Module, rows: list[Tensor]) -> Iterator[None]:
     handles = []
     for attn, row, lay in zip(attention_modules(model), rows, attention_layout(model)):
         if bool(row.all()):
@@ -215,17 +231,20 @@ def mask_heads(model: nn.Module, keep, *, allow_empty_layers: bool = False) -> I
             handle.remove()
 
 
-@contextlib.contextmanager
-def mask_output_blocks(model: nn.Module, keep) -> Iterator[None]:
+def mask_output_blocks(model: nn.Module, keep) -> contextlib.AbstractContextManager[None]:
     """The authors' masking (``BaseModel`` in their code), for comparison only: **not head removal**.
 
     A forward hook on ``self_attn`` reshapes the attention *output* (after ``o_proj``,
     the hidden dimension ``d``) into ``(H, d/H)`` blocks and zeroes block ``h`` when head
     ``h`` is removed. Since ``o_proj`` mixes all heads into every output channel, this
     zeroes residual-stream channels, not heads (brief §1.5, defect 1). Requires
-    ``d`` divisible by ``H``.
+    ``d`` divisible by ``H``. The mask is checked when it is called.
     """
-    rows = _as_keep(model, keep, allow_empty=True)
+    return _output_masked(model, _as_keep(model, keep, allow_empty=True))
+
+
+@contextlib.contextmanager
+def _output_masked(model: nn.Module, rows: list[Tensor]) -> Iterator[None]:
     handles = []
     for attn, row in zip(attention_modules(model), rows):
         def hook(_module, _args, output, row=row):

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from icml26.common.argcheck import check_real
+from icml26.common.argcheck import check_real, require_finite
 from icml26.common.extras import require
 
 __all__ = ["Whitelist", "head_alignment", "head_importance", "importance_from_alignment", "whitelist_from_alignment",
@@ -34,7 +34,15 @@ __all__ = ["Whitelist", "head_alignment", "head_importance", "importance_from_al
 def _check_writes(writes: Tensor) -> Tensor:
     if not isinstance(writes, torch.Tensor) or writes.dim() != 4:
         raise ValueError("writes must be a tensor of shape (N, L, H, d)")
+    require_finite(writes, "writes", hint="check the model's activations (head_writes)")
     return writes
+
+
+def _check_alignment(alignment: Tensor) -> Tensor:
+    if not isinstance(alignment, torch.Tensor) or alignment.dim() != 4:
+        raise ValueError("alignment must be a tensor of shape (N, L, H, K)")
+    require_finite(alignment, "alignment", hint="pass the output of head_alignment")
+    return alignment
 
 
 def _axes(axes: Tensor, n_layers: int, d: int) -> Tensor:
@@ -62,7 +70,7 @@ def head_alignment(writes: Tensor, axes: Tensor, *, eps: float = 1e-8, normalize
             its small write points along it) [ours, not the paper's].
 
     Returns:
-        ``(N, L, H, K)``, in ``[0, 1]`` when normalised. NaN in ``writes`` propagates.
+        ``(N, L, H, K)``, in ``[0, 1]`` when normalised. NaN or inf in ``writes`` is refused.
     """
     writes = _check_writes(writes)
     eps = check_real(eps, "eps", low=0.0, low_open=True)
@@ -109,8 +117,7 @@ def importance_from_alignment(alignment: Tensor, labels) -> Tensor:
         alignment: ``(N, L, H, K)`` from :func:`head_alignment`.
         labels: ``(N,)`` domain indices in ``[0, K)``; every domain needs an input.
     """
-    if not isinstance(alignment, torch.Tensor) or alignment.dim() != 4:
-        raise ValueError("alignment must be a tensor of shape (N, L, H, K)")
+    alignment = _check_alignment(alignment)
     labels, k = _labels(labels, alignment.shape[0], alignment.shape[-1])
     return torch.stack([alignment[labels == j, :, :, j].mean(dim=0) for j in range(k)], dim=-1)
 
@@ -125,6 +132,14 @@ class Whitelist:
     """``(L, H)``: the largest one-sided Mann–Whitney p-value over the domains."""
     alpha: float
     """The significance level."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.mask, torch.Tensor) or self.mask.dtype != torch.bool or self.mask.dim() != 2:
+            raise TypeError("mask must be a boolean (L, H) tensor (True = whitelisted)")
+        if not isinstance(self.p_values, torch.Tensor) or tuple(self.p_values.shape) != tuple(self.mask.shape):
+            raise ValueError(f"p_values must be a tensor of the mask's shape {tuple(self.mask.shape)}")
+        require_finite(self.p_values, "p_values", hint="p-values lie in [0, 1]")
+        check_real(self.alpha, "alpha", low=0.0, high=1.0, low_open=True)
 
     @property
     def count(self) -> int:
@@ -166,8 +181,7 @@ def whitelist_from_alignment(alignment: Tensor, labels, *, alpha: float = 1e-3,
         share = check_real(share, "share", low=0.0, high=1.0)
         if max_fraction is not None and share > max_fraction:
             raise ValueError(f"share={share} exceeds max_fraction={max_fraction}; give one of them")
-    if not isinstance(alignment, torch.Tensor) or alignment.dim() != 4:
-        raise ValueError("alignment must be a tensor of shape (N, L, H, K)")
+    alignment = _check_alignment(alignment)
     labels, k = _labels(labels, alignment.shape[0], alignment.shape[-1])
     _, n_layers, n_heads, _ = alignment.shape
     p = np.zeros((n_layers, n_heads))

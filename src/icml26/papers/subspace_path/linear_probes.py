@@ -100,7 +100,7 @@ def _targets(labels: Tensor, n_domains: int) -> Tensor:
     if labels.dim() == 2 and labels.shape[1] == n_domains:
         t = labels.float()
         if not bool(((t >= 0) & (t <= 1)).all()):
-            raise ValueError("multi-label targets must lie in [0, 1]")
+            raise ValueError("labels: multi-label targets must lie in [0, 1] (without NaN)")
         return t
     raise ValueError(f"labels must be (N,) domain indices or (N, K={n_domains}) multi-label targets, "
                      f"got shape {tuple(labels.shape)}")

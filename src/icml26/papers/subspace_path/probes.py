@@ -132,8 +132,8 @@ HOSTILE = [
           raises=ValueError, match="unit"),
     Probe("writes of the wrong rank", lambda: head_alignment(torch.randn(4, 3, 5), torch.eye(5)[:2]),
           raises=ValueError, match="writes"),
-    Probe("NaN writes propagate", lambda: head_alignment(torch.full((2, 1, 1, 3), math.nan), torch.eye(3)[:2]),
-          returns=lambda v: bool(torch.isnan(v).all()), doc="NaN in a head's write gives NaN alignment"),
+    Probe("NaN writes", lambda: head_alignment(torch.full((2, 1, 1, 3), math.nan), torch.eye(3)[:2]),
+          raises=ValueError, match="writes"),
     Probe("a domain without inputs", lambda: head_importance(torch.randn(4, 1, 2, 3), torch.eye(3)[:3],
                                                             torch.tensor([0, 0, 1, 1])), raises=ValueError,
           match="no input"),
@@ -193,3 +193,105 @@ MODULES = [
     ModuleCase("DomainProbes", build=lambda: DomainProbes(3, 16, 4),
                inputs=lambda g: (torch.randn(5, 3, 16, generator=g),)),
 ]
+
+
+# ---------------------------------------------------------------------------
+# the hostile-input walk (tests/test_hostile_walk.py)
+# ---------------------------------------------------------------------------
+_PRUNED_DIR: list = []  # a TemporaryDirectory holding one tiny pruned model, made on first use
+
+
+def _pruned_folder() -> str:
+    """A folder with a tiny Llama pruned to 3 of 4 heads per layer, saved by save_pruned (removed at exit)."""
+    if not _PRUNED_DIR:
+        import tempfile
+
+        from icml26.papers.subspace_path import save_pruned
+
+        folder = tempfile.TemporaryDirectory(prefix="subspace-path-walk-")
+        save_pruned(prune_heads(_model(), _keep([[1, 1, 1, 0], [0, 1, 1, 1]])), folder.name)
+        _PRUNED_DIR.append(folder)
+    return _PRUNED_DIR[0].name
+
+
+def _ids(n: int = 3, t: int = 5, seed: int = 0) -> torch.Tensor:
+    return torch.randint(0, 32, (n, t), generator=torch.Generator().manual_seed(seed))
+
+
+def _labels4() -> torch.Tensor:
+    return torch.tensor([0, 1, 0, 1])
+
+
+def _writes() -> torch.Tensor:
+    """``(N=4, L=2, H=4, d=32)`` head writes of the walk's tiny Llama."""
+    return torch.randn(4, 2, 4, 32, generator=torch.Generator().manual_seed(1))
+
+
+def _axes2() -> torch.Tensor:
+    return torch.eye(32)[:2]
+
+
+_KEEP = lambda: torch.ones(2, 4, dtype=torch.bool)  # noqa: E731
+
+VALID = {
+    "AttentionLayout": lambda: ((4, 2, 8), {}),
+    "Batch": lambda: ((_ids(), torch.ones(3, 5, dtype=torch.long)), {}),
+    "DomainOraclePruner": lambda: ((_model(),), {"batch_size": 2, "max_length": 16}),
+    "DomainProbes": lambda: ((2, 4, 3), {}),
+    "GlobalGradientPruner": lambda: ((_model(),), {"batch_size": 2, "max_length": 16}),
+    "RandomPruner": lambda: ((_model(),), {"seed": 1}),
+    "ScenarioProfile": lambda: ((torch.tensor([[0.9, 0.2, 0.1], [0.7, 0.4, 0.0]]),), {}),
+    "SubspacePathPruner": lambda: ((_model(),), {"whitelist_max_fraction": 0.5, "whitelist_share": 0.25}),
+    "WandaSPPruner": lambda: ((_model(),), {"batch_size": 2, "max_length": 16}),
+    "Whitelist": lambda: ((torch.zeros(2, 4, dtype=torch.bool), torch.rand(2, 4), 1e-3), {}),
+    "as_batch": lambda: ((_ids(),), {"max_length": 16}),
+    "attention_layout": lambda: ((_model(),), {}),
+    "attention_modules": lambda: ((_model(),), {}),
+    "basis_coverage": lambda: ((torch.randn(6, 4), torch.eye(4)[:2]), {}),
+    "breadth": lambda: ((torch.tensor([[0.9, 0.2, 0.1], [0.7, 0.4, 0.0]]),), {}),
+    "collect_activations": lambda: ((_model(), as_batch(_ids())), {"batch_size": 2}),
+    "compile_mask": lambda: ((S, 0.5, _imp(), torch.zeros(2, 4, dtype=torch.bool)), {"target_prune_ratio": 0.25}),
+    "count_heads": lambda: ((_model(),), {}),
+    "domain_axes": lambda: (([torch.randn(3, 4), torch.randn(2, 4) + 1.0],), {}),
+    "domain_pools": lambda: (({"a": _ids(), "b": _ids(2, 4, seed=1)},), {"max_length": 16}),
+    "fit_probes": lambda: ((torch.randn(6, 2, 4), torch.tensor([0, 1, 2, 0, 1, 2])),
+                           {"n_domains": 3, "epochs": 1, "lr": 1e-2, "batch_size": 4, "validation_fraction": 0.3}),
+    "gradient_head_importance": lambda: ((_model(), as_batch(_ids()), _ids()), {"batch_size": 2}),
+    "head_alignment": lambda: ((_writes(), _axes2()), {"eps": 1e-8}),
+    "head_importance": lambda: ((_writes(), _axes2(), _labels4()), {"eps": 1e-8}),
+    "head_writes": lambda: ((_model(), torch.randn(3, 4, 8)), {"layer": 1}),
+    "importance_from_alignment": lambda: ((torch.rand(4, 2, 4, 2), _labels4()), {}),
+    "labelled_batch": lambda: (({"input_ids": _ids(), "labels": _ids()},), {"max_length": 16}),
+    "load_pruned": lambda: ((_pruned_folder(),), {}),
+    "mask_heads": lambda: ((_model(), _KEEP()), {}),
+    "mask_output_blocks": lambda: ((_model(), _KEEP()), {}),
+    "prune_heads": lambda: ((_model(), _keep([[1, 0, 1, 1], [1, 1, 1, 1]])), {}),
+    "reference_compile": lambda: ((torch.tensor([[0.9, 0.2, 0.1], [0.7, 0.4, 0.0]]), _imp()),
+                                  {"strength": 1.0, "rho_min": 0.1}),
+    "save_pruned": lambda: ((prune_heads(_model(), _keep([[1, 0, 1, 1], [1, 1, 1, 1]])), _walk_tmp()), {}),
+    "scale_heads": lambda: ((_model(), torch.ones(2, 4)), {}),
+    "select_heads": lambda: ((torch.rand(2, 4),), {"target_prune_ratio": 0.25}),
+    "similarity": lambda: ((torch.tensor([[0.9, 0.2, 0.1], [0.7, 0.4, 0.0]]),), {}),
+    "synthesize_basis": lambda: (([torch.randn(3, 4), torch.randn(3, 4) + 1.0, torch.randn(3, 4) - 1.0], 2),
+                                 {"coverage_weight": 0.5, "min_separation": 0.05}),
+    "wanda_sp_scores": lambda: ((_model(), as_batch(_ids())), {"batch_size": 2}),
+    "whitelist_from_alignment": lambda: ((torch.rand(4, 2, 4, 2), _labels4()),
+                                         {"alpha": 0.05, "max_fraction": 0.5, "share": 0.25}),
+    "whitelist_heads": lambda: ((_writes(), _axes2(), _labels4()),
+                                {"alpha": 0.05, "max_fraction": 0.5, "share": 0.25, "eps": 1e-8}),
+}
+
+
+def _walk_tmp() -> str:
+    """A fresh empty folder under the walk's temporary directory."""
+    import tempfile
+
+    return tempfile.mkdtemp(dir=_pruned_folder())
+
+
+NOT_WALKED = {
+    "Activations": "a plain record of pooled activations that collect_activations fills; collect_activations, "
+                   "head_writes (head_outputs) and fit_probes (residuals) are walked and refuse NaN",
+    "Basis": "a plain record of the chosen axes and their scores that synthesize_basis fills; synthesize_basis, "
+             "domain_axes and basis_coverage are walked",
+}
