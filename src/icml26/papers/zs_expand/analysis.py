@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import math
+import numbers
 from typing import Any
 
 import numpy as np
@@ -52,12 +53,17 @@ def per_class_accuracy(preds: Any, labels: Any, classes: Any) -> np.ndarray:
 
 
 def harmonic_mean(seen: float, unseen: float) -> float:
-    """``H = 2 S U / (S + U)``; 0 when ``S + U = 0``; NaN propagates."""
+    """``H = 2 S U / (S + U)``; 0 when ``S + U = 0``; NaN (an accuracy not measured) propagates."""
+    for name, value in (("seen", seen), ("unseen", unseen)):
+        if isinstance(value, (bool, str, bytes)) or not isinstance(value, (numbers.Real, np.floating, np.integer)):
+            raise TypeError(f"{name}={value!r} must be an accuracy (a real number)")
     s, u = float(seen), float(unseen)
     if math.isnan(s) or math.isnan(u):
         return math.nan
     if s < 0 or u < 0:
         raise ValueError(f"seen={s} and unseen={u} must be non-negative accuracies")
+    if math.isinf(s) or math.isinf(u):
+        raise ValueError(f"seen={s} and unseen={u} must be finite accuracies")
     return 0.0 if s + u == 0 else 2 * s * u / (s + u)
 
 
@@ -93,6 +99,8 @@ def restricted_predictions(logits: Any, columns: Any, class_ids: Any = None) -> 
     ids = cols if class_ids is None else _int_array(class_ids, "class_ids")
     if z.ndim != 2:
         raise ValueError(f"logits must be (n, K), got shape {z.shape}")
+    if not np.isfinite(z).all():
+        raise ValueError("logits contains NaN or inf: the argmax would be arbitrary")
     if len(cols) == 0 or cols.min() < 0 or cols.max() >= z.shape[1]:
         raise ValueError(f"columns must be non-empty indices into the {z.shape[1]} logits")
     if len(ids) != len(cols):

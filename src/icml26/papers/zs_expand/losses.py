@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from icml26.common.argcheck import require_finite
 from icml26.papers.zs_expand.semantics import as_views
 
 __all__ = [
@@ -76,10 +77,21 @@ def invariance_penalty(view_predictions: torch.Tensor, sample_weights: Any = Non
     var = view_predictions.var(dim=2, unbiased=False).sum(-1).mean(-1)  # (C,)
     if sample_weights is None:
         return var.mean()
-    a = torch.as_tensor(np.asarray(sample_weights), dtype=var.dtype, device=var.device)
-    if a.shape != var.shape:
-        raise ValueError(f"sample_weights must have one weight per class ({var.shape[0]}), got {tuple(a.shape)}")
+    a = _class_weights(sample_weights, var.shape[0])
+    a = torch.as_tensor(a, dtype=var.dtype, device=var.device)
     return (a * var).sum() / a.sum()
+
+
+def _class_weights(sample_weights: Any, c: int) -> np.ndarray:
+    """``sample_weights`` as ``(C,)`` float64: finite, non-negative, with a positive sum."""
+    a = np.asarray(sample_weights.detach().cpu() if isinstance(sample_weights, torch.Tensor) else sample_weights)
+    if a.shape != (c,) or a.dtype.kind not in "biuf":
+        raise ValueError(f"sample_weights must have one weight per class ({c}), got shape {a.shape} dtype {a.dtype}")
+    a = a.astype(np.float64)
+    require_finite(a, "sample_weights")
+    if (a < 0).any() or a.sum() <= 0:
+        raise ValueError("sample_weights must be non-negative with a positive sum")
+    return a
 
 
 def nuisance_covariance(views: Any, sample_weights: Any = None) -> torch.Tensor:
@@ -88,9 +100,7 @@ def nuisance_covariance(views: Any, sample_weights: Any = None) -> torch.Tensor:
     v = as_views(views, "views").double()
     c, m, n, d = v.shape
     a = torch.full((c,), 1.0 / c, dtype=v.dtype, device=v.device) if sample_weights is None else \
-        torch.as_tensor(np.asarray(sample_weights, dtype=np.float64), device=v.device)
-    if a.shape != (c,):
-        raise ValueError(f"sample_weights must have one weight per class ({c}), got {tuple(a.shape)}")
+        torch.as_tensor(_class_weights(sample_weights, c), device=v.device)
     a = a / a.sum()
     centred = v - v.mean(dim=2, keepdim=True)  # (C, M, N, d)
     scale = (a / (m * n))[:, None, None, None]

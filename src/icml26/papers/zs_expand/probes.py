@@ -246,3 +246,74 @@ HOSTILE = [
           lambda: GroupStructure(np.zeros(2, dtype=np.int64), 1, np.zeros((1, 3))).__setattr__("n_groups", 2),
           raises=AttributeError),
 ]
+
+
+# ---------------------------------------------------------------------------
+# the hostile-input walk (tests/test_hostile_walk.py)
+# ---------------------------------------------------------------------------
+def _s() -> np.ndarray:
+    return _S.copy()
+
+
+def _views() -> np.ndarray:
+    return _VIEWS.copy()
+
+
+def _groups12() -> np.ndarray:
+    return np.repeat(np.arange(4), 3)
+
+
+VALID = {
+    "ClassifierExpander": lambda: ((None, "group", 1.0), {"group_alpha": 0.05, "cosine_weight": 0.1,
+                                                          "cosine_steps": 2, "alpha_grid": (0.1, 1.0)}),
+    "GroupClusterer": lambda: ((), {"n_groups": 3, "max_groups": 5}),
+    "GroupStructure": lambda: ((np.array([0, 1, 1]), 2, np.ones((2, 3))), {"scores": {2: 0.5}}),
+    "JointAutoencoder": lambda: ((6, 4), {"latent": 5, "hidden": 7}),
+    "SharedMLP": lambda: ((6, 4), {"hidden": 8, "dropout": 0.1}),
+    "WAvgExpander": lambda: ((0.1, 3), {"scale_factor": 1.0}),
+    "as_views": lambda: ((_views(),), {}),
+    "causal_semantics": lambda: ((_views(),), {}),
+    "cosine_loss": lambda: ((torch.randn(3, 4), torch.randn(3, 4)), {}),
+    "discover_groups": lambda: ((_s(),), {"max_groups": 5}),
+    "eigengap_count": lambda: ((self_tuning_affinity(_s()), 2, 5), {}),
+    "encode_descriptions": lambda: ((["a cat", "a dog"], ["", "at night"], _Encoder(np.ones((1, 3)))),
+                                    {"batch_size": 2}),
+    "fit_ridge": lambda: ((_s(), _W.copy()), {"alpha": 0.1, "sample_weights": np.ones(12), "penalty": np.eye(6)}),
+    "granularity_benchmark": lambda: ((np.random.default_rng(0),),
+                                      {"n_groups": 3, "per_group": 3, "similar_per_group": 1, "n_train": 2,
+                                       "n_test": 2, "feature_dim": 4, "hidden_dim": 5}),
+    "group_balanced_loss": lambda: ((torch.rand(12), _groups12()), {}),
+    "group_balanced_weights": lambda: ((_groups12(),), {}),
+    "gzsl_scores": lambda: (([0, 1, 2, 2], [0, 1, 2, 1], [0, 1], [2]), {}),
+    "harmonic_mean": lambda: ((0.5, 0.25), {}),
+    "inject": lambda: ((torch.nn.Linear(4, 2), torch.randn(3, 4)), {"bias": torch.zeros(3)}),
+    "intervention_variance": lambda: ((_views(),), {}),
+    "invariance_penalty": lambda: ((torch.randn(12, 2, 3, 4),), {"sample_weights": np.ones(12)}),
+    "norm_scale": lambda: ((torch.randn(3, 4), torch.randn(5, 4)), {"factor": 0.5}),
+    "nuisance_covariance": lambda: ((_views(),), {"sample_weights": np.ones(12)}),
+    "per_class_accuracy": lambda: (([0, 1, 2, 2], [0, 1, 2, 1], [0, 1, 2]), {}),
+    "restricted_predictions": lambda: ((np.random.default_rng(0).normal(size=(4, 3)), [0, 2]), {}),
+    "self_tuning_affinity": lambda: ((_s(),), {"neighbours": 3}),
+    "silhouette_count": lambda: ((_s(), 2, 4), {"neighbours": 3}),
+}
+NOT_WALKED = {
+    "GranularityBenchmark": "a plain record of one synthetic draw that granularity_benchmark fills; "
+                            "granularity_benchmark is walked (and the 'granularity_benchmark ...' HOSTILE probes)",
+    "LinearMap": "the fitted map (weight, bias) that fit_ridge returns and the expander's L-BFGS stage updates in "
+                 "place; fit_ridge is walked and refuses NaN inputs, targets, sample_weights and penalty",
+}
+ALLOWED = {
+    "cosine_loss.pred:nan": "a training loss on the hot path (every L-BFGS closure of ClassifierExpander's cosine "
+                            "stage, every step of the SharedMLP / ICIS baselines): NaN propagates into the loss as "
+                            "with any torch loss, and a finiteness check would cost a device sync per step",
+    "cosine_loss.target:nan": "as cosine_loss.pred: a hot-path training loss, NaN propagates into the loss",
+    "group_balanced_loss.per_class_loss:nan": "NaN propagates by documented design (HOSTILE 'group_balanced_loss "
+                                              "propagates NaN'): a weighted sum of per-class losses on the training "
+                                              "path, as any torch loss",
+    "invariance_penalty.view_predictions:nan": "a training penalty on the hot path (every L-BFGS closure of "
+                                               "ClassifierExpander's cosine stage): NaN propagates into the loss, "
+                                               "and a finiteness check would cost a device sync per step",
+    "harmonic_mean.seen:nan": "NaN (an accuracy that was not measured) gives NaN by documented design (HOSTILE "
+                              "'harmonic_mean propagates NaN'); inf and non-numbers are refused",
+    "harmonic_mean.unseen:nan": "as harmonic_mean.seen: an accuracy not measured gives an H not measured",
+}

@@ -53,7 +53,10 @@ def fit_ridge(inputs: Any, targets: Any, *, alpha: float, sample_weights: Any = 
     n, d = x.shape
     a = torch.full((n,), 1.0 / n, dtype=x.dtype, device=x.device) if sample_weights is None else \
         as_tensor(sample_weights, "sample_weights").double().to(x.device)
-    if a.shape != (n,) or bool((a < 0).any()) or float(a.sum()) <= 0:
+    if a.shape != (n,):
+        raise ValueError(f"sample_weights must be ({n},) non-negative with a positive sum, got {tuple(a.shape)}")
+    require_finite(a, "sample_weights")
+    if bool((a < 0).any()) or float(a.sum()) <= 0:
         raise ValueError(f"sample_weights must be ({n},) non-negative with a positive sum")
     a = a / a.sum()
     if intercept:
@@ -69,6 +72,7 @@ def fit_ridge(inputs: Any, targets: Any, *, alpha: float, sample_weights: Any = 
         p = as_tensor(penalty, "penalty").double().to(x.device)
         if p.shape != (d, d):
             raise ValueError(f"penalty must be ({d}, {d}), got {tuple(p.shape)}")
+        require_finite(p, "penalty")
         lhs = lhs + (p + p.T) / 2
     # B = (X̃ᵀ A X̃ + P + α I)⁻¹ X̃ᵀ A Ỹ ;  b = ȳ − x̄ᵀ B
     weight = torch.linalg.lstsq(lhs, xc.T @ (a[:, None] * yc)).solution if alpha == 0 and penalty is None \

@@ -48,6 +48,19 @@ class GroupStructure:
     centroids: np.ndarray
     scores: dict[int, float] = dataclasses.field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        n_groups = check_int(self.n_groups, "n_groups", low=1)
+        labels = np.asarray(self.labels)
+        if labels.ndim != 1 or (labels.size and labels.dtype.kind not in "iu"):
+            raise TypeError(f"labels must be a 1-D array of integer group labels, got shape {labels.shape} "
+                            f"dtype {labels.dtype}")
+        if labels.size and (labels.min() < 0 or labels.max() >= n_groups):
+            raise ValueError(f"labels must lie in [0, n_groups={n_groups})")
+        centroids = as_tensor(self.centroids, "centroids")
+        if centroids.ndim != 2 or centroids.shape[0] != n_groups:
+            raise ValueError(f"centroids must be (n_groups={n_groups}, d), got shape {tuple(centroids.shape)}")
+        require_finite(centroids, "centroids")
+
 
 def _semantics_array(semantics: Any, name: str = "semantics") -> np.ndarray:
     t = as_tensor(semantics, name)
@@ -136,6 +149,9 @@ def silhouette_count(semantics: Any, min_groups: int = 2, max_groups: int = 10, 
     from sklearn.metrics import silhouette_score
 
     x = _semantics_array(semantics)
+    if method not in ("agglomerative", "spectral"):
+        raise ValueError(f"method={method!r} must be 'agglomerative' or 'spectral'")
+    random_state = check_int(random_state, "random_state", low=0)
     min_groups = check_int(min_groups, "min_groups", low=2)
     max_groups = check_int(max_groups, "max_groups", low=min_groups)
     if max_groups >= len(x):
@@ -217,7 +233,10 @@ class GroupClusterer:
         if self.n_groups is not None:
             check_int(self.n_groups, "n_groups", low=1)
         check_int(self.min_groups, "min_groups", low=1)
+        if self.max_groups is not None:
+            check_int(self.max_groups, "max_groups", low=1)
         check_int(self.neighbours, "neighbours", low=1)
+        check_int(self.random_state, "random_state", low=0)
 
     def __call__(self, semantics: Any) -> GroupStructure:
         return discover_groups(semantics, n_groups=self.n_groups, method=self.method, criterion=self.criterion,

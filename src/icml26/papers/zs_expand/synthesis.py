@@ -76,7 +76,8 @@ def norm_scale(weights: torch.Tensor, reference: torch.Tensor, factor: float = 1
 
     ``weights`` ``(U, D)`` and ``reference`` ``(S, D)`` (the seen rows). One factor for all rows, so
     a ZSL argmax is unchanged; GZSL is not. ICIS divides by 10 in its GZSL runs (``factor=0.1``
-    relative to ICIS's absolute scale). All-zero ``weights`` are returned unchanged.
+    relative to ICIS's absolute scale). All-zero ``weights`` are returned unchanged; NaN or inf in
+    either is refused.
     """
     if not isinstance(weights, torch.Tensor) or not isinstance(reference, torch.Tensor):
         raise TypeError("weights and reference must be torch.Tensors")
@@ -84,6 +85,8 @@ def norm_scale(weights: torch.Tensor, reference: torch.Tensor, factor: float = 1
         raise ValueError(f"weights {tuple(weights.shape)} and reference {tuple(reference.shape)} must be (U, D) "
                          "and (S, D)")
     factor = check_real(factor, "factor", low=0.0, low_open=True)
+    require_finite(weights, "weights")
+    require_finite(reference, "reference")
     current = weights.norm(dim=1).mean()
     if float(current) == 0.0:
         return weights
