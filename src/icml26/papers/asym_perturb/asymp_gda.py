@@ -36,7 +36,14 @@ from __future__ import annotations
 import torch
 from torch import Tensor
 
-from icml26.papers.asym_perturb.dynamics import Dynamics, _check_mu, check_game, perturbed_dynamics
+from icml26.papers.asym_perturb.dynamics import (
+    Dynamics,
+    _check_mu,
+    _per_instance,
+    check_game,
+    check_reference_period,
+    perturbed_dynamics,
+)
 from icml26.papers.asym_perturb.treeplex import Treeplex
 
 __all__ = ["asymmetric", "asymmetric_reference"]
@@ -77,9 +84,7 @@ def asymmetric(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float | Tensor = 0.0
     mus = (mu.to(A) if isinstance(mu, Tensor) else torch.full((B,), float(mu), dtype=A.dtype)).to(A.device)
     if mus.shape != (B,):
         raise ValueError(f"mu must be a number or have shape ({B},), got {tuple(mus.shape)}")
-    etas = eta.to(A) if isinstance(eta, Tensor) else torch.full((B,), float(eta), dtype=A.dtype, device=A.device)
-    if etas.shape != (B,):
-        raise ValueError(f"eta must be a number or have shape ({B},), got {tuple(etas.shape)}")
+    etas = _per_instance(eta, B, A, "eta")[:, 0]
     both = lambda t: None if t is None else torch.cat([t, t])  # noqa: E731
     # instance 1 perturbs x only (μ_x = μ, μ_y = 0); instance 2 perturbs y only
     run = perturbed_dynamics(torch.cat([A, A]), X, Y, eta=torch.cat([etas, etas]), mu_x=torch.cat([mus, zeros]),
@@ -113,6 +118,7 @@ def asymmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float | Te
         show_progress: progress bar.
     """
     _check_mu(mu)
+    check_reference_period(reference_period)
     return perturbed_dynamics(A, X, Y, eta=eta, mu_x=mu, mu_y=0.0, iterations=iterations,
                               reference="adaptive" if reference_period is None else reference_period,
                               alternating=alternating, bx0=bx0, by0=by0,

@@ -25,7 +25,14 @@ import torch
 from torch import Tensor
 
 from icml26.common.progress import progress
-from icml26.papers.asym_perturb.dynamics import Dynamics, _check_mu, check_game, perturbed_dynamics
+from icml26.papers.asym_perturb.dynamics import (
+    Dynamics,
+    _check_mu,
+    check_game,
+    check_reference_period,
+    check_unused,
+    perturbed_dynamics,
+)
 from icml26.papers.asym_perturb.treeplex import Treeplex
 
 __all__ = ["cfr_plus", "gda", "ogda", "symmetric", "symmetric_reference"]
@@ -57,6 +64,7 @@ def symmetric_reference(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float | Ten
     :func:`~.asymp_gda.asymmetric_reference`, so the two differ only in who is perturbed.
     """
     _check_mu(mu)
+    check_reference_period(reference_period)
     return perturbed_dynamics(A, X, Y, eta=eta, mu_x=mu, mu_y=mu, iterations=iterations,
                               reference="adaptive" if reference_period is None else reference_period,
                               alternating=alternating, bx0=bx0, by0=by0,
@@ -67,7 +75,9 @@ def ogda(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 
          reference_period: int | None = None, alternating: bool = False,
          bx0: Tensor | None = None, by0: Tensor | None = None,
          show_progress: bool | None = False) -> Dynamics:
-    """Optimistic (mirror) GDA; ``mu``, ``reference_period`` and ``alternating`` are unused."""
+    """Optimistic (mirror) GDA; ``mu`` (a finite number >= 0), ``reference_period`` and ``alternating`` are
+    unused."""
+    check_unused(mu, "mu")
     return perturbed_dynamics(A, X, Y, eta=eta, mu_x=0.0, mu_y=0.0, iterations=iterations,
                               optimistic=True, bx0=bx0, by0=by0, show_progress=show_progress,
                               desc="ogda")
@@ -77,7 +87,8 @@ def gda(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.05, mu: float = 0
         reference_period: int | None = None, alternating: bool = False,
         bx0: Tensor | None = None, by0: Tensor | None = None,
         show_progress: bool | None = False) -> Dynamics:
-    """Plain projected (mirror) GDA; ``mu`` and ``reference_period`` are unused."""
+    """Plain projected (mirror) GDA; ``mu`` (a finite number >= 0) and ``reference_period`` are unused."""
+    check_unused(mu, "mu")
     return perturbed_dynamics(A, X, Y, eta=eta, mu_x=0.0, mu_y=0.0, iterations=iterations,
                               alternating=alternating, bx0=bx0, by0=by0,
                               show_progress=show_progress, desc="gda")
@@ -124,8 +135,10 @@ def cfr_plus(A: Tensor, X: Treeplex, Y: Treeplex, *, eta: float = 0.0, mu: float
     matching; then y's against x_{t+1}; accumulate x̄ += t·x_t, ȳ += t·y_t (the
     strategies that were played at iteration t, as OpenSpiel does). ``eta``, ``mu``,
     ``reference_period`` and ``alternating`` are unused (CFR+ is step-size free and
-    always alternates).
+    always alternates); ``eta`` and ``mu`` must still be finite numbers >= 0.
     """
+    check_unused(eta, "eta")
+    check_unused(mu, "mu")
     check_game(A, X, Y, iterations, bx0, by0)
     B = A.shape[0]
     X, Y = X.to(A.device), Y.to(A.device)

@@ -39,7 +39,7 @@ from torch import Tensor
 from icml26.common.progress import progress
 from icml26.papers.asym_perturb.treeplex import Treeplex
 
-__all__ = ["Dynamics", "check_game", "perturbed_dynamics"]
+__all__ = ["Dynamics", "check_game", "check_reference_period", "check_unused", "perturbed_dynamics"]
 
 log = logging.getLogger(__name__)
 Reference = int | Literal["adaptive"] | None
@@ -129,6 +129,28 @@ def check_game(A: Tensor, X: Treeplex, Y: Treeplex, iterations: int,
         if b is not None and (not isinstance(b, Tensor) or tuple(b.shape) != (batch, size)):
             raise ValueError(f"{name} must be a ({batch}, {size}) behavioural strategy tensor, "
                              f"got {tuple(getattr(b, 'shape', ()))}")
+        if b is not None and not bool(torch.isfinite(b).all()):
+            raise ValueError(f"{name} holds NaN or inf; pass behavioural strategies (or None for uniform)")
+
+
+def check_reference_period(reference_period: int | None) -> None:
+    """``ValueError`` naming ``reference_period`` unless it is ``None`` or an integer >= 1."""
+    if reference_period is not None and (isinstance(reference_period, bool)
+                                         or not isinstance(reference_period, (int, np.integer))
+                                         or reference_period < 1):
+        raise ValueError(f"reference_period={reference_period!r} must be an integer >= 1 "
+                         "(or None for the adaptive rule)")
+
+
+def check_unused(value, name: str) -> None:
+    """An argument a method ignores (it keeps the common signature of the dynamics functions) must
+    still be a finite number >= 0 or a tensor of them: NaN there is a caller's mistake."""
+    try:
+        v = torch.as_tensor(value, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{name}={value!r} must be a number or a tensor of numbers (it is unused here)") from None
+    if isinstance(value, bool) or not bool(torch.isfinite(v).all()) or bool((v < 0).any()):
+        raise ValueError(f"{name}={value!r} must be a finite number >= 0 (it is unused here)")
 
 
 def perturbed_dynamics(

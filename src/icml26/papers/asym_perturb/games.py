@@ -196,6 +196,8 @@ def _generator(generator) -> torch.Generator:
     if isinstance(generator, torch.Generator):
         return generator
     if isinstance(generator, (int, np.integer)) and not isinstance(generator, bool):
+        if generator < 0:
+            raise ValueError(f"generator={generator} must be a torch.Generator or an integer seed >= 0")
         return torch.Generator().manual_seed(int(generator))
     raise TypeError(f"generator={generator!r} must be a torch.Generator or an integer seed")
 

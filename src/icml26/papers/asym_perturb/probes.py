@@ -213,3 +213,67 @@ HOSTILE = [
           returns=lambda v: math.isfinite(v) and v < 1e-8, doc="the parameter-free method solves RPS exactly"),
 ]
 
+
+
+# ---------------------------------------------------------------------------
+# the hostile-input walk (tests/test_hostile_walk.py)
+# ---------------------------------------------------------------------------
+def _rps() -> torch.Tensor:
+    return rock_paper_scissors_game()
+
+
+def _u() -> np.ndarray:
+    return np.full(3, 1 / 3)
+
+
+def _pair(**kw):
+    """A one-game batch, its simplices, and a short horizon for the dynamics functions."""
+    return ((_batch(), _S3, _S3), {"eta": 0.1, "iterations": 3, "bx0": torch.full((1, 3), 1 / 3, dtype=torch.float64),
+                                   "by0": torch.full((1, 3), 1 / 3, dtype=torch.float64), **kw})
+
+
+_DYN = dict(mu=0.5, show_progress=False)
+
+VALID = {
+    "InfosetGroup": lambda: ((torch.tensor([[1, 2]]), torch.tensor([0])), {}),
+    "Treeplex": lambda: ((3, (InfosetGroup(torch.tensor([[1, 2]]), torch.tensor([0])),), True), {}),
+    "asymmetric": lambda: _pair(**_DYN),
+    "asymmetric_reference": lambda: _pair(**_DYN, reference_period=2),
+    "cfr_plus": lambda: _pair(show_progress=False),
+    "degenerate_game": lambda: ((0, 3, 1), {"batch": 2}),
+    "duality_gaps": lambda: ((_rps(), torch.tensor(_u()), torch.tensor(_u())), {"value": 0.0}),
+    "efg_defaults": lambda: ((_rps(),), {}),
+    "gda": lambda: _pair(mu=0.1, show_progress=False),
+    "nash_conv": lambda: ((_rps(), torch.tensor(_u()), torch.tensor(_u())), {}),
+    "ogda": lambda: _pair(mu=0.1, show_progress=False),
+    "perturbation_thresholds": lambda: ((_rps().numpy(),), {"sigma_x": _u(), "sigma_y": _u()}),
+    "perturbed_dynamics": lambda: _pair(mu_x=0.5, mu_y=0.0, reference=2, show_progress=False),
+    "project_simplex": lambda: ((torch.tensor([0.2, 0.5, -0.1]),), {}),
+    "projection_onto_equilibria": lambda: ((_rps().numpy(), _u()), {"value": 0.0}),
+    "random_game": lambda: ((0, 2, 3), {"batch": 2}),
+    "sequence_form_game": lambda: (("kuhn_poker",), {}),
+    "solve_efg": lambda: (("kuhn_poker",), {"eta": 1.0, "mu": 0.01, "iterations": 3, "reference_period": 2,
+                                            "seed": 0, "show_progress": False}),
+    "solve_lp": lambda: ((_rps(),), {}),
+    "solve_matrix_game": lambda: ((_rps(),), {"eta": 0.1, "mu": 0.5, "iterations": 3, "reference_period": 2,
+                                              "x0": torch.tensor(_u()), "y0": torch.tensor(_u()), "seed": 0,
+                                              "show_progress": False}),
+    "symmetric": lambda: _pair(**_DYN),
+    "symmetric_reference": lambda: _pair(**_DYN, reference_period=2),
+    "threshold_lp": lambda: ((_rps().numpy(), _u(), np.array([0.5, 0.25, 0.25]), 0.0), {}),
+}
+NOT_WALKED = {
+    "Dynamics": "a plain record of one run's iterates and curves that perturbed_dynamics (and every dynamics "
+                "function) fills; those functions are walked",
+    "GameSolution": "a plain record of a solve that solve_matrix_game and solve_efg fill; both are walked, and the "
+                    "HOSTILE 'GameSolution...' probes cover its methods' arguments",
+    "PerturbationThresholds": "a plain record of one game's thresholds that perturbation_thresholds fills; it is "
+                              "walked",
+    "SequenceFormGame": "the sequence form sequence_form_game builds from an OpenSpiel game; sequence_form_game and "
+                        "solve_efg are walked",
+}
+ALLOWED = {
+    "project_simplex.v:nan": "NaN in, NaN out by documented design (HOSTILE 'project_simplex: NaN row gives NaN'): "
+                             "it is the prox of every step of every batched solver, where a finiteness check would "
+                             "cost a device sync per step; the solvers refuse a NaN game and NaN starting points",
+}

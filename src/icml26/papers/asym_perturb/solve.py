@@ -133,6 +133,8 @@ def _check(method: str, eta: float, mu: float, iterations: int,
         raise ValueError(f"mu={mu} must be > 0 for the perturbed method {method!r}")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
         raise TypeError(f"seed={seed!r} must be an integer or None")
+    if seed is not None and seed < 0:
+        raise ValueError(f"seed={seed} must be an integer >= 0 or None")
     if reference_period is not None:
         if method not in _REFERENCE_METHODS:
             raise ValueError(f"reference_period applies to {' and '.join(_REFERENCE_METHODS)} "

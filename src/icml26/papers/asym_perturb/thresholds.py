@@ -35,6 +35,7 @@ import math
 import numpy as np
 import torch
 
+from icml26.common.argcheck import check_real
 from icml26.papers.asym_perturb.games import _as_tensor, solve_lp
 
 __all__ = ["ACTIVE_TOL", "PerturbationThresholds", "perturbation_thresholds", "projection_onto_equilibria",
@@ -167,6 +168,7 @@ def threshold_lp(A, x_hat, sigma, value: float) -> float:
     n = A.shape[0]
     x_hat = _reference(x_hat, n, "x_hat")
     sigma = _reference(sigma, n, "sigma")
+    value = check_real(value, "value")
     d = sigma - x_hat
     if np.abs(d).max() <= 1e-12:
         return math.inf

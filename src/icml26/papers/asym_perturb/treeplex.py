@@ -34,6 +34,8 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from icml26.common.argcheck import check_int
+
 __all__ = ["InfosetGroup", "Treeplex", "project_simplex"]
 
 
@@ -118,6 +120,18 @@ class Treeplex:
     groups: tuple[InfosetGroup, ...]
     has_root: bool
     infoset_names: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        size = check_int(self.size, "size", low=1)
+        if not isinstance(self.groups, tuple) or not self.groups or not all(
+                isinstance(g, InfosetGroup) for g in self.groups):
+            raise TypeError("groups must be a non-empty tuple of InfosetGroup (root to leaves)")
+        if not isinstance(self.has_root, bool):
+            raise TypeError(f"has_root={self.has_root!r} must be True or False")
+        for g in self.groups:
+            for name, index in (("actions", g.actions), ("parents", g.parents)):
+                if index is not None and index.numel() and (int(index.min()) < 0 or int(index.max()) >= size):
+                    raise ValueError(f"groups: an infoset's {name} index falls outside the {size} sequences")
 
     # ------------------------------------------------------------------ builders
     @classmethod
