@@ -30,7 +30,6 @@ from typing import Callable
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import Tensor
 
 from icml26.contract import RunContext

@@ -126,7 +126,6 @@ def measure_unit_costs(problem: SupervisedProblem, recorder: TrajectoryRecorder,
     if not sgd:
         raise ValueError(f"no recorded SGD step at or after step={step} to time")
     batches = [(sample_ids("batch", recorder.batch_ids(s)), recorder.lr(s)) for s in sgd]
-    ids = batches[0][0]
     vector = torch.randn(theta.shape, generator=torch.Generator().manual_seed(0), dtype=theta.dtype).to(theta.device)
     steps_b, hvps_b = batches[:step_block], batches[:hvp_block]
 

@@ -175,7 +175,7 @@ def hessian_basis(problem: SupervisedProblem, params: Tensor, public_ids: Tensor
     (not training data under deletion), or the basis itself leaks.
     """
     hvp = ExactHVP(problem)
-    theta = params.detach().reshape(-1)
+    theta = finite_vector("params", params, problem.num_params)
     _, vectors = lanczos_top_eigenvectors(lambda v: hvp(theta, public_ids, v.to(theta.dtype)),
                                           theta.numel(), k, num_iters=num_iters, seed=seed,
                                           dtype=theta.dtype, device=theta.device)
@@ -189,7 +189,8 @@ def _public_spectrum(problem: SupervisedProblem, params: Tensor, public_ids: Ten
     :data:`DENSE_SPECTRUM_LIMIT`; otherwise ``num_iters`` (default 400) Lanczos steps, which resolve
     one vector per distinct eigenvalue only."""
     hvp = ExactHVP(problem)
-    theta = params.detach().reshape(-1)
+    theta = finite_vector("params", params, problem.num_params)
+    seed = integer("seed", seed)
     dim = theta.numel()
     if num_iters is None and dim <= DENSE_SPECTRUM_LIMIT:
         eye = torch.eye(dim, dtype=theta.dtype, device=theta.device)
@@ -370,14 +371,13 @@ def add_isotropic_noise(
 
 def _residual_and_basis(residual: Tensor, basis: Tensor) -> tuple[Tensor, Tensor]:
     r = finite_vector("residual", residual)
-    if not isinstance(basis, Tensor) or basis.ndim != 2 or basis.shape[0] != r.numel():
-        raise ValueError(f"basis must be ({r.numel()}, k) for a residual of {r.numel()} entries, "
-                         f"got {tuple(getattr(basis, 'shape', ()))}")
+    _check_basis(basis, r.numel())
     return r, basis.to(device=r.device, dtype=r.dtype)
 
 
 def mahalanobis_shift(residual: Tensor, basis: Tensor, sigma_parallel: float, sigma_perp: float) -> float:
-    """μ = √(‖Πr‖²/σ_∥² + ‖(I−Π)r‖²/σ_⊥²) for a residual r ``(p,)`` (σ_∥, σ_⊥ > 0)."""
+    """μ = √(‖Πr‖²/σ_∥² + ‖(I−Π)r‖²/σ_⊥²) for a residual r ``(p,)`` (σ_∥, σ_⊥ > 0), Π = QQᵀ for the
+    orthonormal basis Q ``(p, k)``."""
     sigma_parallel = number("sigma_parallel", sigma_parallel, low=0.0, strict=True)
     sigma_perp = number("sigma_perp", sigma_perp, low=0.0, strict=True)
     r, q = _residual_and_basis(residual, basis)
@@ -386,7 +386,8 @@ def mahalanobis_shift(residual: Tensor, basis: Tensor, sigma_parallel: float, si
 
 
 def concentration(residual: Tensor, basis: Tensor, sensitivity: float) -> float:
-    """β̂ = ‖(I − Π) r‖ / Δ̄: the empirical concentration of a residual r ``(p,)`` in span(Q) (Δ̄ > 0)."""
+    """β̂ = ‖(I − Π) r‖ / Δ̄: the empirical concentration of a residual r ``(p,)`` in span(Q) (Δ̄ > 0), Q ``(p, k)``
+    orthonormal."""
     sensitivity = number("sensitivity", sensitivity, low=0.0, strict=True)
     r, q = _residual_and_basis(residual, basis)
     return float((r - q @ (q.T @ r)).norm()) / sensitivity

@@ -364,3 +364,5 @@ HOSTILE = [
     Probe("hessian_flat_basis: k 0", lambda: hessian_flat_basis(_recorded()[0], _recorded()[2], torch.arange(10), 0),
           match="k"),
 ]
+
+from .probes_walk import ALLOWED, NOT_WALKED, VALID  # noqa: E402,F401

@@ -54,8 +54,8 @@ class SupervisedProblem:
             ``named_parameters()`` order. Buffers are read from the model as they are.
         loss: per-sample loss, e.g.
             ``lambda out, y: F.cross_entropy(out, y, reduction="none")``.
-        inputs: ``(N, ...)`` training inputs; sample id ``i`` is row ``i``.
-        targets: ``(N, ...)`` training targets.
+        inputs: ``(N, ...)`` training inputs; sample id ``i`` is row ``i`` (finite when floating).
+        targets: ``(N, ...)`` training targets (finite when floating).
         l2: weight decay λ ≥ 0 (the objective adds λ/2·‖θ‖²); must equal the
             optimizer's ``weight_decay``.
         clip_norm: ``None`` (plain SGD) or C > 0: :meth:`gradient` (and so :meth:`sgd_step`,
@@ -85,6 +85,11 @@ class SupervisedProblem:
                     raise TypeError(f"{name} must be a torch tensor (or a NumPy array), got {type(value).__name__}")
         if self.inputs.dim() == 0 or self.targets.dim() == 0:
             raise ValueError("inputs and targets need a leading sample dimension (N, ...)")
+        for name in ("inputs", "targets"):
+            value = getattr(self, name)
+            if value.is_floating_point() and not bool(torch.isfinite(value).all()):
+                raise ValueError(f"{name} holds NaN or inf; every loss and gradient on those rows would be NaN: "
+                                 "clean or drop those samples first")
         self.l2 = _number("l2", self.l2)
         if self.inputs.shape[0] != self.targets.shape[0]:
             raise ValueError(

@@ -47,8 +47,11 @@ def effective_window(window: int, batch_step: int, now_step: int) -> int:
         integer("batch_step", batch_step, low=-(2**62)), integer("now_step", now_step, low=-(2**62))
     if window < 0:
         raise ValueError(f"window={window} must be non-negative")
+    if now_step < 1:
+        raise ValueError(f"now_step={now_step} (τ) must be >= 1: a deleted step lies before it")
     if not 0 <= batch_step < now_step:
-        raise ValueError(f"the deleted step t_z={batch_step} must lie before now τ={now_step}")
+        raise ValueError(f"the deleted step batch_step={batch_step} (t_z) must lie in 0..now_step-1, before "
+                         f"now_step={now_step} (τ)")
     return min(window, now_step - batch_step - 1)
 
 
@@ -75,11 +78,16 @@ class Correction:
 
 
 def _as_steps(batch_step: int | Sequence[int]) -> tuple[int, ...]:
-    if isinstance(batch_step, (int, Tensor)) and not isinstance(batch_step, bool) and \
-            (not isinstance(batch_step, Tensor) or batch_step.numel() == 1):
+    items = None
+    if not isinstance(batch_step, (str, bytes)) and not (isinstance(batch_step, Tensor) and batch_step.numel() == 1):
+        try:
+            items = list(batch_step)
+        except TypeError:  # a single step (an int, or a number the check below refuses by name)
+            pass
+    if items is None:
         steps = (integer("batch_step", batch_step),)
     else:
-        steps = tuple(integer("batch_step", s) for s in batch_step)
+        steps = tuple(integer("batch_step", s) for s in items)
     if not steps:
         raise ValueError("batch_step is empty: give at least one step to delete")
     if len(set(steps)) != len(steps):
@@ -109,6 +117,10 @@ def remaining_time(recorder: TrajectoryRecorder, batch_step: int, now_step: int,
                    skip: frozenset[int] = frozenset()) -> float:
     """T = Σ η_s over the propagators the window left out: s = t_z + K* + 1 … τ − 1, except deleted
     (``skip``) and identity steps (edits, removed batches)."""
+    _check_now(recorder, now_step)
+    batch_step, k_star = integer("batch_step", batch_step), integer("k_star", k_star)
+    if batch_step >= now_step:
+        raise ValueError(f"the deleted step batch_step={batch_step} (t_z) must lie before now_step={now_step} (τ)")
     start = batch_step + k_star + 1
     # one pass over the step records (no per-step method calls: this runs over the whole lag)
     return float(sum(record.lr for s, record in enumerate(recorder.steps[start:now_step], start=start)

@@ -41,7 +41,7 @@ from .privacy import (
     subspace_noise_scales,
 )
 from .problem import SupervisedProblem
-from .propagation import truncated_correction
+from .propagation import _check_hvp, truncated_correction
 from .trajectory import TrajectoryRecorder
 
 __all__ = ["DataPool", "NoiseSpec", "OnlineUnlearner", "Removal", "Remover", "ReplayRemover", "ServedRequest",
@@ -210,6 +210,10 @@ class TruncatedRemover:
     hvp: HVP
     window: int
 
+    def __post_init__(self) -> None:
+        _check_hvp(self.hvp)
+        self.window = integer("window", self.window)
+
     def __call__(self, recorder: TrajectoryRecorder, params_now: Tensor, steps: list[int], now_step: int,
                  sample_ids: Tensor) -> Removal:
         correction = truncated_correction(recorder, params_now, steps, now_step, window=self.window, hvp=self.hvp)
@@ -225,6 +229,10 @@ class ReplayRemover:
     (:func:`~.baselines.replay_counterfactual`); θ̂ = θ_ideal, cost τ − t_z − #deleted gradients."""
 
     problem: SupervisedProblem
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.problem, SupervisedProblem):
+            raise TypeError(f"problem must be a SupervisedProblem, got {type(self.problem).__name__}")
 
     def __call__(self, recorder: TrajectoryRecorder, params_now: Tensor, steps: list[int], now_step: int,
                  sample_ids: Tensor) -> Removal:
