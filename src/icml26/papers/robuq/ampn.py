@@ -41,6 +41,16 @@ class Sensitivity:
     bit_options: tuple[int, ...]
     delta: np.ndarray
 
+    def __post_init__(self) -> None:
+        delta = np.asarray(self.delta)
+        if delta.shape != (len(self.names), len(self.bit_options)):
+            raise ValueError(f"delta has shape {delta.shape}; it must be (len(names), len(bit_options)) = "
+                             f"({len(self.names)}, {len(self.bit_options)})")
+        if delta.dtype.kind not in "fiu":
+            raise TypeError(f"delta must hold real numbers, got dtype {delta.dtype}")
+        if not np.isfinite(delta).all():
+            raise ValueError("delta holds NaN or inf (a layer output was not finite); measure the sensitivity again")
+
     def as_dict(self) -> dict[str, dict[int, float]]:
         return {n: {b: float(self.delta[i, k]) for k, b in enumerate(self.bit_options)}
                 for i, n in enumerate(self.names)}

@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int, check_real, require_finite
 from icml26.common.config import validate_numbers
 from icml26.common.schedule import warmup_cosine
 
@@ -50,9 +51,10 @@ class LinearSchedule:
     """``β_T``."""
 
     def __post_init__(self) -> None:
+        check_int(self.steps, "steps", low=2)
+        check_real(self.beta_start, "beta_start", low=0.0, low_open=True)
+        check_real(self.beta_end, "beta_end", high=1.0, high_open=True)
         validate_numbers(self)
-        if self.steps < 2:
-            raise ValueError(f"steps={self.steps} must be at least 2")
         if not 0.0 < self.beta_start <= self.beta_end < 1.0:
             raise ValueError(f"need 0 < beta_start={self.beta_start} <= beta_end={self.beta_end} < 1")
 
@@ -105,8 +107,10 @@ def diffusion_loss(model: nn.Module, x0: Tensor, y: Tensor, schedule: LinearSche
                    distill_weight: float = 0.0) -> Tensor:
     """One stochastic ε-prediction loss on ``x0`` ``(B, C, H, W)`` with labels ``y`` ``(B,)``.
 
-    ``t`` and ``ε`` are drawn from ``generator`` (CPU) and moved to ``x0``'s device.
+    ``t`` and ``ε`` are drawn from ``generator`` (CPU) and moved to ``x0``'s device. ``x0`` is not checked
+    for NaN here (a device sync on every training step); :func:`train_denoiser` checks its images once.
     """
+    check_real(distill_weight, "distill_weight", low=0.0)
     b = x0.shape[0]
     t = torch.randint(0, schedule.steps, (b,), generator=generator).to(x0.device)
     eps = torch.randn(x0.shape, generator=generator, dtype=x0.dtype).to(x0.device)
@@ -131,8 +135,8 @@ def ema_decay_at(step: int, decay: float, warmup: float = 10.0) -> float:
     """
     if isinstance(step, bool) or not isinstance(step, int) or step < 0:
         raise ValueError(f"step={step!r} must be a non-negative int")
-    if not 0.0 <= decay < 1.0:  # also refuses NaN
-        raise ValueError(f"decay={decay!r} must be in [0, 1)")
+    check_real(decay, "decay", low=0.0, high=1.0, high_open=True)
+    check_real(warmup, "warmup", low=0.0, low_open=True)
     return min(float(decay), step / (step + warmup))
 
 
@@ -152,13 +156,21 @@ def train_denoiser(model: nn.Module, images: Tensor, labels: Tensor, *, schedule
             ``d_t = min(d, t / (t + 10))`` (:func:`ema_decay_at`; the first update copies θ, so the random
             initialisation keeps no weight), and load it into ``model`` at the end.
         progress: wraps ``range(steps)`` (e.g. a progress bar), optional.
+
+    ``grad_clip=0`` turns clipping off. Non-finite ``images`` are a ``ValueError``.
     """
-    if steps < 1 or batch_size < 1 or not lr > 0:
-        raise ValueError(f"steps={steps}, batch_size={batch_size} and lr={lr} must be positive")
-    if not 0.0 <= label_dropout < 1.0:
-        raise ValueError(f"label_dropout={label_dropout} must be in [0, 1)")
-    if not 0.0 <= ema_decay < 1.0:
-        raise ValueError(f"ema_decay={ema_decay} must be in [0, 1)")
+    check_int(steps, "steps", low=1)
+    check_int(batch_size, "batch_size", low=1)
+    check_real(lr, "lr", low=0.0, low_open=True)
+    if null_label is not None:
+        check_int(null_label, "null_label", low=0)
+    check_real(label_dropout, "label_dropout", low=0.0, high=1.0, high_open=True)
+    check_int(warmup, "warmup", low=0)
+    check_real(weight_decay, "weight_decay", low=0.0)
+    check_real(grad_clip, "grad_clip", low=0.0)
+    check_real(distill_weight, "distill_weight", low=0.0)
+    check_real(ema_decay, "ema_decay", low=0.0, high=1.0, high_open=True)
+    require_finite(images, "images", hint="a NaN or inf image turns every weight into NaN")
     params = [p for p in model.parameters() if p.requires_grad]
     # foreach: the same update as the per-tensor loop, bit for bit (tested), with fewer Python-level ops
     opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay, foreach=True)
@@ -208,13 +220,14 @@ def eps_mse(model: nn.Module, images: Tensor, labels: Tensor, schedule: LinearSc
 
     The noise is drawn once per timestep from ``generator``: the same seed gives every model
     the same ``(x_t, ε)`` pairs. The squared errors are summed per ``batch_size`` images; the
-    network sees at most :data:`FORWARD_CHUNK` of them at a time.
+    network sees at most :data:`FORWARD_CHUNK` of them at a time. Non-finite ``images`` are a ``ValueError``.
     """
+    check_int(batch_size, "batch_size", low=1)
+    timesteps = [check_int(t_value, "timesteps", low=0, high=schedule.steps - 1) for t_value in timesteps]
+    require_finite(images, "images", hint="the held-out error of a NaN image is NaN")
     model.eval()
     out = []
     for t_value in timesteps:
-        if not 0 <= int(t_value) < schedule.steps:
-            raise ValueError(f"timestep {t_value} must be in [0, {schedule.steps})")
         eps_all = torch.randn(images.shape, generator=generator, dtype=images.dtype).to(images.device)
         total = 0.0
         for start in range(0, images.shape[0], batch_size):
@@ -240,8 +253,10 @@ def ddim_sample(model: nn.Module, labels: Tensor, shape: tuple[int, ...], schedu
 
     The network sees at most :data:`FORWARD_CHUNK` rows (of the ``2B`` guided ones) at a time.
     """
-    if not 1 <= steps <= schedule.steps:
-        raise ValueError(f"steps={steps} must be in [1, {schedule.steps}]")
+    check_int(steps, "steps", low=1, high=schedule.steps)
+    check_real(guidance, "guidance")
+    if null_label is not None:
+        check_int(null_label, "null_label", low=0)
     if guidance != 1.0 and null_label is None:
         raise ValueError(f"guidance={guidance} needs null_label (the unconditional class)")
     device = labels.device

@@ -148,7 +148,14 @@ def _small_factor(m: int) -> np.ndarray:
 
 
 def has_hadamard(d: int, block: int | None = None) -> bool:
-    """Whether :func:`hadamard` supports width ``d`` (with ``block``, if given)."""
+    """Whether :func:`hadamard` supports width ``d`` (with ``block``, if given).
+
+    ``d`` and ``block`` must be positive ints (``TypeError`` / ``ValueError`` otherwise: a width of
+    -1 is a mistake, not a width without a Hadamard matrix).
+    """
+    _check_size("d", d)
+    if block is not None:
+        _check_size("block", block)
     try:
         _resolve(d, block)
     except ValueError:
@@ -302,8 +309,13 @@ class HadamardLinear(nn.Module):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *, block: int | None = None,
                  device=None, dtype=None) -> None:
         super().__init__()
-        _resolve(in_features, block)
-        self.in_features, self.out_features, self.block = int(in_features), int(out_features), block
+        in_features = _check_size("in_features", in_features)
+        out_features = _check_size("out_features", out_features)
+        try:
+            _resolve(in_features, block)
+        except ValueError as exc:
+            raise ValueError(f"in_features={in_features}: {exc}") from None
+        self.in_features, self.out_features, self.block = in_features, out_features, block
         self.weight = nn.Parameter(torch.empty(out_features, in_features, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(out_features, device=device, dtype=dtype)) if bias else None
         nn.init.kaiming_uniform_(self.weight, a=math.sqrt(5))

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_int
 from icml26.common.config import validate_numbers
 
 __all__ = ["TinyDiT", "TinyDiTConfig"]
@@ -47,11 +48,10 @@ class TinyDiTConfig:
     """Class labels; label ``num_classes`` is the null (unconditional) class."""
 
     def __post_init__(self) -> None:
-        validate_numbers(self)
         for name in ("image_size", "in_channels", "patch_size", "hidden", "depth", "heads", "mlp_ratio",
                      "num_classes"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name}={getattr(self, name)} must be at least 1")
+            check_int(getattr(self, name), name, low=1)
+        validate_numbers(self)
         if self.image_size % self.patch_size:
             raise ValueError(f"patch_size={self.patch_size} must divide image_size={self.image_size}")
         if self.hidden % self.heads:

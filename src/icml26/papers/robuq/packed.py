@@ -20,6 +20,7 @@ from __future__ import annotations
 from torch import Tensor, nn
 import torch
 
+from icml26.common.argcheck import check_int
 from icml26.papers.robuq.quant import QuantLinear, RobustQuantizer
 from icml26.papers.robuq.ternary import ternarize
 
@@ -45,7 +46,8 @@ def unpack_ternary(packed: Tensor, numel: int, dtype: torch.dtype = torch.float3
     """The first ``numel`` entries of :func:`pack_ternary`'s input, 1-D, as ``dtype`` values in {-1, 0, 1}."""
     if packed.dtype != torch.uint8 or packed.ndim != 1:
         raise ValueError(f"packed must be a 1-D uint8 tensor, got {packed.dtype} of shape {tuple(packed.shape)}")
-    if not 0 <= numel <= 4 * packed.numel():
+    numel = check_int(numel, "numel", low=0)
+    if not numel <= 4 * packed.numel():
         raise ValueError(f"numel={numel} does not fit in {packed.numel()} bytes (4 weights each)")
     codes = (packed.unsqueeze(1) >> _SHIFTS.to(packed.device)) & 3
     return codes.reshape(-1)[:numel].to(dtype) - 1

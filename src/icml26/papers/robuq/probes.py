@@ -123,3 +123,5 @@ HOSTILE = [
     Probe("constant token has undefined kurtosis", lambda: excess_kurtosis(np.ones((2, 8))),
           returns=lambda v: bool(np.isnan(v).all()), doc="m_2 = 0: NaN, left out of the mean"),
 ]
+
+from icml26.papers.robuq.probes_walk import ALLOWED, NOT_WALKED, VALID  # noqa: E402,F401  (the hostile-input walk)

@@ -31,6 +31,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from icml26.common.argcheck import check_real
 from icml26.papers.robuq.hadamard import DENSE_MAX, _resolve, hadamard, hadamard_transform
 from icml26.papers.robuq.ternary import ternarize, ternarize_ste
 
@@ -207,7 +208,8 @@ def quantize_tokens(x: Tensor, bits: int, *, scale: Scale = "gauss", grid: Grid 
         scale: ``"gauss"``: step ``Δ*_b · RMS(x_t)``; ``"absmax"``: ``max|x_t|`` on the outermost level.
         grid: ``"midrise"``, ``"int"`` or ``"ternary"`` (see the module docstring).
         clip_multiplier: multiplies the step (a learnable LSQ-style scalar in :class:`RobustQuantizer`);
-            the gradient reaches it only if it is a tensor that requires one.
+            the gradient reaches it only if it is a tensor that requires one. A number must be finite
+            and positive; a tensor is not checked (it is read on every forward pass).
 
     Returns:
         ``x̂`` of ``x``'s shape, dtype and device, at most ``2^b`` distinct values per token. NaN in a
@@ -221,6 +223,8 @@ def quantize_tokens(x: Tensor, bits: int, *, scale: Scale = "gauss", grid: Grid 
         raise ValueError("x must have at least one axis (the token width)")
     if scale not in SCALES:
         raise ValueError(f"scale={scale!r} must be one of {', '.join(SCALES)}")
+    if not isinstance(clip_multiplier, Tensor):
+        check_real(clip_multiplier, "clip_multiplier", low=0.0, low_open=True)
     lo, hi, off = grid_levels(bits, grid)
     if scale == "gauss":
         # s_t = Δ*_b · RMS(x_t),  RMS(x_t) = ‖x_t‖ / √d

@@ -20,7 +20,8 @@ from typing import Any, Callable, Iterable, Mapping
 import torch
 from torch import Tensor, nn
 
-from icml26.papers.robuq.quant import QuantLinear, RobustQuantizer
+from icml26.common.argcheck import check_int
+from icml26.papers.robuq.quant import MAX_BITS, QuantLinear, RobustQuantizer
 
 __all__ = [
     "DEFAULT_QUANTIZER",
@@ -122,6 +123,7 @@ def quantize_dit(model: nn.Module, act_bits: int | Mapping[str, int] | None = 4,
         where the quantizer rotates), so before rounding the function is unchanged.
     """
     names = dit_linear_names(model, blocks_attr=blocks_attr)
+    _check_act_bits(act_bits)
     if isinstance(skip, str):
         raise TypeError(f"skip={skip!r} must be a list of names or patterns, not one string; pass [{skip!r}]")
     if not callable(skip):
@@ -172,6 +174,18 @@ def quantize_dit(model: nn.Module, act_bits: int | Mapping[str, int] | None = 4,
     return model
 
 
+def _check_act_bits(act_bits: int | Mapping[str, int] | None) -> None:
+    """``act_bits`` is None, an int in ``[1, MAX_BITS]`` or a mapping of names to such ints (the quantizer's
+    grid may ask for more: ``grid="int"`` needs 2 bits, ``grid="ternary"`` exactly 2)."""
+    if act_bits is None:
+        return
+    if isinstance(act_bits, Mapping):
+        for name, bits in act_bits.items():
+            check_int(bits, f"act_bits[{name!r}]", low=1, high=MAX_BITS)
+    else:
+        check_int(act_bits, "act_bits", low=1, high=MAX_BITS)
+
+
 def quantized_layers(model: nn.Module) -> dict[str, QuantLinear]:
     """``{name: QuantLinear}`` of every quantized layer of ``model``, in module order."""
     return {n: m for n, m in model.named_modules() if isinstance(m, QuantLinear)}
@@ -179,6 +193,9 @@ def quantized_layers(model: nn.Module) -> dict[str, QuantLinear]:
 
 def set_act_bits(model: nn.Module, act_bits: int | Mapping[str, int]) -> None:
     """Set the activation bit-width of every quantized layer (an int) or of the named ones (a dict)."""
+    if act_bits is None:
+        raise TypeError("act_bits must be an int or {name: int}, not None (quantizers cannot be removed here)")
+    _check_act_bits(act_bits)
     layers = quantized_layers(model)
     if not layers:
         raise ValueError("model has no QuantLinear layers; call quantize_dit first")
