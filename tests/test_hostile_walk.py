@@ -78,8 +78,8 @@ def _suspects(value: Any) -> list[tuple[str, Any]]:
     if isinstance(value, (float, np.floating)):
         return [("nan", math.nan), ("inf", math.inf), ("string", "x")]
     if isinstance(value, torch.Tensor) and value.is_floating_point() and value.numel() > 0:
-        bad = value.detach().clone()
-        bad.view(-1)[0] = math.nan
+        bad = value.detach().clone(memory_format=torch.contiguous_format)  # e.g. a column-major QR factor
+        bad.reshape(-1)[0] = math.nan
         return [("nan", bad)]
     if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating) and value.size > 0:
         bad = value.copy()
