@@ -259,6 +259,7 @@ def uniform_layerwise_lr(model: torch.nn.Module, optimizer: torch.optim.Optimize
     ``ramp_steps``.
     """
     multiplier = check_real(multiplier, "multiplier", low=0.0, low_open=True)
+    ramp_steps = check_int(ramp_steps, "ramp_steps", low=0)
     if multiplier == 1.0:
         return LayerwiseLR(model, optimizer, total_steps=total_steps, r_min=1.0, r_max=1.0, active_fraction=0.0,
                            embed_policy="base")

@@ -159,8 +159,8 @@ def fit_power_law(
     """
     if method not in _METHODS:
         raise ValueError(f"method={method!r} must be one of {', '.join(_METHODS)}")
-    xmin_pos = check_int(xmin_pos, "xmin_pos")
-    bins = check_int(bins, "bins")
+    xmin_pos = check_int(xmin_pos, "xmin_pos", low=1)  # whichever method: a bad value is refused, not ignored
+    bins = check_int(bins, "bins", low=2)
     if isinstance(eigenvalues, torch.Tensor):
         values = eigenvalues.detach().double().cpu().numpy()
     else:

@@ -131,6 +131,7 @@ def layer_alphas(
 
     _check_model(model)
     min_eigs = check_int(min_eigs, "min_eigs", low=0)
+    xmin_pos = check_int(xmin_pos, "xmin_pos", low=1)
     rank, size = world(group)
     mine: dict[str, AlphaFit] = {}
     errors: list[str] = []

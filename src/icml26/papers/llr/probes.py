@@ -197,3 +197,5 @@ HOSTILE = [
     Probe("LLRHistory round-trips through to_dict", lambda: LLRHistory(**LLRHistory(steps=[0]).to_dict()),
           returns=lambda v: v.steps == [0], doc="a plain record; to_dict() / LLRHistory(**d) round-trip"),
 ]
+
+from icml26.papers.llr.probes_walk import ALLOWED, NOT_WALKED, VALID  # noqa: E402,F401  (the hostile-input walk)
