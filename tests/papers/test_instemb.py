@@ -441,6 +441,19 @@ def test_save_and_load_give_the_same_embeddings_with_the_same_settings(build, to
         InstEmbModel.load(tmp_path / "m" / "backbone")
 
 
+def test_a_state_dict_loaded_into_a_model_built_otherwise_is_refused_naming_the_setting(tok):
+    """The settings that decide the embedding travel in the state dict: a model with another pooling, DAAP
+    weight or K refuses it (embeddings would differ silently), one built alike loads it."""
+    model = InstEmbModel.wrap(tiny_llama(), 3, tokenizer=tok, with_teacher=False, daap_weight=0.7)
+    state = copy.deepcopy(model.state_dict())
+    InstEmbModel.wrap(tiny_llama(), 3, tokenizer=tok, with_teacher=False, daap_weight=0.7).load_state_dict(state)
+    for kwargs, field in (({"daap_weight": 1.0}, "daap_weight=0.7"), ({"daap_weight": 0.7, "pooling": "eos"},
+                                                                      "pooling='daap'")):
+        other = InstEmbModel.wrap(tiny_llama(), 3, tokenizer=tok, with_teacher=False, **kwargs)
+        with pytest.raises(ValueError, match=field):
+            other.load_state_dict(state)
+
+
 def test_a_sentence_encoder_answers_the_encode_call_of_st_and_mteb_loops(tok, world):
     import numpy as np
 

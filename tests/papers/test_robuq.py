@@ -947,3 +947,30 @@ def test_allocate_bits_stays_bounded_for_weights_over_many_orders_of_magnitude()
     assert np.dot([3, 1, 2], small.bits) <= 2.0 * 6
     with pytest.raises(ValueError, match="max_cells"):
         allocate_bits(table, (1, 2, 3, 4), 2.0, max_cells=0)
+
+
+def test_a_state_dict_carries_each_layers_settings_and_a_mismatched_load_is_refused():
+    """A quantised model's state dict holds every layer's settings (ternary, per_channel, the activation
+    quantizer's bits, scale, grid, rotation ...); loading it into a model quantised otherwise names the setting
+    instead of loading with 'all keys matched', into an unquantised model fails on the extra keys, and into
+    the same quantisation gives the same outputs."""
+    from icml26.papers.robuq import pack_model
+
+    source = quantize_dit(_randomised(TinyDiT()), 4)
+    state = copy.deepcopy(source.state_dict())
+    args = _inputs()
+    same = quantize_dit(TinyDiT(), 4)
+    same.load_state_dict(state)
+    assert torch.equal(_out(same, args), _out(source, args))
+    for other, field in ((quantize_dit(TinyDiT(), 2), "bits=4"),
+                         (quantize_dit(TinyDiT(), 4, quantizer={"scale": "absmax"}), "scale="),
+                         (quantize_dit(TinyDiT(), 4, ternary=False), "ternary=True"),
+                         (quantize_dit(TinyDiT(), None), "with an activation quantizer")):
+        with pytest.raises(ValueError, match=field):
+            other.load_state_dict(state)
+    with pytest.raises(RuntimeError, match="_extra_state"):
+        TinyDiT().load_state_dict(state)
+    packed = pack_model(copy.deepcopy(source))
+    other_packed = pack_model(quantize_dit(TinyDiT(), 2))
+    with pytest.raises(ValueError, match="bits=4"):
+        other_packed.load_state_dict(packed.state_dict())

@@ -142,6 +142,25 @@ class InstEmbModel(nn.Module):
             self.teacher_model = teacher.eval()
 
     # ------------------------------------------------------------------ persistence
+    def get_extra_state(self) -> dict[str, Any]:
+        """The settings that decide the embedding (pooling, DAAP weight …), K and the backbone kind, saved in
+        the state dict so that loading it into a model built otherwise is refused (:meth:`set_extra_state`)."""
+        return {"settings": dataclasses.asdict(self.settings), "num_lookahead": self.num_lookahead,
+                "kind": self.kind}
+
+    def set_extra_state(self, state: Any) -> None:
+        mine = self.get_extra_state()
+        if not isinstance(state, dict) or set(state) != set(mine):
+            raise ValueError(f"the saved state {state!r} is not an InstEmbModel's; the weights come from another model")
+        saved = {**state["settings"], "num_lookahead": state["num_lookahead"], "kind": state["kind"]}
+        ours = {**mine["settings"], "num_lookahead": mine["num_lookahead"], "kind": mine["kind"]}
+        for field, value in ours.items():
+            theirs = saved.get(field)
+            if (list(theirs) if isinstance(theirs, (list, tuple)) else theirs) != \
+                    (list(value) if isinstance(value, (list, tuple)) else value):
+                raise ValueError(f"the weights were saved by a model with {field}={theirs!r}, this one has "
+                                 f"{field}={value!r}: build it with the saved settings (InstEmbModel.load does)")
+
     def save(self, path) -> Any:
         """Save backbone, tokenizer, look-ahead vectors and settings (:func:`~icml26.papers.instemb.persist.save_instemb`)."""
         from icml26.papers.instemb.persist import save_instemb

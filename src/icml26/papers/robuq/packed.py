@@ -21,7 +21,7 @@ from torch import Tensor, nn
 import torch
 
 from icml26.common.argcheck import check_int
-from icml26.papers.robuq.quant import QuantLinear, RobustQuantizer
+from icml26.papers.robuq.quant import QuantLinear, RobustQuantizer, check_layer_settings, layer_settings
 from icml26.papers.robuq.ternary import ternarize
 
 __all__ = ["PackedQuantLinear", "memory_report", "model_bytes", "pack_model", "pack_ternary", "unpack_ternary"]
@@ -106,6 +106,14 @@ class PackedQuantLinear(nn.Module):
     def forward(self, x: Tensor) -> Tensor:
         xq = self.quantizer(x) if self.quantizer is not None else x
         return nn.functional.linear(xq, self.quantized_weight(), self.bias)
+
+    def get_extra_state(self) -> dict:
+        """The layer's settings, saved in its state dict (:func:`~icml26.papers.robuq.quant.layer_settings`)."""
+        return layer_settings(self)
+
+    def set_extra_state(self, state) -> None:
+        """Refuse weights saved by a layer with other settings."""
+        check_layer_settings(self, state)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -20,13 +20,12 @@ from typing import Any
 from torch import nn
 
 from icml26.papers.robuq.packed import PackedQuantLinear, pack_model
-from icml26.papers.robuq.quant import QuantLinear, RobustQuantizer
+from icml26.papers.robuq.quant import QUANTIZER_FIELDS, QuantLinear, RobustQuantizer
 
 __all__ = ["load_quantized", "save_quantized"]
 
 MANIFEST = "robuq.json"
-_QUANTIZER_FIELDS = ("bits", "scale", "grid", "rotate", "randomized", "seed", "center", "block", "learnable_clip",
-                     "quantize")
+_EXTRA = "_extra_state"  # a layer's settings in its state dict; robuq.json carries them here
 
 
 class RefusePlainSave:
@@ -47,7 +46,7 @@ def _layers(model: nn.Module) -> dict[str, dict[str, Any]]:
             out[name] = {"in_features": module.in_features, "out_features": module.out_features,
                          "bias": module.bias is not None, "ternary": module.ternary, "per_channel": module.per_channel,
                          "packed": isinstance(module, PackedQuantLinear),
-                         "quantizer": None if q is None else {f: getattr(q, f) for f in _QUANTIZER_FIELDS}}
+                         "quantizer": None if q is None else {f: getattr(q, f) for f in QUANTIZER_FIELDS}}
     return out
 
 
@@ -71,7 +70,7 @@ def save_quantized(model: nn.Module, path: str | os.PathLike, *, packed: bool = 
         raise ValueError("model has no QuantLinear layer; quantize it with quantize_dit first (or save it plainly)")
     folder = Path(path)
     folder.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items()}
+    state = {k: v.detach().cpu().contiguous() for k, v in model.state_dict().items() if not k.endswith(_EXTRA)}
     save_file(state, str(folder / "model.safetensors"))
     manifest = {"class": f"{type(model).__module__}.{type(model).__qualname__}", "layers": layers}
     if hasattr(model, "save_config"):  # diffusers ConfigMixin: enough to rebuild the architecture
@@ -124,6 +123,7 @@ def load_quantized(path: str | os.PathLike, model: nn.Module | None = None) -> n
             layer = QuantLinear.from_linear(linear, q, ternary=spec["ternary"], per_channel=spec["per_channel"])
         _set_submodule(model, name, layer)
     missing, unexpected = model.load_state_dict(load_file(str(folder / "model.safetensors")), strict=False)
+    missing = [k for k in missing if not k.endswith(_EXTRA)]  # the layers were rebuilt from robuq.json's settings
     if missing or unexpected:
         raise ValueError(f"{folder}: the saved weights do not match the rebuilt model "
                          f"(missing {sorted(missing)[:3]}, unexpected {sorted(unexpected)[:3]})")

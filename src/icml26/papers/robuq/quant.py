@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -39,12 +39,15 @@ __all__ = [
     "GRIDS",
     "MAX_BITS",
     "SCALES",
+    "QUANTIZER_FIELDS",
     "QuantLinear",
     "RobustQuantizer",
+    "check_layer_settings",
     "gaussian_clip",
     "gaussian_quant_mse",
     "gaussian_step",
     "grid_levels",
+    "layer_settings",
     "quantize_tokens",
     "random_signs",
 ]
@@ -425,6 +428,52 @@ class QuantLinear(nn.Module):
         w = ternarize_ste(self.weight, self.per_channel) if self.ternary else self.weight
         return nn.functional.linear(xq, w, self.bias)
 
+    def get_extra_state(self) -> dict[str, Any]:
+        """The layer's settings, saved in its state dict (:func:`layer_settings`)."""
+        return layer_settings(self)
+
+    def set_extra_state(self, state: Any) -> None:
+        """Refuse weights saved by a layer with other settings (:func:`check_layer_settings`)."""
+        check_layer_settings(self, state)
+
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}, ternary={self.ternary}, per_channel={self.per_channel}")
+
+
+#: The settings of a :class:`RobustQuantizer` that decide what a layer computes.
+QUANTIZER_FIELDS = ("bits", "scale", "grid", "rotate", "randomized", "seed", "center", "block", "learnable_clip",
+                    "quantize")
+
+
+def layer_settings(layer: nn.Module) -> dict[str, Any]:
+    """What a quantised layer computes besides its tensors: ``ternary``, ``per_channel`` and its activation
+    quantizer's :data:`QUANTIZER_FIELDS` (``None`` without one). Stored with the weights as the layer's extra
+    state, so that loading them into a layer quantised otherwise is refused instead of silently accepted."""
+    q = layer.quantizer
+    return {"ternary": bool(layer.ternary), "per_channel": bool(layer.per_channel),
+            "quantizer": None if q is None else {f: getattr(q, f) for f in QUANTIZER_FIELDS}}
+
+
+def check_layer_settings(layer: nn.Module, saved: Any) -> None:
+    """Raise ``ValueError`` naming the first setting in which ``saved`` (a :func:`layer_settings`) differs
+    from ``layer``'s."""
+    mine = layer_settings(layer)
+    if not isinstance(saved, dict) or set(saved) != set(mine):
+        raise ValueError(f"the saved layer settings {saved!r} are not a robuq layer's; the weights come from "
+                         "another model or another version")
+    for field in ("ternary", "per_channel"):
+        if saved[field] != mine[field]:
+            raise ValueError(f"the weights were saved by a layer with {field}={saved[field]}, this layer has "
+                             f"{field}={mine[field]}: quantise the model as it was saved (or use "
+                             "robuq.load_quantized, which rebuilds it from the saved folder)")
+    theirs, ours = saved["quantizer"], mine["quantizer"]
+    if (theirs is None) != (ours is None):
+        raise ValueError(f"the weights were saved by a layer {'without' if theirs is None else 'with'} an activation "
+                         f"quantizer, this layer has {'one' if ours is not None else 'none'}: quantise the model as "
+                         "it was saved (or use robuq.load_quantized)")
+    for field in QUANTIZER_FIELDS if ours is not None else ():
+        if theirs.get(field) != ours[field]:
+            raise ValueError(f"the weights were saved with activation {field}={theirs.get(field)!r}, this layer "
+                             f"has {field}={ours[field]!r}: quantise the model as it was saved (or use "
+                             "robuq.load_quantized)")
