@@ -220,10 +220,8 @@ def test_a_single_seed_of_another_configuration_never_overwrites_a_swept_seed(fa
     assert seed0.read_bytes() == before
 
 
-def test_ctrl_c_stops_a_sweep_at_once_and_keeps_and_aggregates_the_finished_seeds(tmp_path):
-    """SIGINT to `icml26 run … --seeds 0-3 --workers 2` after the first seed is written: the driver exits
-    within seconds (running seeds stopped, pending ones cancelled), no worker is left, the finished
-    seeds are aggregated and named; --resume then runs only the others."""
+def _sweep_until_a_seed_is_written(tmp_path):
+    """`icml26 run subspace_path --tiny --seeds 0-3 --workers 2` started, returned once a seed is written."""
     cmd = [sys.executable, "-m", "icml26", "run", "subspace_path", "--tiny", "--seeds", "0-3", "--workers", "2",
            "--out", str(tmp_path), "--no-progress"]
     proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -231,6 +229,14 @@ def test_ctrl_c_stops_a_sweep_at_once_and_keeps_and_aggregates_the_finished_seed
     deadline = time.time() + 240
     while not list(seeds.glob("*/result.json")) and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
+    return cmd, proc, seeds
+
+
+def test_ctrl_c_stops_a_sweep_at_once_and_keeps_and_aggregates_the_finished_seeds(tmp_path):
+    """SIGINT to `icml26 run … --seeds 0-3 --workers 2` after the first seed is written: the driver exits
+    within seconds (running seeds stopped, pending ones cancelled), no worker is left, the finished
+    seeds are aggregated and named; --resume then runs only the others."""
+    cmd, proc, seeds = _sweep_until_a_seed_is_written(tmp_path)
     assert list(seeds.glob("*/result.json")), "no seed finished"
     workers = _children(proc.pid)
     start = time.time()
@@ -256,13 +262,7 @@ def test_ctrl_c_stops_a_sweep_at_once_and_keeps_and_aggregates_the_finished_seed
 def test_sigterm_unwinds_a_sweep_like_ctrl_c_with_its_own_exit_code(tmp_path):
     """SIGTERM (a scheduler's stop, `timeout`, `kill`) to a sweep's driver: the finished seeds are
     aggregated and named, the workers stopped, no temporary file left, exit 143 and 'terminated'."""
-    cmd = [sys.executable, "-m", "icml26", "run", "subspace_path", "--tiny", "--seeds", "0-3", "--workers", "2",
-           "--out", str(tmp_path), "--no-progress"]
-    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    seeds = tmp_path / "subspace_path" / "seeds"
-    deadline = time.time() + 240
-    while not list(seeds.glob("*/result.json")) and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+    _, proc, seeds = _sweep_until_a_seed_is_written(tmp_path)
     workers = _children(proc.pid)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
