@@ -451,9 +451,9 @@ for _spec in (
         extras=("lm",),
         claim=(
             "Mapping each layer's power-law exponent of its weight spectrum to a learning-rate "
-            "multiplier lowers a tiny LLaMA's validation loss relative to rate-preserving controls "
-            "(uniform AdamW at LLR's mean rate, fixed per-kind multipliers, a within-kind shuffle) "
-            "and to uniform AdamW at a small base learning rate."
+            "multiplier lowers a tiny LLaMA's validation loss relative to fit-free controls at their own "
+            "tuned rates (uniform AdamW with the embedding/head at r_max, per-kind multipliers fixed at the "
+            "step-0 fit), fixed per-kind multipliers and a within-kind shuffle."
         ),
         status="implemented",
     ),
