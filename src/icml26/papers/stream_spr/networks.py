@@ -9,7 +9,12 @@ Elsayed et al. 2024 (arXiv 2410.14606), as used by Nilaksh et al. 2026 (arXiv 26
 * LayerNorm with no affine parameters over every non-batch dimension, before every
   LeakyReLU;
 * MinAtar Q-network: Conv(C→16, 3×3, VALID) → LN → LeakyReLU → flatten (1024) →
-  Linear(1024→128) → LN → LeakyReLU → Linear(128→|A|).
+  Linear(1024→128) → LN → LeakyReLU → Linear(128→|A|);
+* Atari Q-network (``architecture="atari"``, Elsayed's Atari script): the Nature-DQN trunk
+  Conv(C→32, 8×8, s4) → Conv(32→64, 4×4, s2) → Conv(64→64, 3×3, s1), each → LN → LeakyReLU,
+  latent 64×7×7 on 84×84 frames, then Linear(→256) → LN → LeakyReLU → Linear(→|A|); its
+  observations are channels-first (stack, 84, 84) as :func:`make_atari` returns them, and SPR
+  on it has a 64-channel transition model and a 256-d projection (stream-rep-rl's Atari sizes).
 
 The *encoder* (the conv trunk, or the first dense layer on vector observations) is the
 part SPR shapes; its output is the latent z (8×8×16 on MinAtar). Image observations come
@@ -37,6 +42,9 @@ __all__ = [
 ]
 
 HeadActivation = Literal["layernorm_leaky_relu", "relu"]
+Architecture = Literal["minatar", "atari"]
+#: Hidden width and SPR projection width of each architecture (stream-rep-rl: 128 / 256).
+ARCHITECTURE_WIDTH = {"minatar": 128, "atari": 256}
 
 
 @torch.no_grad()
@@ -105,14 +113,29 @@ class Encoder(nn.Module):
     """
 
     def __init__(self, obs_shape: Sequence[int], *, channels: int = 16, width: int = 128,
-                 channels_last: bool = True) -> None:
+                 channels_last: bool = True, architecture: Architecture = "minatar") -> None:
         super().__init__()
         obs_shape = tuple(check_int(s, "obs_shape", low=1) for s in obs_shape)
         check_int(channels, "channels", low=1)
         check_int(width, "width", low=1)
+        if architecture not in ARCHITECTURE_WIDTH:
+            raise ValueError(f"architecture={architecture!r} must be one of {', '.join(ARCHITECTURE_WIDTH)}")
         self.obs_shape = obs_shape
         self.channels_last = channels_last
-        if len(obs_shape) == 3:
+        if architecture == "atari":
+            if len(obs_shape) != 3:
+                raise ValueError(f"architecture='atari' needs image observations (C, H, W), got shape {obs_shape}")
+            in_ch = obs_shape[2] if channels_last else obs_shape[0]
+            h, w = (obs_shape[0], obs_shape[1]) if channels_last else (obs_shape[1], obs_shape[2])
+            sizes = [(h, w)]
+            for k, s in ((8, 4), (4, 2), (3, 1)):
+                sizes.append(((sizes[-1][0] - k) // s + 1, (sizes[-1][1] - k) // s + 1))
+            if min(sizes[-1]) < 1:
+                raise ValueError(f"architecture='atari' needs frames of at least 36x36, got obs_shape {obs_shape}")
+            self.body = nn.Sequential(nn.Conv2d(in_ch, 32, 8, 4), *_norm_act(), nn.Conv2d(32, 64, 4, 2),
+                                      *_norm_act(), nn.Conv2d(64, 64, 3, 1), *_norm_act())
+            self.latent_shape = (64, *sizes[-1])
+        elif len(obs_shape) == 3:
             in_ch = obs_shape[2] if channels_last else obs_shape[0]
             h, w = (obs_shape[0], obs_shape[1]) if channels_last else (obs_shape[1], obs_shape[2])
             if h < 3 or w < 3:
@@ -174,13 +197,25 @@ class StreamNetwork(nn.Module):
         return z.flatten(1), self.hidden(z)
 
 
-def build_network(obs_shape: Sequence[int], outputs: int, *, hidden: int = 128, channels: int = 16,
+def build_network(obs_shape: Sequence[int], outputs: int, *, hidden: int | None = None, channels: int = 16,
                   head_activation: HeadActivation = "layernorm_leaky_relu", sparsity: float = 0.9,
-                  channels_last: bool = True, generator: torch.Generator | None = None,
+                  channels_last: bool | None = None, architecture: Architecture = "minatar",
+                  generator: torch.Generator | None = None,
                   device: torch.device | str | None = None) -> StreamNetwork:
-    """Elsayed's streaming network for ``obs_shape``, sparse-initialized, on ``device``."""
+    """Elsayed's streaming network for ``obs_shape``, sparse-initialized, on ``device``.
+
+    ``architecture="minatar"`` (default; any image or vector observation) or ``"atari"`` (the
+    Nature trunk). ``hidden`` defaults to the architecture's width (128 / 256); ``channels_last``
+    defaults to True for MinAtar (H, W, C) and False for Atari (stack, H, W).
+    """
+    if architecture not in ARCHITECTURE_WIDTH:
+        raise ValueError(f"architecture={architecture!r} must be one of {', '.join(ARCHITECTURE_WIDTH)}")
+    hidden = ARCHITECTURE_WIDTH[architecture] if hidden is None else hidden
     check_int(hidden, "hidden", low=1)
-    encoder = Encoder(obs_shape, channels=channels, width=hidden, channels_last=channels_last)
+    if channels_last is None:
+        channels_last = architecture != "atari"
+    encoder = Encoder(obs_shape, channels=channels, width=hidden, channels_last=channels_last,
+                      architecture=architecture)
     net = StreamNetwork(encoder, outputs, hidden=hidden, head_activation=head_activation)
     init_streaming_(net, sparsity, generator=generator)
     return net.to(device) if device is not None else net

@@ -8,6 +8,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from icml26.common.extras import extra_installed
 from icml26.contract import ModuleCase, Probe
 from icml26.papers.stream_spr import (
     LR_PRESETS,
@@ -29,6 +30,7 @@ from icml26.papers.stream_spr import (
     WelfordStats,
     build_network,
     cosine,
+    make_atari,
     effective_rank,
     erank,
     init_streaming_,
@@ -230,7 +232,31 @@ HOSTILE = [
     Probe("find_wrapper kind='x'", lambda: __import__(
         "icml26.papers.stream_spr", fromlist=["find_wrapper"]).find_wrapper(_env(), "x"), raises=TypeError,
           match="kind"),
+    # Atari (the argument checks run before the extra is imported, so these need no ROMs)
+    Probe("make_atari frame_skip=0", lambda: make_atari("breakout", frame_skip=0), match="frame_skip"),
+    Probe("make_atari frame_skip=2.5", lambda: make_atari("breakout", frame_skip=2.5), raises=TypeError,
+          match="frame_skip"),
+    Probe("make_atari noop_max=-1", lambda: make_atari("breakout", noop_max=-1), match="noop_max"),
+    Probe("make_atari stack=0", lambda: make_atari("breakout", stack=0), match="stack"),
+    Probe("make_atari screen_size=4", lambda: make_atari("breakout", screen_size=4), match="screen_size"),
+    Probe("make_atari sticky_action_prob=1.5", lambda: make_atari("breakout", sticky_action_prob=1.5),
+          match="sticky_action_prob"),
+    Probe("make_atari gamma=nan", lambda: make_atari("breakout", gamma=math.nan), match="gamma"),
+    Probe("make_atari seed=-1", lambda: make_atari("breakout", seed=-1), match="seed"),
+    Probe("make_atari of a number", lambda: make_atari(3), raises=TypeError, match="game"),
+    Probe("build_network architecture='x'", lambda: build_network((4, 84, 84), 2, architecture="x"),
+          match="architecture"),
+    Probe("build_network architecture='atari' on vectors", lambda: build_network((6,), 2, architecture="atari"),
+          match="architecture"),
+    Probe("build_network architecture='atari' on 20x20 frames",
+          lambda: build_network((4, 20, 20), 2, architecture="atari"), match="36x36"),
+    Probe("StreamQSPR architecture='x'", lambda: StreamQSPR(_env(), architecture="x"), match="architecture"),
 ]
+if extra_installed("atari"):
+    HOSTILE += [
+        Probe("make_atari of an unknown game", lambda: make_atari("pongg"), match="game"),
+        Probe("make_atari of a gym id instead of a ROM id", lambda: make_atari("ALE/Pong-v5"), match="game"),
+    ]
 
 
 # ---------------------------------------------------------------------------
@@ -278,10 +304,16 @@ VALID = {
     "ScaleReward": lambda: ((_env(),), {}),
     "find_wrapper": lambda: ((_wrappers("stream_wrappers")(_env()), _wrappers("RunningNorm")), {}),
     "make_minatar": lambda: (("breakout",), {}),
+    **({"make_atari": lambda: (("pong",), {"seed": 1, "frame_skip": 4, "noop_max": 2, "screen_size": 84,
+                                           "stack": 2, "sticky_action_prob": 0.0, "gamma": 0.99})}
+       if extra_installed("atari") else {}),
     "stream_wrappers": lambda: ((_env(),), {}),
 }
 
 NOT_WALKED = {
+    **({} if extra_installed("atari") else {
+        "make_atari": "needs the atari extra (ale-py ROMs), not installed here; its argument checks run before "
+                      "the extra is imported and are HOSTILE probes ('make_atari frame_skip=0' ...)"}),
     "EffectiveRank": "a plain record (srank, erank, delta) that effective_rank fills; effective_rank, srank and "
                      "erank are walked",
     "LearnLog": "a plain record of episodes, steps and wall time that the agents' learn() fills; learn_loop checks "

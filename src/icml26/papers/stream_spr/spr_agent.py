@@ -40,7 +40,7 @@ from .agents import (
     learn_loop,
     q_lambda_update,
 )
-from .networks import HeadActivation, StreamNetwork
+from .networks import ARCHITECTURE_WIDTH, Architecture, HeadActivation, StreamNetwork
 from icml26.common.argcheck import check_int, check_real
 
 from .orth import MomentumSource, OrthogonalMomentum, cosine, project_out_cosines
@@ -88,13 +88,15 @@ class StreamQSPR(_EpsilonGreedyAgent):
         orth_eps: ε in orth's denominator (1e-8, as in stream-rep-rl).
         momentum_source: ``"projected"`` (StreamQ file, default) or ``"raw"`` (Stream AC file).
         projection_eps: ε in orth²'s denominator (default 0: exact; stream-rep-rl: 1e-8).
-        projection_dim: width of projection and predictor (128 on MinAtar).
+        projection_dim: width of projection and predictor (default: 128 on MinAtar, 256 on Atari).
         action_alignment: ``"correct"`` or ``"official"`` (off-by-one) window actions.
         target_init: ``"copy"`` or ``"independent"`` (stream-rep-rl) target networks.
         head_activation: the Q-head's hidden activation; keep the baseline's for a fair
             comparison (``"relu"`` is stream-rep-rl's SPR network).
         gate_nongreedy: skip SPR on non-greedy steps (stream-rep-rl does).
         network: a :class:`StreamNetwork` to use instead of the default.
+        architecture: the default network's size, ``"minatar"`` or ``"atari"`` (Nature trunk, 256-unit
+            head; the transition model follows the latent's 64 channels).
         seed, device: as :class:`~icml26.papers.stream_spr.agents.StreamQ`.
     """
 
@@ -104,11 +106,15 @@ class StreamQSPR(_EpsilonGreedyAgent):
                  epsilon_start: float = 1.0, epsilon_end: float = 0.01, exploration_steps: int = 1_000_000,
                  spr_depth: int = 5, spr_weight: float = 2.0, spr_tau: float = 0.99, orth_beta: float = 0.99,
                  orth_eps: float = 1e-8, momentum_source: MomentumSource = "projected",
-                 projection_eps: float = 0.0, projection_dim: int = 128,
+                 projection_eps: float = 0.0, projection_dim: int | None = None,
                  action_alignment: Alignment = "correct", target_init: TargetInit = "copy",
                  head_activation: HeadActivation = "layernorm_leaky_relu", gate_nongreedy: bool = True,
                  network: StreamNetwork | None = None, seed: int = 0,
-                 device: torch.device | str | None = None) -> None:
+                 device: torch.device | str | None = None, architecture: Architecture = "minatar") -> None:
+        if architecture not in ARCHITECTURE_WIDTH:
+            raise ValueError(f"architecture={architecture!r} must be one of {', '.join(ARCHITECTURE_WIDTH)}")
+        if projection_dim is None:
+            projection_dim = ARCHITECTURE_WIDTH[architecture]
         if lr_preset not in LR_PRESETS:
             raise ValueError(f"lr_preset={lr_preset!r} must be one of {', '.join(LR_PRESETS)}")
         check_real(spr_weight, "spr_weight", low=0.0)
@@ -129,7 +135,7 @@ class StreamQSPR(_EpsilonGreedyAgent):
         self._init_value_agent(env, network, lr=self.lr, gamma=gamma, lamda=lamda, kappa=kappa,
                                epsilon_start=epsilon_start, epsilon_end=epsilon_end,
                                exploration_steps=exploration_steps, seed=seed, device=device, generator=gen,
-                               head_activation=head_activation)
+                               head_activation=head_activation, architecture=architecture)
         encoder = self.network.encoder
         self.spr = SPRHead(encoder, encoder.latent_shape, self.n_actions, projection_dim=projection_dim,
                            target_init=target_init, generator=gen)
