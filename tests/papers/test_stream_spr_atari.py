@@ -39,7 +39,8 @@ def test_atari_network_sizes():
 
 @needs_atari
 def test_an_episode_runs_with_uint8_frames_and_raw_returns():
-    env = _make(game="breakout", seed=0, normalize_observations=False, scale_rewards=False)
+    env = _make(game="breakout", seed=0, normalize_observations=False, scale_rewards=False,
+                terminal_on_life_loss=False, clip_rewards=False)
     obs, _ = env.reset()
     assert obs.shape == (4, 84, 84) and obs.dtype == np.uint8
     assert env.observation_space.shape == (4, 84, 84)
@@ -50,7 +51,7 @@ def test_an_episode_runs_with_uint8_frames_and_raw_returns():
         if terminated or truncated:
             break
     assert terminated, "a random Breakout episode ends (all lives lost) within 5000 agent steps"
-    assert info["episode"]["l"] == t + 1  # lengths in agent steps, not emulator frames
+    assert info["episode"]["l"] == t + 1 + 2  # agent steps (not frames), with FireReset's two presses
     assert float(info["episode"]["r"]) >= 0.0
 
 
@@ -92,7 +93,8 @@ def test_preprocessing_matches_a_hand_computation():
     import gymnasium as gym
 
     gym.register_envs(ale_py)
-    env = _make(game="breakout", seed=None, noop_max=0, normalize_observations=False, scale_rewards=False)
+    env = _make(game="breakout", seed=None, noop_max=0, normalize_observations=False, scale_rewards=False,
+                terminal_on_life_loss=False, fire_reset=False, clip_rewards=False)
     raw = gym.make("ALE/Breakout-v5", frameskip=1, repeat_action_probability=0.0, full_action_space=False)
     obs, _ = env.reset(seed=11)
     raw.reset(seed=11)
@@ -114,6 +116,29 @@ def test_preprocessing_matches_a_hand_computation():
         assert np.array_equal(obs[-1], cv2.resize(pooled, (84, 84), interpolation=cv2.INTER_AREA))
         assert np.array_equal(obs[:-1], previous[1:])  # the stack shifts by one frame
         previous = obs
+
+
+@needs_atari
+def test_a_lost_life_is_terminal_and_the_game_goes_on():
+    """The authors' EpisodicLife + FireReset + ClipReward: lives are episodes, rewards are signs."""
+    from icml26.papers.stream_spr.atari_wrappers import EpisodicLife
+
+    env = _make(game="breakout", seed=2, normalize_observations=False, scale_rewards=False)
+    env.reset()
+    life = env.unwrapped.ale.lives()
+    wrapper = env
+    while not isinstance(wrapper, EpisodicLife):
+        wrapper = wrapper.env
+    rng = np.random.default_rng(0)
+    for _ in range(3000):
+        obs, reward, terminated, truncated, info = env.step(int(rng.integers(env.action_space.n)))
+        assert reward in (-1.0, 0.0, 1.0)
+        if terminated:
+            break
+    assert terminated and not wrapper.game_over and env.unwrapped.ale.lives() == life - 1
+    assert "episode" not in info  # the game is not over, so no whole-game return yet
+    env.reset()
+    assert env.unwrapped.ale.lives() == life - 1  # the game went on, not restarted
 
 
 @needs_atari

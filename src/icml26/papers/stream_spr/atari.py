@@ -1,21 +1,25 @@
 """Real Atari 2600 games for the streaming agents (needs the ``atari`` extra: ``ale-py``, ``opencv-python-headless``).
 
 The ROMs ship inside the ``ale-py`` wheel, so nothing is downloaded. :func:`make_atari` builds a game
-with the preprocessing of the stream-x Atari scripts (Elsayed et al. 2024, ``stream_q_atari.py``,
-which stream-rep-rl reuses), so that Atari runs with the same substrate as MinAtar:
+as the authors' Atari script does (stream-rep-rl, ``make_env`` for ``env_type == "atari"``):
+``RecordEpisodeStatistics → NoopReset(30) → MaxAndSkip(4) → EpisodicLife → FireReset → ClipReward →
+Resize(84, 84) → GrayScale → FrameStack(4) → ScaleReward → NormalizeObservation``. Here:
 
-1. the raw ALE game with ``frameskip=1`` (the skipping is done by the next wrapper) and the minimal
-   action set; sticky actions off by default (the scripts use the ``NoFrameskip-v4`` games,
-   ``repeat_action_probability = 0``); pass ``sticky_action_prob=0.25`` for the v5 protocol;
-2. gymnasium's ``AtariPreprocessing``: up to ``noop_max`` random no-ops at reset, the action
-   repeated ``frame_skip`` times with the max over the last two raw frames, grayscale, resized to
-   ``screen_size``² (``cv2.INTER_AREA``), uint8; a lost life does *not* end the episode
-   (``terminal_on_life_loss=False``, as in the scripts);
-3. ``RecordEpisodeStatistics``: raw (unscaled, unclipped) returns and lengths in agent steps in
-   ``info["episode"]``;
-4. ``FrameStackObservation``: the last ``stack`` frames, observation (stack, H, W) channels-first;
-5. ``ScaleReward`` and ``RunningNorm``, the stream-x reward and observation scaling of the MinAtar
-   path (rewards are scaled, not clipped).
+1. the raw ALE game with ``frameskip=1`` and the minimal action set; no sticky actions by default
+   (their v4 games, ``repeat_action_probability = 0``); ``sticky_action_prob=0.25`` for the v5 protocol;
+2. gymnasium's ``AtariPreprocessing``: up to ``noop_max`` random no-ops at reset, the action repeated
+   ``frame_skip`` times with the max over the last two frames, grayscale, resized to ``screen_size``²
+   (``cv2.INTER_AREA``), uint8. It max-pools and converts to gray *before* resizing, with ALE's own
+   luminance; their script max-pools RGB frames and resizes before the gray conversion, so a pixel
+   can differ by a few grey levels;
+3. ``RecordEpisodeStatistics``: raw (unclipped, unscaled) whole-game returns, lengths in agent steps,
+   in ``info["episode"]`` when the game is over;
+4. :class:`~.atari_wrappers.EpisodicLife` (a lost life is ``terminated``; the game restarts only when it
+   is over), :class:`~.atari_wrappers.FireReset` (games whose action 1 is FIRE), and
+   :class:`~.atari_wrappers.ClipReward` (sign of the reward), as their script; each can be turned off;
+5. ``FrameStackObservation``: the last ``stack`` frames, (stack, H, W) channels-first, the reset
+   frame repeated at the start of an episode;
+6. ``ScaleReward`` and ``RunningNorm``, the stream-x reward and observation scaling of the MinAtar path.
 
 Episodes are cut at ``max_episode_frames`` emulator frames (108,000 = 30 minutes, the usual cap).
 """
@@ -51,9 +55,10 @@ def _gym_id(game: str) -> str:
 
 def make_atari(game: str, *, seed: int | None = None, frame_skip: int = 4, noop_max: int = 30,
                screen_size: int = 84, stack: int = 4, sticky_action_prob: float = 0.0,
-               terminal_on_life_loss: bool = False, max_episode_frames: int = 108_000,
+               terminal_on_life_loss: bool = True, fire_reset: bool = True, clip_rewards: bool = True,
+               max_episode_frames: int = 108_000,
                gamma: float = 0.99, normalize_observations: bool = True, scale_rewards: bool = True) -> Any:
-    """An Atari game (ROM id, e.g. ``"breakout"``) preprocessed as the stream-x Atari scripts do.
+    """An Atari game (ROM id, e.g. ``"breakout"``) preprocessed as the authors' Atari script does.
 
     Args:
         game: an ``ale-py`` ROM id (snake case: ``"breakout"``, ``"ms_pacman"``; see :func:`atari_games`).
@@ -64,7 +69,10 @@ def make_atari(game: str, *, seed: int | None = None, frame_skip: int = 4, noop_
         screen_size: side of the square grayscale frame (84).
         stack: frames stacked into one observation (4).
         sticky_action_prob: ALE's repeat-action probability (0: the v4 games of the scripts).
-        terminal_on_life_loss: end the episode when a life is lost (False, as the scripts).
+        terminal_on_life_loss: a lost life ends the episode for learning (``EpisodicLifeEnv``, as
+            their script); the agents' episodes are then lives, the game's return is ``info["episode"]``.
+        fire_reset: press FIRE after each reset in games whose action 1 is FIRE (their script).
+        clip_rewards: rewards replaced by their sign before the scaling (their script).
         max_episode_frames: emulator frames after which an episode is truncated.
         gamma: γ of the reward scaling.
         normalize_observations, scale_rewards: the stream-x ``RunningNorm`` / ``ScaleReward``
@@ -100,8 +108,17 @@ def make_atari(game: str, *, seed: int | None = None, frame_skip: int = 4, noop_
                    full_action_space=False, max_num_frames_per_episode=int(max_episode_frames),
                    disable_env_checker=True)
     env = gym.wrappers.AtariPreprocessing(env, noop_max=noop_max, frame_skip=frame_skip, screen_size=screen_size,
-                                          terminal_on_life_loss=bool(terminal_on_life_loss), grayscale_obs=True)
-    env = gym.wrappers.RecordEpisodeStatistics(env)  # lengths in agent steps, returns raw
+                                          terminal_on_life_loss=False, grayscale_obs=True)
+    env = gym.wrappers.RecordEpisodeStatistics(env)  # whole games, raw returns, lengths in agent steps
+    from .atari_wrappers import ClipReward, EpisodicLife, FireReset
+
+    if terminal_on_life_loss:
+        env = EpisodicLife(env)
+    meanings = env.unwrapped.get_action_meanings()
+    if fire_reset and len(meanings) >= 3 and meanings[1] == "FIRE":
+        env = FireReset(env)
+    if clip_rewards:
+        env = ClipReward(env)
     env = gym.wrappers.FrameStackObservation(env, stack)
     from .wrappers import RunningNorm, ScaleReward
 

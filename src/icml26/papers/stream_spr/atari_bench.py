@@ -105,7 +105,8 @@ def run_bench(*, game: str = "breakout", steps: int = 3000, seed: int = 0) -> di
         "network": "atari (Nature trunk 32/64/64, LN + LeakyReLU, 256-unit head; SPR: 64-channel transition, "
                    "256-d projection)",
         "preprocessing": "make_atari defaults: no-op reset <= 30, frame skip 4 with max-pool, 84x84 grayscale, "
-                         "4-frame stack, no sticky actions, no life-loss terminal, ScaleReward + RunningNorm",
+                         "4-frame stack, no sticky actions, a lost life terminal (EpisodicLife), FireReset, "
+                         "rewards clipped to their sign, then ScaleReward + RunningNorm (the authors' script)",
         "arms": arms,
         "replay_buffer_mib": buffers,
         "replay_buffer_formula": "frames_once = N * 84 * 84 bytes (uint8, each frame once); "
