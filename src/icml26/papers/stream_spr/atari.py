@@ -6,7 +6,10 @@ as the authors' Atari script does (stream-rep-rl, ``make_env`` for ``env_type ==
 Resize(84, 84) → GrayScale → FrameStack(4) → ScaleReward → NormalizeObservation``. Here:
 
 1. the raw ALE game with ``frameskip=1`` and the minimal action set; no sticky actions by default
-   (their v4 games, ``repeat_action_probability = 0``); ``sticky_action_prob=0.25`` for the v5 protocol;
+   (their v4 games, ``repeat_action_probability = 0``); ``sticky_action_prob=0.25`` for the v5 protocol.
+   Their launcher passes ``Pong-v4`` etc., not ``PongNoFrameskip-v4``: those ids already skip a random
+   2–4 frames per step, so under their ``MaxAndSkip(4)`` an agent step lasts 8–16 frames. We keep
+   the standard 4 (a defect of theirs not reproduced);
 2. gymnasium's ``AtariPreprocessing``: up to ``noop_max`` random no-ops at reset, the action repeated
    ``frame_skip`` times with the max over the last two frames, grayscale, resized to ``screen_size``²
    (``cv2.INTER_AREA``), uint8. It max-pools and converts to gray *before* resizing, with ALE's own
