@@ -56,6 +56,7 @@ ABLATION_VIEWS = ("eeg", "eog5", "emg", "fused")
 FUSION_ARMS: dict[str, tuple[tuple[str, ...], str, str, str]] = {
     "conflict_aware": (VIEWS, "conflict_aware", "uncertainty", "stages"),
     "dempster_tmc": (VIEWS, "dempster", "given", "stages"),
+    "dempster_common": (VIEWS, "dempster", "given", "common"),
     "rcml_average": (VIEWS, "average", "given", "stages"),
     "conflict_aware_unsorted": (VIEWS, "conflict_aware", "given", "stages"),
     "conflict_aware_eog5": (ABLATION_VIEWS, "conflict_aware", "uncertainty", "stages"),
@@ -163,6 +164,10 @@ def _checks(metrics: dict[str, dict[str, float]], fractions: list[float], config
                                                     note=f"{at}, coverage {config.coverage:.0%}"),
         CHECKS["hybrid_vs_five_class_eog"].measure(values.hybrid_vs_five_class_eog),
         CHECKS["common_auroc_detectable_vs_dempster"].measure(values.common_auroc_detectable_vs_dempster, note=at),
+        CHECKS["corrupted_acc_vs_best_dempster"].measure(values.corrupted_acc_vs_best_dempster, note=at),
+        CHECKS["auroc_detectable_vs_best_dempster"].measure(values.auroc_detectable_vs_best_dempster, note=at),
+        CHECKS["common_auroc_detectable_vs_dempster_common"].measure(
+            values.common_auroc_detectable_vs_dempster_common, note=at),
     ]
 
 
@@ -191,7 +196,7 @@ def _curves(metrics, per_seed, curves_acc, example, fractions, config) -> dict[s
         x=list(config.corruption_modes),
         series={**{f"{arm}, detectable": [metrics[arm].get(f"auroc_detectable_{m}_{hi_tag}") for m in
                                             config.corruption_modes] for arm in
-                   ("conflict_aware", "conflict_aware_common", "dempster_tmc")},
+                   ("conflict_aware", "conflict_aware_common", "dempster_tmc", "dempster_common")},
                 **{f"{arm}, all": [metrics[arm].get(f"auroc_{m}_{hi_tag}") for m in config.corruption_modes]
                    for arm in ("conflict_aware", "dempster_tmc")},
                 "ceiling, all": [metrics["conflict_aware"].get(f"auroc_ceiling_{m}_{hi_tag}")
@@ -219,12 +224,13 @@ def _notes(metrics, fractions, config) -> list[str]:
         line = (f"pi={t}: accuracy CA {ca[f'acc_{t}']:.3f} / Dempster {ds[f'acc_{t}']:.3f} / RCML "
                 f"{rcml[f'acc_{t}']:.3f} / late concat {metrics['late_concat_softmax'][f'acc_{t}']:.3f}")
         if f > 0:
-            common = metrics["conflict_aware_common"]
+            common, dsc = metrics["conflict_aware_common"], metrics["dempster_common"]
             line += (f"; AUROC(u -> corrupted) over every corruption CA {ca[f'auroc_{t}']:.3f} / Dempster "
                      f"{ds[f'auroc_{t}']:.3f} / RCML {rcml[f'auroc_{t}']:.3f} (ceiling "
                      f"{ca[f'auroc_ceiling_{t}']:.3f}: {ca[f'detectable_share_{t}']:.0%} of corruptions detectable); "
                      f"over detectable ones CA {ca[f'auroc_detectable_{t}']:.3f} / CA, common-space conflict "
-                     f"{common[f'auroc_detectable_{t}']:.3f} / Dempster {ds[f'auroc_detectable_{t}']:.3f} / RCML "
+                     f"{common[f'auroc_detectable_{t}']:.3f} / Dempster {ds[f'auroc_detectable_{t}']:.3f} / Dempster, "
+                     f"common-space conflict {dsc[f'auroc_detectable_{t}']:.3f} (accuracy {dsc[f'acc_{t}']:.3f}) / RCML "
                      f"{rcml[f'auroc_detectable_{t}']:.3f}; per mode (detectable AUROC CA / common / Dempster; "
                      f"all-corruption AUROC CA vs ceiling): " + "; ".join(
                          f"{m} {ca.get(f'auroc_detectable_{m}_{t}', math.nan):.3f} / "
@@ -235,5 +241,5 @@ def _notes(metrics, fractions, config) -> list[str]:
         notes.append(line + ".")
     notes.append("Median Dirichlet strength S per view (clean): " + ", ".join(
         f"{v} {metrics[f'view_{v}']['median_S_0']:.1f}" for v in VIEWS + ("eog5",))
-        + f" (K + evidence; peaked evidence is the regime where CA's uncertainty separates conflicts).")
+        + " (K + evidence; peaked evidence is the regime where CA's uncertainty separates conflicts).")
     return notes

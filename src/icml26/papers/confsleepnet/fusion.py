@@ -34,6 +34,16 @@ the hybrid W / NREM / REM), so ``C_common`` is the probability that independent 
 ``p1`` and ``p2`` land in different common categories. ``M = I`` gives the authors' ``C``.
 A fused opinion resolves what either operand resolves (the meet of the partitions).
 
+Dempster's rule gets the same conflict (ours): ``kappa_common = sum_{i,j} b1_i (1 - M_ij) b2_j``
+replaces ``kappa = sum_{i != j} b1_i b2_j``, and the mass of pairs that agree in the common
+space but name different stages is split between the two stages, so
+
+    ``b_k = [(b1_k (M b2)_k + b2_k (M b1)_k) / 2 + b1_k u2 + b2_k u1] / (1 - kappa_common)``,
+    ``u = u1 u2 / (1 - kappa_common)``;
+
+the masses still sum to one, and ``M = I`` gives TMC's reduced Dempster rule. Both rules
+then see one conflict, so a comparison of them isolates the combination, not the conflict.
+
 Every function is batched over the leading dimensions (epochs) and pure torch.
 """
 
@@ -137,6 +147,23 @@ def _conflict_in_common_space(op1: Opinion, op2: Opinion, partition1: Tensor, pa
     return torch.where(mass > 0, value, torch.zeros_like(value)).clamp(0.0, 1.0)
 
 
+def _dempster_in_common_space(op1: Opinion, op2: Opinion, partition1: Tensor, partition2: Tensor) -> Opinion:
+    """Dempster's rule with the conflict in the common category space (module docstring)."""
+    k = op1.num_classes
+    b1, b2 = op1.belief, op2.belief
+    u1, u2 = op1.uncertainty.unsqueeze(-1), op2.uncertainty.unsqueeze(-1)
+    common = _join(partition1.to(b1), partition2.to(b1)).expand(*b1.shape[:-1], k, k)
+    m_b2 = torch.einsum("...ij,...j->...i", common, b2)
+    m_b1 = torch.einsum("...ij,...j->...i", common, b1)
+    # kappa_common = sum b1 * sum b2 - b1^T M b2
+    kappa = (b1.sum(-1) * b2.sum(-1) - (b1 * m_b2).sum(-1)).unsqueeze(-1)
+    norm = 1 - kappa
+    # b = [(b1 * M b2 + b2 * M b1) / 2 + b1 u2 + b2 u1] / (1 - kappa_common);  u = u1 u2 / (1 - kappa_common)
+    b = ((b1 * m_b2 + b2 * m_b1) / 2 + b1 * u2 + b2 * u1) / norm
+    u = (u1 * u2 / norm).squeeze(-1)
+    return Opinion(b, u)
+
+
 def fuse_conflict_aware(op1: Opinion, op2: Opinion, *,
                         conflict_fn: Callable[[Opinion, Opinion], Tensor] = conflict) -> Opinion:
     """The conflict-aware rule ``CA(op1, op2)`` (symmetric, not associative).
@@ -219,16 +246,18 @@ def aggregate(opinions: Sequence[Opinion], rule: str | FusionRule = "conflict_aw
             ``label_map`` per view (e.g. ``FIVE_TO_THREE`` for a lifted hybrid view,
             ``range(5)`` for a five-class one): the conflict-aware rule computes its conflict
             in the common category space of the two operands
-            (:func:`conflict_in_common_space`, ours); only with ``rule="conflict_aware"``.
+            (:func:`conflict_in_common_space`, ours); with ``rule="dempster"`` Dempster's
+            rule uses the same conflict (module docstring); not with other rules.
 
     Returns:
         The fused :class:`Opinion`, ``(..., K)``.
     """
     _check_views(opinions)
     if label_maps is not None:
-        if rule not in ("conflict_aware", fuse_conflict_aware):
+        if rule not in ("conflict_aware", fuse_conflict_aware, "dempster", fuse_dempster):
             raise ValueError("label_maps (the conflict in the common category space) applies to "
-                             "rule='conflict_aware' only")
+                             "rule='conflict_aware' or 'dempster' only")
+        common_dempster = rule in ("dempster", fuse_dempster)
         if isinstance(label_maps, (str, bytes)) or len(label_maps) != len(opinions):
             raise ValueError(f"label_maps must give one label_map per view ({len(opinions)}), got {label_maps!r}")
     if isinstance(rule, str):
@@ -260,8 +289,11 @@ def aggregate(opinions: Sequence[Opinion], rule: str | FusionRule = "conflict_aw
     part = partitions[0]
     for v, op in enumerate(opinions[1:], start=1):
         other = partitions[v]
-        fused = fuse_conflict_aware(
-            fused, op, conflict_fn=lambda a, b, m1=part, m2=other: _conflict_in_common_space(a, b, m1, m2))
+        if common_dempster:
+            fused = _dempster_in_common_space(fused, op, part, other)
+        else:
+            fused = fuse_conflict_aware(
+                fused, op, conflict_fn=lambda a, b, m1=part, m2=other: _conflict_in_common_space(a, b, m1, m2))
         # the fused opinion resolves what either operand resolves: the meet of the partitions
         part = part * other
     return fused

@@ -211,7 +211,7 @@ class ConfSleepNet(nn.Module):
 
         ``conflict_space``: ``"stages"`` (the authors': ``C`` over the five stages) or ``"common"``
         (ours: ``C`` in the common category space of the two operands' label maps, see
-        :func:`~icml26.papers.confsleepnet.fusion.conflict_in_common_space`; conflict-aware rule only).
+        :func:`~icml26.papers.confsleepnet.fusion.conflict_in_common_space`; conflict-aware and Dempster rules).
         """
         names = list(views) if views is not None else [v.name for v in self.views]
         unknown = [n for n in names if n not in opinions]
