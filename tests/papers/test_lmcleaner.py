@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -1037,3 +1038,46 @@ def test_band_and_flat_bases_on_a_known_hessian():
     torch.testing.assert_close(proj @ band, band, rtol=0, atol=1e-8)
     with pytest.raises(ValueError, match="exceed"):
         hessian_band_basis(public, theta, torch.arange(8), lr=lr, window=5, lag=5)
+
+
+def test_delta_eff_counts_the_calibration_miss_rate():
+    """β is a max over n exchangeable canaries: a further exchangeable residual exceeds it with probability
+    1/(n + 1), which δ_eff adds to δ; a simulation of exchangeable residuals agrees."""
+    from icml26.papers.lmcleaner.certified import CertifiedNoiseResult
+
+    fields = {f.name: math.nan for f in dataclasses.fields(CertifiedNoiseResult)
+              if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING}
+    fields["band_dim"] = 1
+    res = CertifiedNoiseResult(**fields, canaries=19, delta=1e-5)
+    assert res.miss_rate == pytest.approx(1 / 20)
+    assert res.delta_eff == pytest.approx(1e-5 + 1 / 20)
+    gen = np.random.default_rng(0)
+    draws = gen.lognormal(size=(40_000, 20))
+    missed = float(np.mean(draws[:, -1] > draws[:, :-1].max(axis=1)))
+    assert abs(missed - res.miss_rate) < 4 * math.sqrt(0.05 * 0.95 / 40_000)
+    assert CertifiedNoiseResult(**fields, canaries=999, delta=1e-5).delta_eff == pytest.approx(1e-5 + 1e-3)
+
+
+def test_calibrated_isotropic_arm_uses_the_canaries_bound():
+    """The equal-information arm: σ is the Gaussian mechanism's at sensitivity max_j ‖r_j‖ (not Δ̄ = η·C),
+    its accuracy enters the headline noise check as subspace − isotropic in points, and the certificate
+    check includes its assumption ‖r‖ ≤ max_j ‖r_j‖."""
+    from icml26.contract import RunContext
+    from icml26.papers.lmcleaner.certified import certified_noise_section
+    from icml26.papers.lmcleaner.experiment import Config, _noise_checks
+
+    config = Config.tiny()
+    noise = certified_noise_section(config, RunContext(seed=0, device="cpu", setting="tiny", threads=1))
+    assert noise.canaries == config.noise_calibration_requests
+    assert 0 < noise.residual_bound < noise.sensitivity
+    assert noise.sigma_isotropic_calibrated == pytest.approx(
+        isotropic_noise_scale(noise.residual_bound, config.epsilon, config.delta))
+    assert noise.sigma_isotropic_calibrated < noise.sigma_isotropic
+    assert 0 <= noise.acc_isotropic_calibrated <= 1
+    assert noise.holds >= noise.residual_norm / noise.residual_bound
+    checks = {c.id: c for c in _noise_checks(config, noise)}
+    assert checks["subspace_vs_isotropic"].value == pytest.approx(
+        100 * (noise.acc_subspace_random - noise.acc_isotropic_calibrated))
+    assert checks["subspace_vs_isotropic_flat"].value == pytest.approx(
+        100 * (noise.acc_subspace_flat - noise.acc_isotropic_calibrated))
+    assert checks["certificate_holds"].value == pytest.approx(noise.holds)

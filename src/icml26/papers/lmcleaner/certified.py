@@ -20,6 +20,10 @@ random (the authors' choice), the public Hessian's eigenvectors in the band 1/L 
 (aimed at the residual; computed at θ[τ]) and its k flattest eigenvectors at the
 public initialisation θ[0] (ours: the large block σ_∥ = 2Δ̄/ε·√(2 ln(2.5/δ)) then lands where the
 loss is flat, and the off-subspace block σ_⊥ = β·σ_∥ ≈ 10·max_j‖r_j‖ is what the accuracy pays).
+Beside them, isotropic noise calibrated to the canaries' max_j ‖r_j‖: the same measurement the
+subspace arms' β comes from, so that comparison gives both mechanisms equal information. Each
+calibrated bound is a maximum over n exchangeable canaries, which a request exceeds with
+probability 1/(n + 1); the release is (ε, δ + 1/(n + 1)).
 """
 
 from __future__ import annotations
@@ -104,13 +108,38 @@ class CertifiedNoiseResult:
     """Isotropic noise with the random-basis release's mean variance per coordinate,
     σ_eq² = σ_∥²·k/p + σ_⊥²·(p − k)/p (k = ``subspace_dim``): the damage a random k-dimensional block
     of σ_∥ does on average, spread over all p coordinates (the dimension argument)."""
+    residual_bound: float = math.nan
+    """max_j ‖r_j‖ over the planted canaries: the sensitivity of the calibrated isotropic arm (the same
+    canary measurement that sets the subspace arm's β, so both arms use equal information)."""
+    residual_norm: float = math.nan
+    """‖r‖ of the request (the calibrated isotropic certificate assumes ‖r‖ ≤ ``residual_bound``)."""
+    sigma_isotropic_calibrated: float = math.nan
+    acc_isotropic_calibrated: float = math.nan
+    """Isotropic noise with sensitivity max_j ‖r_j‖ at the same (ε, δ): test accuracy."""
+    canaries: int = 0
+    """Number of planted canaries the calibration takes its maximum over."""
+    delta: float = math.nan
+
+    @property
+    def miss_rate(self) -> float:
+        """P(β̂ > β) for a request exchangeable with the n canaries: the request's residual is the largest
+        of n + 1 exchangeable values with probability 1/(n + 1), and only then exceeds the calibrated max."""
+        return 1.0 / (self.canaries + 1) if self.canaries > 0 else 1.0
+
+    @property
+    def delta_eff(self) -> float:
+        """δ_eff = δ + P(β̂ > β): the release is (ε, δ_eff)-indistinguishable once the chance that the
+        calibrated bound misses the request is counted."""
+        return self.delta + self.miss_rate
 
     @property
     def holds(self) -> float:
-        """max over the random and flat bases of max(β̂/β, ‖Π r‖/Δ̄): ≤ 1 when the assumptions of both
-        certificates hold on the request."""
+        """max over the random and flat bases of max(β̂/β, ‖Π r‖/Δ̄), and the calibrated isotropic arm's
+        ‖r‖ / max_j ‖r_j‖: ≤ 1 when the assumptions of all three certificates hold on the request."""
+        iso = self.residual_norm / self.residual_bound if self.residual_bound > 0 else 0.0
         return max(self.beta_hat_random / self.beta_random, self.par_over_sensitivity,
-                   self.beta_hat_flat / self.beta_flat, self.par_over_sensitivity_flat)
+                   self.beta_hat_flat / self.beta_flat, self.par_over_sensitivity_flat,
+                   iso if math.isfinite(iso) else 0.0)
 
 
 def _train_clipped(problem: SupervisedProblem, steps: int, batch: int, lr: float, ctx: RunContext) -> TrajectoryRecorder:
@@ -188,6 +217,13 @@ def certified_noise_section(config: Config, ctx: RunContext) -> CertifiedNoiseRe
     acc_clean = _accuracy(problem, theta_hat, data.x_test, data.y_test)
     acc_iso = mean_acc(theta_hat, lambda: sigma_iso * torch.randn(p, generator=gen, dtype=theta_hat.dtype)
                        .to(theta_hat.device))
+    # equal information: isotropic noise calibrated to the canaries' own residual bound, as β is for the
+    # subspace arm (the Gaussian mechanism on the release with sensitivity max_j ‖r_j‖)
+    residual_bound = max(float(rj.norm()) for rj, *_ in calibration)
+    sigma_iso_cal = isotropic_noise_scale(residual_bound, config.epsilon, config.delta)
+    gen_cal = ctx.torch_generator("noise_isotropic_calibrated")  # its own stream: the other arms' draws unchanged
+    acc_iso_cal = mean_acc(theta_hat, lambda: sigma_iso_cal * torch.randn(p, generator=gen_cal, dtype=theta_hat.dtype)
+                           .to(theta_hat.device))
     acc_random = subspace(theta_hat, q_random, beta["random"])
     acc_random_plain = subspace(theta_hat_plain, q_random, beta_plain)
     acc_band = subspace(theta_hat, q_band, beta["band"])
@@ -217,5 +253,7 @@ def certified_noise_section(config: Config, ctx: RunContext) -> CertifiedNoiseRe
         par_over_sensitivity_flat=float((q_flat.T @ r).norm()) / sensitivity,
         acc_random_by_k=by_k, acc_isotropic_equivalent=acc_equivalent,
         sigma_isotropic=sigma_iso, sigma_parallel=sigma_par, sigma_perp=sigma_perp,
+        residual_bound=residual_bound, residual_norm=float(r.norm()), sigma_isotropic_calibrated=sigma_iso_cal,
+        acc_isotropic_calibrated=acc_iso_cal, canaries=len(calibration), delta=config.delta,
         delta_exact=float(gaussian_delta(mahalanobis_shift(r, q_random, sigma_par, sigma_perp), config.epsilon)),
     )
