@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import signal
 import tempfile
 import threading
@@ -81,11 +82,13 @@ def write_together(folder: str | os.PathLike, files: Mapping[str, bytes], *, las
     if last not in files:
         raise ValueError(f"last={last!r} is not among the files to write")
     staged: dict[str, str] = {}
+    token = f"{os.getpid()}-{secrets.token_hex(4)}"  # names this call's temporaries, even one not yet recorded
+    committed = False
     try:
         umask = os.umask(0)
         os.umask(umask)
         for name in sorted(files, key=lambda n: n == last):
-            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=".tmp")
+            fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.{token}.", suffix=".tmp")
             staged[name] = tmp
             with os.fdopen(fd, "wb") as handle:
                 handle.write(files[name])
@@ -95,13 +98,14 @@ def write_together(folder: str | os.PathLike, files: Mapping[str, bytes], *, las
         with _signals_held(str(folder / last)):
             for name, tmp in staged.items():  # `last` comes last (the order they were staged in)
                 os.replace(tmp, folder / name)
-            staged.clear()
+            committed = True
             for name in remove:
                 if name not in files:
                     (folder / name).unlink(missing_ok=True)
     finally:
-        for tmp in staged.values():
-            Path(tmp).unlink(missing_ok=True)
+        if not committed:  # remove every temporary of this call (an interrupt may land right after mkstemp)
+            for tmp in folder.glob(f".*.{token}.*.tmp"):
+                tmp.unlink(missing_ok=True)
 
 
 class Terminated(KeyboardInterrupt):
