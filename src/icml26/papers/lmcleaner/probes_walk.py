@@ -6,19 +6,15 @@ every call (a deep copy of one recorded run) so that no walked call sees another
 from __future__ import annotations
 
 import copy
-import functools
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from icml26.papers.lmcleaner import (
     DataPool,
     ExactHVP,
     NoiseSpec,
-    SupervisedProblem,
     TailCorrection,
-    TrajectoryRecorder,
     UnitCosts,
     random_basis,
 )
@@ -26,36 +22,16 @@ from icml26.papers.lmcleaner import (
 _DT = torch.float64
 
 
-def _ce(out, y):
-    return F.cross_entropy(out, y, reduction="none")
+def _probes():
+    """probes.py, which imports this module at its end (so it is imported lazily here)."""
+    from icml26.papers.lmcleaner import probes
 
-
-def _data():
-    g = torch.Generator().manual_seed(0)
-    return torch.randn(40, 3, generator=g, dtype=_DT), torch.randint(0, 2, (40,), generator=g)
+    return probes
 
 
 def _run():
-    """(problem, recorder, θ_τ): a deep copy of one recorded run, so every call gets its own."""
-    return copy.deepcopy(_trained())
-
-
-@functools.lru_cache(maxsize=1)
-def _trained(steps: int = 8):
-    """A softmax model trained for ``steps`` recorded SGD steps on batches of 5: (problem, recorder, θ_τ)."""
-    x, y = _data()
-    torch.manual_seed(0)
-    model = nn.Linear(3, 2).double()
-    problem = SupervisedProblem(model, _ce, x, y)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-    recorder = TrajectoryRecorder(model, optimizer)
-    for t in range(steps):
-        ids = torch.arange(5 * t, 5 * t + 5)
-        with recorder.step(ids):
-            optimizer.zero_grad()
-            F.cross_entropy(model(x[ids]), y[ids]).backward()
-            optimizer.step()
-    return problem, recorder, recorder.current_params()
+    """(problem, recorder, θ_τ): a deep copy of the probes' one recorded run, so every call gets its own."""
+    return copy.deepcopy(_probes()._recorded())
 
 
 def _basis():
@@ -99,7 +75,8 @@ VALID = {
                                                             "pool": DataPool(torch.arange(40), 5),
                                                             "noise": NoiseSpec(1.0, 1.0, 1e-5, basis=_basis())})),
     "ReplayRemover": _with_run(lambda p, r, th: ((p,), {})),
-    "SupervisedProblem": lambda: ((nn.Linear(3, 2).double(), _ce, *_data()), {"l2": 1e-3, "clip_norm": 1.0}),
+    "SupervisedProblem": lambda: ((nn.Linear(3, 2).double(), _probes()._ce, *(t.clone() for t in _probes()._data())),
+                                  {"l2": 1e-3, "clip_norm": 1.0}),
     "TailCorrection": _with_run(lambda p, r, th: ((p, torch.arange(30, 40)), {"krylov_dim": 2,
                                                                               "cost_per_call": 1.0})),
     "TrajectoryRecorder": _with_run(lambda p, r, th: ((p.model,), {"checkpoint_every": 2, "problem": p})),
