@@ -151,6 +151,18 @@ def _tiny_llama(seed: int = 0):
                        seed=seed)
 
 
+def _sgd_step(model, optimizer, scheduler, batch):
+    """One LM step with ``scheduler`` setting the rates: the parameters before it and their gradients."""
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    logits = model(input_ids=batch[:, :-1]).logits
+    optimizer.zero_grad()
+    nn.functional.cross_entropy(logits.reshape(-1, 64), batch[:, 1:].reshape(-1)).backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    optimizer.step()
+    scheduler.step()
+    return before, grads
+
+
 def _batches(n: int, seed: int = 0):
     g = torch.Generator().manual_seed(seed)
     return [torch.randint(0, 64, (4, 17), generator=g) for _ in range(n)]
@@ -622,13 +634,7 @@ def test_static_multipliers_ramp_in_and_scale_sgd_by_hand():
         assert static.multipliers[target] == pytest.approx(m_target)
         assert static.multipliers["model.layers.1.self_attn.q_proj"] == pytest.approx(m_default)
         assert static.group_multipliers()[-1] == pytest.approx(m_other)  # the norms
-        before = {n: p.detach().clone() for n, p in model.named_parameters()}
-        logits = model(input_ids=batch[:, :-1]).logits
-        optimizer.zero_grad()
-        nn.functional.cross_entropy(logits.reshape(-1, 64), batch[:, 1:].reshape(-1)).backward()
-        grads = {n: p.grad.clone() for n, p in model.named_parameters()}
-        optimizer.step()
-        static.step()
+        before, grads = _sgd_step(model, optimizer, static, batch)
         for pname, p in model.named_parameters():
             layer = pname.rsplit(".", 1)[0]
             m = m_target if layer == target else (m_other if "norm" in pname else m_default)
@@ -674,13 +680,7 @@ def test_embed_head_arm_scales_only_the_tied_embedding_head_by_hand():
     names = [g["name"] for g in optimizer.param_groups]
     assert control.group_multipliers() == [3.0 if n == "model.embed_tokens" else 1.0 for n in names]
     for batch in _batches(3):
-        before = {n: p.detach().clone() for n, p in model.named_parameters()}
-        logits = model(input_ids=batch[:, :-1]).logits
-        optimizer.zero_grad()
-        nn.functional.cross_entropy(logits.reshape(-1, 64), batch[:, 1:].reshape(-1)).backward()
-        grads = {n: p.grad.clone() for n, p in model.named_parameters()}
-        optimizer.step()
-        control.step()
+        before, grads = _sgd_step(model, optimizer, control, batch)
         for pname, p in model.named_parameters():
             m = 3.0 if pname == "model.embed_tokens.weight" else 1.0
             # SGD: W <- W - m * eta * grad; only the embedding/head has m = 3
