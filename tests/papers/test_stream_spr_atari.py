@@ -159,3 +159,57 @@ def test_agents_train_on_atari_with_the_atari_network(agent):
     log = a.learn(30, progress=False)
     assert all(torch.isfinite(p).all() for p in a.network.parameters())
     assert log is not None
+
+
+class _Game:
+    """A 6-step game paying 2 a step whose 3rd step loses a life (a learning terminal, not the end)."""
+
+    def __init__(self):
+        import gymnasium as gym
+
+        outer = self
+        self.t = 0
+
+        class Game(gym.Env):
+            observation_space = gym.spaces.Box(0.0, 1.0, (2,), np.float32)
+            action_space = gym.spaces.Discrete(2)
+
+            def reset(self, *, seed=None, options=None):
+                super().reset(seed=seed)
+                outer.t = 0
+                return np.zeros(2, np.float32), {}
+
+            def step(self, action):
+                outer.t += 1
+                return np.zeros(2, np.float32), 2.0, outer.t == 6, False, {}
+
+        class LifeLoss(gym.Wrapper):
+            def step(self, action):
+                obs, r, term, trunc, info = self.env.step(action)
+                return obs, r / 2.0, term or outer.t == 3, trunc, info  # scaled rewards, as the stream-x wrappers
+
+            def reset(self, **kw):
+                if 0 < outer.t < 6:  # the game goes on after a lost life
+                    return np.zeros(2, np.float32), {}
+                return self.env.reset(**kw)
+
+        self.with_stats = LifeLoss(gym.wrappers.RecordEpisodeStatistics(Game()))
+        self.without_stats = LifeLoss(Game())
+
+
+@pytest.mark.parametrize("stats", [True, False])
+def test_logged_episodes_are_whole_games_under_life_loss(stats):
+    """With RecordEpisodeStatistics, a lost life logs nothing and the game logs its raw return and
+    length; without it, every terminal logs the sum of the rewards the agent saw."""
+    from icml26.papers.stream_spr.agents import _Interaction
+
+    game = _Game()
+    io = _Interaction(game.with_stats if stats else game.without_stats, seed=0, device=torch.device("cpu"))
+    io.current()
+    logged = []
+    for _ in range(12):  # two games
+        nxt, _, term, trunc, ret, length = io.advance(0)
+        if ret is not None:
+            logged.append((ret, length))
+        io.finish(nxt, term or trunc)
+    assert logged == ([(12.0, 6)] * 2 if stats else [(3.0, 3), (3.0, 3)] * 2)

@@ -189,8 +189,24 @@ def _torch_generator(seed: int) -> torch.Generator:
     return g
 
 
+def _has_episode_statistics(env: Any) -> bool:
+    """Whether ``env``'s wrapper chain holds gymnasium's ``RecordEpisodeStatistics``."""
+    while env is not None:
+        if any(c.__name__ == "RecordEpisodeStatistics" for c in type(env).__mro__):
+            return True
+        env = getattr(env, "env", None)
+    return False
+
+
 class _Interaction:
-    """Environment bookkeeping shared by the agents: resets, tensors, episode returns."""
+    """Environment bookkeeping shared by the agents: resets, tensors, episode returns.
+
+    The logged episodes are the environment's own: with ``RecordEpisodeStatistics`` in the chain,
+    an episode is logged only when that wrapper reports one (``info["episode"]``: the raw return and
+    length of a whole game), so a learning terminal that is not the game's end (a lost life under
+    ``EpisodicLife``) logs nothing. Without it, the sum of the rewards the agent sees is logged at
+    every terminal.
+    """
 
     def __init__(self, env: Any, seed: int, device: torch.device) -> None:
         self.env = env
@@ -199,6 +215,7 @@ class _Interaction:
         self.obs: torch.Tensor | None = None
         self.episode_return = 0.0
         self.episode_length = 0
+        self.game_statistics = _has_episode_statistics(env)
 
     def tensor(self, obs: Any) -> torch.Tensor:
         return torch.as_tensor(np.asarray(obs, dtype=np.float32), device=self.device).unsqueeze(0)
@@ -218,8 +235,11 @@ class _Interaction:
         ret = length = None
         if terminated or truncated:
             episode = info.get("episode") if isinstance(info, dict) else None
-            ret = float(np.asarray(episode["r"]).reshape(-1)[0]) if episode is not None else self.episode_return
-            length = self.episode_length
+            if episode is not None:
+                ret = float(np.asarray(episode["r"]).reshape(-1)[0])
+                length = int(np.asarray(episode["l"]).reshape(-1)[0])
+            elif not self.game_statistics:
+                ret, length = self.episode_return, self.episode_length
         return self.tensor(next_obs), reward, bool(terminated), bool(truncated), ret, length
 
     def finish(self, next_obs: torch.Tensor, done: bool) -> None:
