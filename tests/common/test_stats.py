@@ -10,7 +10,8 @@ import torch
 from scipy import stats as sps
 
 from icml26.common.schedule import warmup_cosine
-from icml26.common.stats import Interval, log_ratio_interval, paired_interval, ratio, t_half_width, t_interval
+from icml26.common.stats import (Interval, interquartile_mean, log_ratio_interval, paired_interval, ratio,
+                                 stratified_bootstrap_interval, t_half_width, t_interval)
 
 
 def test_ratio_has_one_answer_for_the_undefined_cases():
@@ -84,3 +85,47 @@ def test_warmup_cosine_rises_linearly_then_starts_the_decay_at_the_peak():
         warmup_cosine(0, 10, floor=1.5)
     with pytest.raises(ValueError, match="warmup"):
         warmup_cosine(0, 10, warmup=-1)
+
+
+def test_interquartile_mean_cuts_a_quarter_at_each_end_of_the_pooled_scores():
+    assert interquartile_mean(np.arange(1, 9)) == 4.5  # 3, 4, 5, 6
+    # ten scores: floor(2.5) = 2 cut at each end, pooled over a (runs, tasks) table
+    table = np.array([[9.0, -3.0], [100.0, 1.0], [2.0, 4.0], [5.0, 7.0], [6.0, 8.0]])
+    assert interquartile_mean(table) == pytest.approx(np.mean([2.0, 4.0, 5.0, 6.0, 7.0, 8.0]))
+    with pytest.raises(ValueError, match="scores"):
+        interquartile_mean([1.0, math.nan])
+
+
+def test_stratified_bootstrap_resamples_runs_within_each_task():
+    """Rows [[0, 10], [10, 0]]: resampling each column on its own reaches a mean of 0 and of 10
+    (each with probability 1/16, above the 2.5 % tails); resampling whole rows would give 5 always."""
+    table = np.array([[0.0, 10.0], [10.0, 0.0]])
+    got = stratified_bootstrap_interval(table, np.mean, reps=4000, seed=1)
+    assert (got.point, got.low, got.high) == (5.0, 0.0, 10.0) and got.reps == 4000
+    # the mean's resampled distribution matches the exact one over the 16 equally likely resamples
+    values = []
+    for a in range(2):
+        for b in range(2):
+            for c in range(2):
+                for d in range(2):
+                    values.append(np.mean([table[a, 0], table[b, 0], table[c, 1], table[d, 1]]))
+    exact = np.percentile(values, [25.0, 75.0])
+    boot = stratified_bootstrap_interval(table, np.mean, reps=20_000, confidence=0.5, seed=2)
+    assert (boot.low, boot.high) == pytest.approx(tuple(exact), abs=1e-12)
+
+
+def test_stratified_bootstrap_with_one_run_per_task_is_the_table_itself():
+    table = np.array([[1.0, 2.0, 3.0, 4.0]])
+    got = stratified_bootstrap_interval(table, reps=50)
+    assert got.point == got.low == got.high == interquartile_mean(table)
+    assert stratified_bootstrap_interval(table * 2.0, seed=3).as_dict()["point"] == 2.0 * got.point
+
+
+def test_stratified_bootstrap_refuses_what_it_cannot_resample():
+    for bad in (np.ones(4), np.ones((0, 3)), np.array([[1.0, math.nan]])):
+        with pytest.raises(ValueError, match="scores"):
+            stratified_bootstrap_interval(bad)
+    with pytest.raises(ValueError, match="reps"):
+        stratified_bootstrap_interval(np.ones((2, 2)), reps=0)
+    with pytest.raises(ValueError, match="confidence"):
+        stratified_bootstrap_interval(np.ones((2, 2)), confidence=1.0)

@@ -8,17 +8,22 @@
 * :func:`paired_interval`: :func:`t_interval` of the per-unit differences ``scale · (a − b)``.
 * :func:`log_ratio_interval`: the geometric-mean ratio ``exp(mean log(a/b))`` with the
   interval of the mean log ratio, mapped back through ``exp``.
+* :func:`interquartile_mean` and :func:`stratified_bootstrap_interval`: the aggregate of a
+  runs × tasks score table that Agarwal et al. (2021, "Deep RL at the Edge of the Statistical
+  Precipice", the ``rliable`` library) recommend, with its percentile interval from resampling the
+  runs of each task separately.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import math
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-__all__ = ["Interval", "log_ratio_interval", "paired_interval", "ratio", "t_half_width", "t_interval"]
+__all__ = ["BootstrapInterval", "Interval", "interquartile_mean", "log_ratio_interval", "paired_interval", "ratio",
+           "stratified_bootstrap_interval", "t_half_width", "t_interval"]
 
 
 def ratio(numerator: float, denominator: float) -> float:
@@ -118,3 +123,55 @@ def log_ratio_interval(method: Sequence[float], baseline: Sequence[float],
         raise ValueError("method and baseline must be non-empty, finite and positive (one value per unit)")
     logs = t_interval(np.log(a / b), confidence)
     return Interval(math.exp(logs.mean), math.exp(logs.low), math.exp(logs.high), logs.n, logs.sd)
+
+
+def interquartile_mean(scores: Sequence[float] | np.ndarray) -> float:
+    """The interquartile mean of every score pooled: the mean of the middle 50 %.
+
+    ``scipy.stats.trim_mean(scores, 0.25, axis=None)``: ``⌊0.25·n⌋`` values cut at each end of the
+    sorted scores (rliable's ``aggregate_iqm``). Scores must be finite and at least one.
+    """
+    from scipy import stats
+
+    x = np.asarray(scores, dtype=np.float64)
+    if x.size == 0 or not np.isfinite(x).all():
+        raise ValueError(f"scores must be a non-empty array of finite values, got shape {x.shape}")
+    return float(stats.trim_mean(x, 0.25, axis=None))
+
+
+@dataclasses.dataclass(frozen=True)
+class BootstrapInterval:
+    """A statistic of the observed table with its percentile bootstrap interval over ``reps`` resamples."""
+
+    point: float
+    low: float
+    high: float
+    reps: int
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"point": self.point, "ci_low": self.low, "ci_high": self.high, "reps": self.reps}
+
+
+def stratified_bootstrap_interval(scores: np.ndarray, statistic: Callable[[np.ndarray], float] = interquartile_mean,
+                                  *, reps: int = 2000, confidence: float = 0.95, seed: int = 0) -> BootstrapInterval:
+    """``statistic`` of a (runs, tasks) table with its stratified-bootstrap percentile interval.
+
+    Each resample draws, for every task (column) separately, ``runs`` of its rows with replacement
+    (rliable's ``StratifiedBootstrap``: the tasks are fixed, the runs are the random units); the
+    interval is the ``(1 ± confidence)/2`` percentiles of the resampled statistics. ``statistic``
+    takes a (runs, tasks) array; with one run per task every resample is the table itself.
+    """
+    _check_confidence(confidence)
+    if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
+        raise ValueError(f"reps={reps!r} must be a positive int")
+    table = np.asarray(scores, dtype=np.float64)
+    if table.ndim != 2 or 0 in table.shape or not np.isfinite(table).all():
+        raise ValueError(f"scores must be a finite (runs, tasks) array with at least one of each, got shape {table.shape}")
+    runs, tasks = table.shape
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(runs, size=(reps, runs, tasks))
+    resampled = np.take_along_axis(table[None, :, :], rows, axis=1)
+    values = np.array([statistic(r) for r in resampled])
+    tail = (1.0 - confidence) / 2.0 * 100.0
+    low, high = np.percentile(values, [tail, 100.0 - tail])
+    return BootstrapInterval(float(statistic(table)), float(low), float(high), reps)
