@@ -25,6 +25,9 @@ class Config:
     """Consecutive one-step pairs cut from each trajectory (brief: 8)."""
     test_trajectories: int = dataclasses.field(default=64, metadata={"min": 1})
     """Held-out trajectories, each evaluated at all four rotations (brief: 32)."""
+    val_trajectories: int = dataclasses.field(default=32, metadata={"min": 1})
+    """Validation trajectories, drawn like the training set (orientation-biased) after the test set
+    (so train and test do not depend on it): the split on which each arm's learning rate is chosen."""
     nu: float = dataclasses.field(default=2e-3, metadata={"min": 0.0})
     """Kinematic viscosity ν (brief §4.1)."""
     dt: float = 0.01
@@ -50,7 +53,18 @@ class Config:
     batch_size: int = dataclasses.field(default=32, metadata={"min": 1})
     """Pairs per step (brief §4.2: 32)."""
     lr: float = 2e-3
-    """Peak learning rate of the one-cycle schedule (brief §4.2: 2e-3)."""
+    """Peak learning rate of the one-cycle schedule (brief §4.2: 2e-3) when ``lrs`` is empty."""
+    lrs: tuple[float, ...] = ()
+    """Peak learning rates the shared tuner tries for every trained arm, each scored on the
+    validation split (empty: ``lr`` alone, nothing selected). The chosen rate is reused by the
+    arm's other budgets."""
+    equal_time_factor: float = dataclasses.field(default=2.0, metadata={"min": 0.0})
+    """ViT+aug (equal time) trains ``round(equal_time_factor · steps)`` steps: ReViT steps at
+    0.48-0.53x the ViT's rate in the committed runs. A fixed factor, not a
+    timer, so a seed's metrics stay reproducible; the measured ratio is in the provenance."""
+    budgets: tuple[int, ...] = ()
+    """Further step budgets at which ReViT and ViT+aug are trained again from the same
+    initialisation (each a full one-cycle run at the chosen rate): the budget curve."""
     weight_decay: float = dataclasses.field(default=1e-4, metadata={"min": 0.0})
     """AdamW weight decay."""
     seeds: int = dataclasses.field(default=3, metadata={"min": 1})
@@ -83,17 +97,28 @@ class Config:
             raise ValueError(f"dim={self.dim} must be divisible by heads={self.heads}")
         if self.dt <= 0 or self.lr <= 0:
             raise ValueError(f"need dt > 0 and lr > 0 (got dt={self.dt}, lr={self.lr})")
+        if not self.equal_time_factor > 0:
+            raise ValueError(f"equal_time_factor={self.equal_time_factor} must be positive")
+        if any(not lr > 0 for lr in self.lrs):
+            raise ValueError(f"lrs={self.lrs} must all be positive")
+        if any(b < 1 for b in self.budgets):
+            raise ValueError(f"budgets={self.budgets} must all be at least 1 step")
+        if self.steps in self.budgets or len(set(self.budgets)) != len(self.budgets):
+            raise ValueError(f"budgets={self.budgets} must be distinct and leave out steps={self.steps} "
+                             f"(the main budget is always on the curve)")
         if self.local_kernel not in ("bilinear", "mlp"):
             raise ValueError(f"local_kernel={self.local_kernel!r} must be 'bilinear' or 'mlp'")
 
     @classmethod
     def quick(cls) -> "Config":
         """The CPU reproduction: N=32, ~0.21 M-parameter models, 400 steps, one replicate per master
-        seed (``--seeds 0-2`` for three; about a minute and a half each on one core)."""
-        return cls(grid=32, train_trajectories=160, test_trajectories=32, dim=64, depths=(2, 2), steps=400, seeds=1)
+        seed (``--seeds 0-7`` for eight; about two minutes each on one core). The learning-rate grid
+        and the budget curve are further runs (``lrs=...``, ``budgets=1200,2400``; see the README)."""
+        return cls(grid=32, train_trajectories=160, test_trajectories=32, val_trajectories=16, dim=64,
+                   depths=(2, 2), steps=400, seeds=1)
 
     @classmethod
     def tiny(cls) -> "Config":
         """Contract-suite setting (seconds)."""
-        return cls(grid=16, train_trajectories=4, pairs_per_trajectory=2, test_trajectories=2, substeps=5,
-                   window=2, dim=16, heads=2, depths=(1, 1), steps=3, batch_size=4, seeds=1)
+        return cls(grid=16, train_trajectories=4, pairs_per_trajectory=2, test_trajectories=2, val_trajectories=1,
+                   substeps=5, window=2, dim=16, heads=2, depths=(1, 1), steps=3, batch_size=4, seeds=1)

@@ -12,7 +12,8 @@ COLOURS = {"ReViT": "tab:red", "ViT": "tab:blue", "ViT+aug": "tab:green"}
 
 
 def plot(data: dict) -> dict:
-    """Per-rotation MSE bars (seed range as error bars) with steps/s, and training loss curves."""
+    """Per-rotation MSE bars (seed range as error bars) with steps/s, training loss curves and, when the
+    run has further budgets, the budget curve."""
     curves = data["curves"]
     per_rot, by_seed = curves["per_rotation_mse"], curves["per_rotation_mse_by_seed"]
     degrees = per_rot["x"]
@@ -51,4 +52,19 @@ def plot(data: dict) -> dict:
     ax2.set_title("Training loss (ViT+aug sees rotated pairs)")
     ax2.grid(True, alpha=0.3)
     ax2.legend(fontsize="small")
-    return {"per_rotation_mse.png": fig, "training_loss.png": fig2}
+    figures = {"per_rotation_mse.png": fig, "training_loss.png": fig2}
+    budget = curves.get("budget_curve")
+    if budget and len(values(budget["x"])) > 1:
+        fig3, axes3 = subplots(1, 1, panel=(5.0, 4.0))
+        ax3 = axes3[0, 0]
+        for name, ys in budget["series"].items():
+            ax3.plot(values(budget["x"]), values(ys), "o-", label=name, color=COLOURS.get(name.split(" rotated")[0]))
+        ax3.set_xscale("log")
+        ax3.set_yscale("log")
+        ax3.set_xlabel(budget["xlabel"])
+        ax3.set_ylabel(budget["ylabel"])
+        ax3.set_title("Rotated-test MSE against training budget")
+        ax3.grid(True, alpha=0.3)
+        ax3.legend(fontsize="small")
+        figures["budget_curve.png"] = fig3
+    return figures
