@@ -113,7 +113,7 @@ class Config:
     def quick(cls) -> "Config":
         """The CPU reproduction: N=32, ~0.21 M-parameter models, 400 steps, one replicate per master
         seed (``--seeds 0-7`` for eight; about two minutes each on one core). The learning-rate grid
-        and the budget curve are further runs (``lrs=...``, ``budgets=1200,2400``; see the README)."""
+        and the budget curve are further runs (``lrs=...``; ``steps=1200 budgets=400,2400``; see the README)."""
         return cls(grid=32, train_trajectories=160, test_trajectories=32, val_trajectories=16, dim=64,
                    depths=(2, 2), steps=400, seeds=1)
 
