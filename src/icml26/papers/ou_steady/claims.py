@@ -11,8 +11,8 @@ identifiability oracle's nullity per design is checked as well.
 from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms
 
 _SLOPE = ("issue #3 asks that the error fall 'roughly like N^-1/2'; the paper brief's consistency test "
-          "(§5.6) reads that as a log-log slope in [-0.7, -0.3]; fitted over N >= slope_from (issue #28 "
-          "added N = 100, where errors saturate)")
+          "(§5.6) reads that as a log-log slope in [-0.7, -0.3]; fitted over one size per decade from 10^3 "
+          "(slope_sizes; errors saturate at N = 100, added by issue #28)")
 _EQUAL = "issue #3 (>= 5x below the baseline); issue #28: both given the support"
 _ORACLE = "issue #28 (the oracle's nullity per design on 20 systems, as checks)"
 

@@ -29,16 +29,20 @@ Also the identifiability oracle's nullity at exact moments on the first ``nullit
 systems for every design (knockouts per component / root only, soft drift per component /
 root only, observational only; each with and without the support).
 
-Reports the median scale-aligned drift error per N, its log-log slope (over N ≥
-``slope_from``), and the error of predicting the held-out intervention's mean and
-covariance (its strength fitted on a ``calibration_fraction`` of that regime's samples).
-One master seed is one replicate of ``n_systems`` systems (medians over systems); the
-sweep over master seeds (``--seeds``) gives the intervals.
+Reports the median scale-aligned drift error per N, its log-log slope (over
+``slope_sizes``), the sample size from which each interventional arm stays below its
+equal-information observational baseline (``CROSSOVER``, marked on the error curve), and the
+error of predicting the held-out intervention's mean and covariance (its strength fitted on a
+``calibration_fraction`` of that regime's samples). One master seed is one replicate of
+``n_systems`` systems (medians over systems); the sweep over master seeds (``--seeds``) gives
+the intervals, and the per-system errors at ``bar_samples`` (curve ``per_system_at_bar_n``,
+x = the system's number over all seeds) let ``pooled.py`` bootstrap over the pooled systems.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -56,22 +60,21 @@ from icml26.papers.ou_steady import (
     random_scc_system,
     scale_aligned_error,
 )
-from icml26.papers.ou_steady.analysis import (
-    arm_metrics,
-    error_ratio,
-    nullity_summary,
-    oracle_choice,
-    relative_error,
-    sample_size_tag,
-)
+from icml26.papers.ou_steady.analysis import (arm_metrics, crossover_size, error_ratio, nullity_summary,
+                                              oracle_choice, relative_error, sample_size_tag)
 from icml26.papers.ou_steady.claims import CHECKS
 from icml26.papers.ou_steady.config import Config
 from icml26.papers.ou_steady.figures import plot
 
-__all__ = ["ARMS", "CHECKS", "DESIGNS", "DETERMINISTIC_ACROSS_CPUS", "STREAMS", "ArmFits", "Config", "RecoverySweep", "plot", "run"]
+__all__ = ["ARMS", "CHECKS", "CROSSOVER", "DESIGNS", "DETERMINISTIC_ACROSS_CPUS", "STREAMS", "ArmFits", "Config", "RecoverySweep", "plot", "run"]
 
 ARMS = ("recursive", "recursive_refined", "lsq_known_support", "observational_lyapunov", "observational_unknown_d",
         "lsq", "observational_lyapunov_free", "root_only_lsq", "knockout_lsq", "knockout_root_only_lsq")
+
+#: Interventional arm -> the observational baseline with the same information (support given or not):
+#: the pairs whose crossover sample size is reported (``crossover_log10N`` in the arm's metrics).
+CROSSOVER = {"recursive": "observational_lyapunov", "recursive_refined": "observational_lyapunov",
+             "lsq_known_support": "observational_lyapunov", "lsq": "observational_lyapunov_free"}
 
 #: The designs of the identifiability table: (interventions, support known?).
 DESIGNS = ("knockout_per_component", "knockout_root_only", "soft_drift_per_component", "soft_drift_root_only",
@@ -84,7 +87,9 @@ DETERMINISTIC_ACROSS_CPUS = True
 STREAMS: dict[str, str] = {
     "system": "system i's process, soft interventions and held-out intervention; index = i",
     "knockout": "system i's knockout targets (the first stable node of a random draw per component); index = i",
-    "samples": "the samples of data setting s of system i; index = 64 i + s",
+    "samples": "the samples of system i at a power of ten N; index = 64 i + log10(N) - 1 (10^2 ... 10^6: 1 ... 5)",
+    "samples_between": "the samples of system i at a size N between powers of ten; index = 64 i + N's position "
+                       "among those sizes of sample_sizes",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
@@ -195,6 +200,16 @@ def _heldout_errors(estimate, heldout: Intervention, calib: Regime, exact: Regim
     return relative_error(mean, exact.mean), relative_error(cov, exact.cov)
 
 
+def _sample_rng(ctx: RunContext, system: int, n: int, sizes: tuple[int, ...]) -> np.random.Generator:
+    """The draw of system ``system``'s samples at size ``n``: a power of ten keeps its own index, so
+    adding sizes between decades leaves the decades' draws unchanged."""
+    decade = round(math.log10(n))
+    if 10 ** decade == n:
+        return ctx.rng("samples", 64 * system + decade - 1)
+    between = [m for m in sizes if 10 ** round(math.log10(m)) != m]
+    return ctx.rng("samples_between", 64 * system + between.index(n))
+
+
 def _sweep(config: Config, ctx: RunContext) -> RecoverySweep:
     settings = ["exact", *config.sample_sizes]
     shape = (len(ARMS), len(settings), config.n_systems)
@@ -232,7 +247,7 @@ def _sweep(config: Config, ctx: RunContext) -> RecoverySweep:
                 regimes = [p.regime() for p in processes]
                 ko_regimes = [p.regime() for p in ko_processes]
             else:
-                draw = ctx.rng("samples", 64 * system + s)
+                draw = _sample_rng(ctx, system, setting, config.sample_sizes)
                 regimes = [p.regime(setting, draw) for p in processes]
                 ko_regimes = [p.regime(setting, draw) for p in ko_processes]
             fits, lam = _fit_all(regimes, interventions, ko_regimes, knockouts, support, components, config, process)
@@ -265,11 +280,15 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     bar = sweep.settings.index(config.bar_samples)
     tag = sample_size_tag(config.bar_samples)
     metrics = {arm: arm_metrics(sweep.errors[a], sizes, sweep.heldout_mean[a], sweep.heldout_cov[a],
-                                slope_from=config.slope_from)
+                                slope_sizes=config.slope_sizes)
                for a, arm in enumerate(ARMS)}
     for a, arm in enumerate(ARMS):
         metrics[arm]["downstream_err_exact"] = float(np.median(sweep.downstream[a, 0]))
         metrics[arm][f"downstream_err_{tag}"] = float(np.median(sweep.downstream[a, bar]))
+    for arm, baseline in CROSSOVER.items():
+        n_cross = crossover_size(sizes, [metrics[arm][f"err_{sample_size_tag(n)}"] for n in sizes],
+                                 [metrics[baseline][f"err_{sample_size_tag(n)}"] for n in sizes])
+        metrics[arm]["crossover_log10N"] = math.log10(n_cross) if np.isfinite(n_cross) else float("nan")
     metrics["observational_lyapunov_free"]["l1_median"] = float(np.median(sweep.baseline_l1))
     identifiability: dict[str, float] = {}
     for design in DESIGNS:
@@ -320,8 +339,9 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             logx=True,
             logy=True,
             extra={"exact": {arm: metrics[arm]["err_exact"] for arm in ARMS},
-                   "screen_sizes": list(config.screen_sizes)},
+                   "screen_sizes": list(config.screen_sizes), "crossover": dict(CROSSOVER)},
         ),
+        "per_system_at_bar_n": _per_system_curve(sweep, config.n_systems, ctx.seed, config.bar_samples),
     }
     notes = _notes(config, metrics, sizes, tag)
     dropped = [f"{arm}.{name}" for arm, row in metrics.items() for name, v in row.items() if not np.isfinite(v)]
@@ -329,6 +349,18 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         notes.append("Not finite, left out of the metrics: " + ", ".join(dropped) + ".")
     metrics = {arm: {k: v for k, v in row.items() if np.isfinite(v)} for arm, row in metrics.items()}
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
+
+
+def _per_system_curve(sweep: RecoverySweep, n_systems: int, seed: int, bar_samples: int) -> Curve:
+    """Each system's drift error per arm (and held-out covariance error) at ``bar_samples``.
+
+    x numbers the systems over all seeds (``seed * n_systems + i``), so the aggregate keeps
+    these per seed instead of averaging systems that share an index; ``pooled.py`` reads them."""
+    bar = sweep.settings.index(bar_samples)
+    series = {arm: sweep.errors[a, bar].tolist() for a, arm in enumerate(ARMS)}
+    series.update({f"heldout_cov:{arm}": sweep.heldout_cov[a].tolist() for a, arm in enumerate(ARMS)})
+    return Curve(x=[seed * n_systems + i for i in range(n_systems)], series=series, xlabel="system",
+                 ylabel=f"scale-aligned drift error at N = {bar_samples}", title="per-system errors")
 
 
 def _notes(config: Config, metrics: dict, sizes: list[int], tag: str) -> list[str]:
@@ -339,6 +371,13 @@ def _notes(config: Config, metrics: dict, sizes: list[int], tag: str) -> list[st
             f"{arm} " + "/".join(f"{metrics[arm][f'err_{sample_size_tag(n)}']:.2f}" for n in small)
             for arm in ("recursive_refined", "lsq_known_support", "lsq", "observational_lyapunov",
                         "observational_unknown_d")) + " (median drift errors).")
+    crossing = []
+    for arm, baseline in CROSSOVER.items():
+        value = metrics[arm]["crossover_log10N"]
+        where = ("never on the grid" if not np.isfinite(value) else f"at or below N={sizes[0]}"
+                 if value == math.log10(sizes[0]) else f"from N≈{10 ** value:.0f}")
+        crossing.append(f"{arm} below {baseline} {where}")
+    notes.append("Crossover (median drift error, log-log interpolation between grid sizes): " + "; ".join(crossing) + ".")
     oracle = metrics["identifiability_oracle"]
     notes.append(
         "Oracle nullity (min-max over systems; 1 = identified up to scale), full support / known support: "

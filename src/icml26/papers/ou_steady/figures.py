@@ -19,7 +19,8 @@ PANELS = {
 
 def plot(data: dict) -> dict:
     """``{"ou_steady.png": Figure}``: drift error vs N per arm (95 % bands over seeds when the result
-    is an aggregate; the perturbation-screen range shaded), and the held-out prediction errors."""
+    is an aggregate; the perturbation-screen range shaded; a dotted line where an interventional arm
+    overtakes its equal-information baseline for good), and the held-out prediction errors."""
     curve = data["curves"]["drift_error_vs_N"]
     metrics = data["metrics"]
     bands = curve.get("bands") or {}
@@ -36,6 +37,12 @@ def plot(data: dict) -> dict:
         if "lsq" in curve["series"] and title == "without the support":
             lsq = values(curve["series"]["lsq"])
             ax.plot(x, lsq[-1] * np.sqrt(x[-1] / x), "k--", lw=1, label="∝ N^-1/2")
+        for arm, baseline in curve.get("crossover", {}).items():
+            n_cross = metrics.get(arm, {}).get("crossover_log10N")
+            if n_cross is not None and arm in arms and baseline in arms:
+                ax.axvline(10 ** n_cross, ls=":", lw=1, color="0.3")
+                ax.annotate(f"{arm} < {baseline}\nfrom N≈{10 ** n_cross:.0f}", (10 ** n_cross, 0.02),
+                            fontsize=5, rotation=90, va="bottom", xycoords=("data", "axes fraction"))
         low, high = curve.get("screen_sizes", (100, 1000))
         ax.axvspan(low, high, color="0.85", zorder=0, label="screen sizes (10²–10³ cells)")
         ax.set_xscale("log")
