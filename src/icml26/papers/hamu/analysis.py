@@ -24,6 +24,7 @@ __all__ = [
     "share_at_most",
     "smallest_decrease",
     "smallest_increase",
+    "target_stop_index",
     "window_front_mean",
 ]
 
@@ -164,3 +165,15 @@ def smallest_increase(values: Sequence[float]) -> float:
 def smallest_decrease(values: Sequence[float]) -> float:
     """min_i (v_i − v_{i+1}): positive exactly when ``values`` strictly decreases."""
     return smallest_increase([-v for v in values])
+
+
+def target_stop_index(forget_acc: Sequence[float], target_acc: Sequence[float]) -> int | None:
+    """The first checkpoint whose forget accuracy is at most its target (the validation-forget
+    rule: stop once the forget set is classified no better than unseen samples of its label mix,
+    the level a model that never saw it would reach); ``None`` when none is (NaN targets never
+    stop)."""
+    forget, target = np.asarray(forget_acc, dtype=np.float64), np.asarray(target_acc, dtype=np.float64)
+    if forget.shape != target.shape or forget.ndim != 1:
+        raise ValueError(f"forget_acc {forget.shape} and target_acc {target.shape} must be 1-D of one length")
+    reached = np.flatnonzero(forget <= target + 1e-9)
+    return int(reached[0]) if reached.size else None

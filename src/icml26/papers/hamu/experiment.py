@@ -38,6 +38,7 @@ from typing import Any
 
 import numpy as np
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from icml26.common.metrics import loss_threshold_mia_auc
@@ -57,7 +58,7 @@ from .claims import CHECKS
 from .config import BASELINE_ARMS, HAMU_ARMS, Config
 from .figures import plot
 from .problem import Problem, evaluate, load_split, matched_test_indices, train_mlp
-from .sections import MatchedRecord, RhoResult, StepTrace, arm_options, guarantee_probe, stop_rule
+from .sections import MatchedRecord, RhoResult, StepTrace, arm_options, guarantee_probe, stop_rule, target_stop
 from .splits import forget_split
 from .unlearn import unlearn
 
@@ -68,6 +69,8 @@ STREAMS: dict[str, str] = {
     "data_split": "the train / validation / test draw; index = replicate",
     "forget_split": "the forget sets and the MIA test samples; index = replicate",
     "model_init": "the MLPs' initialisation and Adam's batch order; index = replicate",
+    "val_forget": "validation samples with each forget set's label mix (the validation-forget stop target); "
+                  "index = replicate",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
@@ -87,7 +90,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                                                      for a in _arms_at(arms, rho, config)), desc="hamu runs")
 
     for rep in range(config.replicates):
-        rng = ctx.rng("forget_split", rep)
+        rng, val_rng = ctx.rng("forget_split", rep), ctx.rng("val_forget", rep)
         gen = ctx.torch_generator("model_init", rep)
         data = load_split(config.dataset, config.n_train, config.n_val, config.n_test, ctx.rng("data_split", rep))
         x_train, y_train = torch.tensor(data.x_train, device=device), torch.tensor(data.y_train, device=device)
@@ -100,13 +103,18 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             forget_idx, retain_idx = forget_split(data.y_train, config.forget_class, rho, rng=rng)
             mia_idx = torch.tensor(matched_test_indices(data.y_test, data.y_train[forget_idx], rng), device=device)
             f_idx, r_idx = torch.tensor(forget_idx, device=device), torch.tensor(retain_idx, device=device)
+            kept_idx = r_idx[y_train[r_idx] == config.forget_class]  # the forget class's retained members
+            val_idx = torch.tensor(matched_test_indices(data.y_val, data.y_train[forget_idx], val_rng), device=device)
             reference = _train(x_train[r_idx], y_train[r_idx], config, gen)
+            with torch.no_grad():
+                reference_log_probs = F.log_softmax(reference(x_train[r_idx]), dim=1)
             problem = Problem(retain=(x_train[r_idx], y_train[r_idx]), forget=(x_train[f_idx], y_train[f_idx]),
                               retain_val=(x_val[keep_val], y_val[keep_val]),
                               retain_test=(x_test[keep_test], y_test[keep_test]),
                               mia_test=(x_test[mia_idx], y_test[mia_idx]),
                               reference_forget_acc=0.0, reference_retain_acc=0.0, reference_auc=0.0,
-                              original_forget_acc=0.0)
+                              original_forget_acc=0.0, retained_class=(x_train[kept_idx], y_train[kept_idx]),
+                              reference_retain_log_probs=reference_log_probs, val_forget=(x_val[val_idx], y_val[val_idx]))
             with torch.no_grad():
                 ref_eval, orig_eval = evaluate(reference, problem), evaluate(original, problem)
             problem.reference_forget_acc = ref_eval["forget_acc"]
@@ -118,10 +126,12 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             out.reference_forget.append(problem.reference_forget_acc)
             out.original_forget.append(problem.original_forget_acc)
             out.original_acc.append(orig_eval["retain_acc"])
+            out.original_kept.append(orig_eval["retained_class_acc"])
+            out.reference_kept.append(ref_eval["retained_class_acc"])
             low = problem.reference_forget_acc - config.match_window
             high = problem.original_forget_acc
 
-            hamu_points: list[dict[str, Any]] = []
+            hamu_runs: list[tuple[float, list[dict[str, Any]]]] = []
             for arm in _arms_at(arms, rho, config):
                 points: list[dict[str, Any]] = []
                 for lr in _lrs(arm, config):
@@ -135,6 +145,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                     steps_done[arm] += history.steps_run
                     points += [e for e in history.evaluations if e["step"] > 0]
                     if arm == "hamu_q_layerwise":
+                        hamu_runs.append((lr, [e for e in history.evaluations if e["step"] > 0]))
                         logs = history.hamu_logs
                         out.cos0.append(logs[0].cosine)
                         out.kappa0.append(logs[0].hardness)
@@ -149,16 +160,19 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                                        original_forget=problem.original_forget_acc, window=config.match_window)
                 best = points[chosen.index]
                 auc = loss_threshold_mia_auc(best["forget_losses"], best["test_losses"])
-                front = pareto_front(forget_acc, [p["retain_val_acc"] for p in points], GRID,
-                                     report=[p["retain_acc"] for p in points])
-                out.matched[arm].append(MatchedRecord(best["retain_acc"], best["forget_acc"],
-                                                      abs(auc - problem.reference_auc), chosen.hit,
-                                                      window_front_mean(GRID, front, low, high)))
+                select = [p["retain_val_acc"] for p in points]
+                front = pareto_front(forget_acc, select, GRID, report=[p["retain_acc"] for p in points])
+                kept_front = pareto_front(forget_acc, select, GRID, report=[p["retained_class_acc"] for p in points])
+                out.matched[arm].append(MatchedRecord(
+                    best["retain_acc"], best["forget_acc"], abs(auc - problem.reference_auc), chosen.hit,
+                    window_front_mean(GRID, front, low, high), retained_class_acc=best["retained_class_acc"],
+                    retain_kl=best["retain_kl"], retained_class_front_mean=window_front_mean(GRID, kept_front, low, high)))
                 out.pareto[arm].append(front)
-                if arm == "hamu_q_layerwise":
-                    hamu_points = points
-            if rho > 0:  # the decision rule is read at rho > 0 (at rho = 0 the flag never fired in our runs)
-                out.stops.extend(stop_rule(original, problem, config, out.matched["hamu_q_layerwise"][-1], hamu_points))
+            if rho > 0:  # the decision rules are read at rho > 0 (at rho = 0 the flag never fired in our runs)
+                matched = out.matched["hamu_q_layerwise"][-1]
+                out.stops.extend(stop_rule(original, problem, config, matched, rep))
+                out.target_stops.extend(target_stop(evaluations, lr, problem, config, matched, rep)
+                                        for lr, evaluations in hamu_runs)
             if not config.baselines_at or rho in config.baselines_at:
                 out.guarantee.append(guarantee_probe(original, problem, config))
     bar.close()
@@ -202,10 +216,12 @@ def _outcome(config: Config, arms: list[str], per_rho: dict[float, RhoResult]) -
     for arm in arms:
         values: dict[str, float] = {}
         for field, key in (("retain_acc", "retain"), ("forget_acc", "forget"), ("mia_gap", "mia_gap"),
-                           ("front_mean", "front"), ("hit", "hit")):
+                           ("front_mean", "front"), ("hit", "hit"), ("retained_class_acc", "retained_class"),
+                           ("retain_kl", "retain_kl"), ("retained_class_front_mean", "retained_class_front")):
             for rho, out in per_rho.items():
-                if out.matched[arm]:
-                    values[f"{key}@{_tag(rho)}"] = float(np.mean([getattr(m, field) for m in out.matched[arm]]))
+                mean = float(np.mean([getattr(m, field) for m in out.matched[arm]])) if out.matched[arm] else math.nan
+                if math.isfinite(mean):  # NaN: nothing to measure (at rho = 0 no forget-class member is retained)
+                    values[f"{key}@{_tag(rho)}"] = mean
         metrics[arm] = values
     metrics["retrain_reference"] = {
         **{f"retain@{_tag(rho)}": float(np.mean(out.reference_acc)) for rho, out in per_rho.items()},
@@ -223,11 +239,20 @@ def _outcome(config: Config, arms: list[str], per_rho: dict[float, RhoResult]) -
            for rho, out in with_stops.items()},
         **{f"forgot@{_tag(rho)}": float(np.mean([s.forgot for s in out.stops])) for rho, out in with_stops.items()},
     }
+    metrics["hamu_q_target_stop"] = {
+        f"{name}@{_tag(rho)}": float(np.mean([getattr(s, field) for s in out.target_stops]))
+        for rho, out in per_rho.items() if out.target_stops
+        for name, field in (("stop_step", "step"), ("cost_points", "cost_points"), ("forgot", "forgot"))}
+    target_stops = [s for out in per_rho.values() for s in out.target_stops]
 
     notes = []
-    ratios = np.concatenate([r for out in per_rho.values() for r in out.guarantee])
-    checks = [CHECKS["guarantee"].measure(guarantee_share(ratios, 0.9), note=f"lr {config.guarantee_lr:g}")]
     n_rep = config.replicates
+    # one value per replicate (forget-set draw: REPLICATION in claims.py) for every check
+    probed = [out for out in per_rho.values() if out.guarantee]
+    shares = [guarantee_share(np.concatenate([out.guarantee[i] for out in probed]), 0.9) for i in range(n_rep)]
+    checks = [CHECKS["guarantee"].measure(float(np.nanmean(shares)), units=shares,
+                                          note=f"lr {config.guarantee_lr:g}; pooled steps "
+                                               f"{guarantee_share(np.concatenate([r for o in probed for r in o.guarantee])):.4f}")]
     if 0.5 in per_rho:
         out = per_rho[0.5]
 
@@ -255,7 +280,31 @@ def _outcome(config: Config, arms: list[str], per_rho: dict[float, RhoResult]) -
             # one value per replicate (an independent draw: REPLICATION in claims.py), in points
             return (100.0 * (np.asarray(a, dtype=np.float64) - np.asarray(b, dtype=np.float64))).tolist()
 
+        kept = paired_interval(hamu_kept := field("hamu_q_layerwise", "retained_class_acc"),
+                               field("graddiff", "retained_class_acc"))
+        kept_ng = paired_interval(hamu_kept, field("neggrad_plus", "retained_class_acc"))
+        best_kept = max(baselines, key=lambda a: np.mean(field(a, "retained_class_front_mean")))
+        kept_front = paired_interval(field("hamu_q_layerwise", "retained_class_front_mean"),
+                                     field(best_kept, "retained_class_front_mean"))
+        kl = paired_interval(field("graddiff", "retain_kl"), field("hamu_q_layerwise", "retain_kl"), scale=1.0)
         checks += [
+            CHECKS["retained_class_margin"].measure(
+                kept[0], units=units(hamu_kept, field("graddiff", "retained_class_acc")),
+                note=f"{_interval(kept)} points ({ci}); matched accuracy on the retained class-{config.forget_class} "
+                     f"members: HAMU-Q {np.mean(hamu_kept):.3f}, GradDiff "
+                     f"{np.mean(field('graddiff', 'retained_class_acc')):.3f}"),
+            CHECKS["retained_class_margin_neggrad"].measure(
+                kept_ng[0], units=units(hamu_kept, field("neggrad_plus", "retained_class_acc")),
+                note=f"{_interval(kept_ng)} points ({ci})"),
+            CHECKS["retained_class_front_margin"].measure(
+                kept_front[0], units=units(field("hamu_q_layerwise", "retained_class_front_mean"),
+                                           field(best_kept, "retained_class_front_mean")),
+                note=f"best baseline by that front {best_kept}; {_interval(kept_front)} points ({ci})"),
+            CHECKS["retain_kl_margin"].measure(
+                kl[0], units=(np.asarray(field("graddiff", "retain_kl")) - field("hamu_q_layerwise", "retain_kl")).tolist(),
+                note=f"{kl[0]:+.4f} [{kl[1]:+.4f}, {kl[2]:+.4f}] nats ({ci}); HAMU-Q "
+                     f"{np.mean(field('hamu_q_layerwise', 'retain_kl')):.4f}, GradDiff "
+                     f"{np.mean(field('graddiff', 'retain_kl')):.4f}"),
             CHECKS["testbed_gap"].measure(gap[0], units=units(out.original_forget, out.reference_forget),
                                           note=f"{_interval(gap)} points ({ci}); original "
                                                f"{np.mean(out.original_forget):.3f}, reference "
@@ -281,22 +330,57 @@ def _outcome(config: Config, arms: list[str], per_rho: dict[float, RhoResult]) -
                      "original forget] (points): "
                      + ", ".join(f"{a} {100 * np.mean(field(a, 'front_mean')):.2f}" for a in arms if out.matched[a])
                      + f"; best baseline {best}; HAMU-Q minus it {_interval(front)}.")
+        notes.append(f"rho=0.5, harm where it lives (the retain-test metric excludes class {config.forget_class}; "
+                     "half of its training samples stay in the retain set): accuracy on those retained "
+                     f"members: original {np.nanmean(out.original_kept):.3f}, reference "
+                     f"{np.nanmean(out.reference_kept):.3f}"
+                     + "; at matched forget accuracy (retained-class accuracy, KL(reference || model) on the retain "
+                       "set in nats): " + ", ".join(
+                         f"{a} {np.mean(field(a, 'retained_class_acc')):.3f}, {np.mean(field(a, 'retain_kl')):.4f}"
+                         for a in arms if out.matched[a])
+                     + "; mean height of the retained-class front (points): " + ", ".join(
+                         f"{a} {100 * np.mean(field(a, 'retained_class_front_mean')):.2f}" for a in arms if out.matched[a])
+                     + ".")
     else:
         notes.append("hardness has no 0.5: the matched-accuracy checks were not run.")
     rhos = list(per_rho)
     cos_medians = [float(np.median(per_rho[r].cos0)) for r in rhos]
     first_stops = [float(np.mean(per_rho[r].first_stop)) for r in rhos]
     if len(rhos) >= 2:
-        checks.append(CHECKS["cos_grows"].measure(smallest_increase(cos_medians)))
-        checks.append(CHECKS["stop_earlier"].measure(smallest_decrease(first_stops)))
+        # per draw: the median over lrs of its step-0 cosine, the mean over lrs of its first stop, per rho
+        n_lr = len(config.hamu_lrs)
+        cos_units = [smallest_increase([np.median(per_rho[r].cos0[i * n_lr:(i + 1) * n_lr]) for r in rhos])
+                     for i in range(n_rep)]
+        stop_units = [smallest_decrease([np.mean(per_rho[r].first_stop[i * n_lr:(i + 1) * n_lr]) for r in rhos])
+                      for i in range(n_rep)]
+        checks.append(CHECKS["cos_grows"].measure(float(np.mean(cos_units)), units=cos_units,
+                                                  note=f"of the pooled medians {smallest_increase(cos_medians):+.3f}"))
+        checks.append(CHECKS["stop_earlier"].measure(float(np.mean(stop_units)), units=stop_units,
+                                                     note=f"of the pooled means {smallest_decrease(first_stops):+.2f}"))
+
+    def per_draw(records: list, cost: Any) -> list[float]:
+        return [share_at_most([cost(s) for s in records if s.replicate == i], config.stop_cost_points)
+                for i in range(n_rep)]
+
+    useful = lambda s: s.cost_points if s.forgot else math.inf  # noqa: E731  (a stop short of the window costs too much)
     if stops:
+        cost_units, useful_units = per_draw(stops, lambda s: s.cost_points), per_draw(stops, useful)
         checks.append(CHECKS["stop_rule_cost"].measure(
-            share_at_most([s.cost_points for s in stops], config.stop_cost_points),
+            float(np.nanmean(cost_units)), units=cost_units,
             note=f"{len(stops)} runs (rho > 0, every HAMU lr, {n_rep} replicates)"))
         checks.append(CHECKS["stop_rule_useful"].measure(
-            # a stop that did not reach the window counts as costing too much (cost +inf)
-            share_at_most([s.cost_points if s.forgot else math.inf for s in stops], config.stop_cost_points),
-            note=f"{len(stops)} runs; share that forgot to the window at all: {np.mean([s.forgot for s in stops]):.2f}"))
+            float(np.nanmean(useful_units)), units=useful_units,
+            note=f"{len(stops)} runs; share that forgot to the window at all: {np.mean([s.forgot for s in stops]):.2f}; "
+                 f"mean stop step {np.mean([s.step for s in stops]):.1f} of {config.steps}"
+                 + ("; the flag fires before the forget set is forgotten" if np.mean([s.forgot for s in stops]) < 0.5
+                    else "")))
+    if target_stops:
+        target_units = per_draw(target_stops, useful)
+        checks.append(CHECKS["target_stop_useful"].measure(
+            float(np.nanmean(target_units)), units=target_units,
+            note=f"{len(target_stops)} runs; forgot to the window {np.mean([s.forgot for s in target_stops]):.2f}, "
+                 f"within {config.stop_cost_points:g} point {np.mean([s.cost_points <= config.stop_cost_points for s in target_stops]):.2f}, "
+                 f"mean stop step {np.mean([s.step for s in target_stops]):.1f}"))
 
     for rho, cos, stop in zip(rhos, cos_medians, first_stops):
         out = per_rho[rho]

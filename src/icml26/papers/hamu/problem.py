@@ -17,7 +17,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["DATASETS", "DataSplit", "Problem", "evaluate", "load_split", "matched_test_indices", "mlp", "train_mlp"]
+__all__ = ["DATASETS", "DataSplit", "Problem", "evaluate", "kl_to_reference", "load_split", "matched_test_indices", "mlp",
+           "train_mlp"]
 
 DATASETS = ("animal_mnist", "digits")
 """``animal_mnist``: Animal-MNIST silhouettes (exact duplicates dropped) pooled 2x2 to 14x14 (196 features; harder: an MLP
@@ -142,7 +143,14 @@ class Problem:
     """One (replicate, ρ) unlearning problem: tensors and the reference numbers.
 
     ``retain_val`` / ``retain_test``: validation / test samples of the classes other than the forget
-    class; checkpoints are selected on the first and reported on the second.
+    class; checkpoints are selected on the first and reported on the second. The retain metric
+    leaves the forget class out, yet at ρ < 1 part of that class stays in the retain set, where an
+    arm's harm concentrates: ``retained_class`` holds those training samples (the forget class's
+    retained members), ``reference_retain_log_probs`` the reference's log-probabilities on
+    ``retain`` (for the KL to the reference on retained data), and ``val_forget`` validation
+    samples with the forget set's label proportions (the accuracy an unseen forget set would
+    have: the target of the validation-forget stop rule). Each is optional; ``evaluate`` reports
+    NaN for a metric whose data is absent or empty.
     """
 
     retain: tuple[torch.Tensor, torch.Tensor]
@@ -154,20 +162,48 @@ class Problem:
     reference_retain_acc: float
     reference_auc: float
     original_forget_acc: float
+    retained_class: tuple[torch.Tensor, torch.Tensor] | None = None
+    reference_retain_log_probs: torch.Tensor | None = None
+    val_forget: tuple[torch.Tensor, torch.Tensor] | None = None
+
+
+def _accuracy(model: nn.Module, data: tuple[torch.Tensor, torch.Tensor] | None) -> float:
+    """Accuracy of ``model`` on ``data`` (NaN when there is none)."""
+    if data is None or len(data[1]) == 0:
+        return math.nan
+    return float((model(data[0]).argmax(1) == data[1]).float().mean())
+
+
+def kl_to_reference(reference_log_probs: torch.Tensor, log_probs: torch.Tensor) -> float:
+    """Mean over samples of KL(reference ‖ model) = Σ_k p_ref,k (log p_ref,k − log p_k), in nats
+    (0 exactly when the two predictive distributions agree on every sample)."""
+    if reference_log_probs.shape != log_probs.shape:
+        raise ValueError(f"log-probabilities of shapes {tuple(reference_log_probs.shape)} and "
+                         f"{tuple(log_probs.shape)} differ")
+    kl = (reference_log_probs.exp() * (reference_log_probs - log_probs)).sum(dim=1)
+    return float(kl.mean())
 
 
 def evaluate(model: nn.Module, problem: Problem) -> dict[str, Any]:
+    """One checkpoint's accuracies (forget, retain validation and test, retained forget-class members,
+    validation-forget), KL to the reference on the retain set, and the per-sample MIA losses."""
     xf, yf = problem.forget
     logits_f = model(xf)
     xv, yv = problem.retain_val
     xt, yt = problem.retain_test
     xm, ym = problem.mia_test
+    ref = problem.reference_retain_log_probs
+    retain_kl = (kl_to_reference(ref, F.log_softmax(model(problem.retain[0]), dim=1)) if ref is not None
+                 else math.nan)
     return {
         "forget_acc": float((logits_f.argmax(1) == yf).float().mean()),
         "retain_val_acc": float((model(xv).argmax(1) == yv).float().mean()),
         "retain_acc": float((model(xt).argmax(1) == yt).float().mean()),
         "forget_losses": F.cross_entropy(logits_f, yf, reduction="none").cpu().numpy(),
         "test_losses": F.cross_entropy(model(xm), ym, reduction="none").cpu().numpy(),
+        "retained_class_acc": _accuracy(model, problem.retained_class),
+        "retain_kl": retain_kl,
+        "val_forget_acc": _accuracy(model, problem.val_forget),
     }
 
 

@@ -11,11 +11,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from .analysis import target_stop_index
 from .config import Config
 from .problem import Problem, evaluate
 from .unlearn import unlearn
 
-__all__ = ["MatchedRecord", "RhoResult", "StepTrace", "StopRecord", "arm_options", "guarantee_probe", "stop_rule"]
+__all__ = ["MatchedRecord", "RhoResult", "StepTrace", "StopRecord", "arm_options", "guarantee_probe", "stop_rule",
+           "target_stop"]
 
 
 def arm_options(arm: str, config: Config) -> dict[str, Any]:
@@ -43,6 +45,14 @@ class MatchedRecord:
     front_mean: float
     """Mean height of the arm's (validation-selected, test-reported) front over the forget accuracy
     range [reference − window, original]."""
+    retained_class_acc: float = float("nan")
+    """Accuracy on the forget class's retained training members (same checkpoint): the retain harm
+    the retain-test metric leaves out (it excludes the forget class)."""
+    retain_kl: float = float("nan")
+    """Mean KL(reference ‖ model) on the retain set (same checkpoint), in nats."""
+    retained_class_front_mean: float = float("nan")
+    """Mean height over the same range of the front that reports retained-class accuracy (the
+    same validation-selected checkpoints as ``front_mean``)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -67,6 +77,8 @@ class StopRecord:
     """100 × (retain-test accuracy of the best in-window checkpoint − the stopped model's)."""
     forgot: bool
     """Whether the stopped model's forget accuracy is at most the matched window's upper end."""
+    replicate: int = 0
+    """The replicate (forget-set draw) of the run."""
 
 
 @dataclasses.dataclass
@@ -82,15 +94,19 @@ class RhoResult:
     first_stop: list[int] = dataclasses.field(default_factory=list)
     traj: dict[float, list[StepTrace]] = dataclasses.field(default_factory=dict)
     stops: list[StopRecord] = dataclasses.field(default_factory=list)
+    target_stops: list[StopRecord] = dataclasses.field(default_factory=list)
     guarantee: list[np.ndarray] = dataclasses.field(default_factory=list)
     reference_acc: list[float] = dataclasses.field(default_factory=list)
     reference_forget: list[float] = dataclasses.field(default_factory=list)
     original_forget: list[float] = dataclasses.field(default_factory=list)
     original_acc: list[float] = dataclasses.field(default_factory=list)
+    original_kept: list[float] = dataclasses.field(default_factory=list)
+    """Original / reference accuracy on the forget class's retained training members."""
+    reference_kept: list[float] = dataclasses.field(default_factory=list)
 
 
 def stop_rule(original: nn.Module, problem: Problem, config: Config, matched: MatchedRecord,
-               points: list[dict[str, Any]]) -> list[StopRecord]:
+              replicate: int = 0) -> list[StopRecord]:
     """HAMU-Q layer-wise with ``stop_on_criterion=True`` at every lr, against the best in-window checkpoint."""
     high = min(problem.reference_forget_acc + config.match_window, problem.original_forget_acc - config.match_window)
     records = []
@@ -105,8 +121,22 @@ def stop_rule(original: nn.Module, problem: Problem, config: Config, matched: Ma
         records.append(StopRecord(lr=lr, step=history.steps_run - int(history.stopped), retain_acc=final["retain_acc"],
                                   forget_acc=final["forget_acc"],
                                   cost_points=100 * (matched.retain_acc - final["retain_acc"]),
-                                  forgot=final["forget_acc"] <= high + 1e-9))
+                                  forgot=final["forget_acc"] <= high + 1e-9, replicate=replicate))
     return records
+
+
+def target_stop(evaluations: list[dict[str, Any]], lr: float, problem: Problem, config: Config,
+                matched: MatchedRecord, replicate: int = 0) -> StopRecord:
+    """The validation-forget stop rule read on one HAMU-Q run's checkpoints (``evaluations``, step > 0):
+    stop at the first checkpoint whose forget accuracy is at most the accuracy on validation
+    samples of the forget set's label mix (:func:`~.analysis.target_stop_index`; it needs no
+    retrained reference), else run to the end; scored like :func:`stop_rule`."""
+    high = min(problem.reference_forget_acc + config.match_window, problem.original_forget_acc - config.match_window)
+    index = target_stop_index([e["forget_acc"] for e in evaluations], [e["val_forget_acc"] for e in evaluations])
+    stopped = evaluations[-1 if index is None else index]
+    return StopRecord(lr=lr, step=int(stopped["step"]), retain_acc=stopped["retain_acc"],
+                      forget_acc=stopped["forget_acc"], cost_points=100 * (matched.retain_acc - stopped["retain_acc"]),
+                      forgot=stopped["forget_acc"] <= high + 1e-9, replicate=replicate)
 
 
 def guarantee_probe(original: nn.Module, problem: Problem, config: Config) -> np.ndarray:
