@@ -9,7 +9,10 @@ frequency once the learner's regret exceeds τ = ``threshold_coef``·√T.
    adversary against its bound; the trigger rate and the Monte Carlo TV on D's samples.
 2. Tiny transformers (T = ``distill.horizon``): one distilled from D, one from D′ on the
    same histories; regret against the greedy adversary and per-position TV to D on D's
-   samples.
+   samples. Every model of this section (D, D′ and both students) is also played against the
+   searching adversary (:mod:`.search`, the same search budget and stream for each): the
+   worst sequence found, which is at least as bad as greedy's, and, on the robust student's
+   worst sequences, how far it stays from D′ once D′ has fallen back.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from icml26.papers.robust_ntp.analysis import markov_conditionals, max_ratio, ra
 from icml26.papers.robust_ntp.claims import CHECKS
 from icml26.papers.robust_ntp.config import Config
 from icml26.papers.robust_ntp.figures import plot
+from icml26.papers.robust_ntp.search import post_trigger_tv, search_worst_sequence
 
 __all__ = ["CHECKS", "STREAMS", "Config", "ExactSection", "HorizonResult", "StudentSection", "plot", "run"]
 
@@ -50,6 +54,8 @@ STREAMS: dict[str, str] = {
     "distill_histories": "the students' training histories",
     "distill_eval": "D's sequences for the students' TV",
     "curve_histories": "the budget curve's histories; index = 10 budget + replicate",
+    "search": "the searching adversary's candidates; the same stream for every model searched",
+    "natural": "the pretrained LM's natural-text windows and (its first integer) its samples' torch seed",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
@@ -114,6 +120,10 @@ class StudentSection:
     robust_student_tv: float
     raw_student_tv: float
     curve: tuple[BudgetPoint, ...] = ()
+    search: dict[str, float] = dataclasses.field(default_factory=dict)
+    """Regret per round of the worst sequence found for each of raw, teacher, robust_student, raw_student,
+    and ``post_trigger_tv``: the robust student's per-position TV to D′ after D′'s fallback on the search's
+    final elites (NaN when D′ never falls back on them)."""
 
 
 def _exact_section(config: Config, ctx: RunContext, model: MarkovModel, loss: np.ndarray) -> ExactSection:
@@ -171,8 +181,42 @@ def _student_section(config: Config, ctx: RunContext, model: MarkovModel, loss: 
                           show_progress=ctx.show_progress)
         curve.append(BudgetPoint(n_seq, steps, r, regret_per_round(play(student, Greedy(), t_d, loss, beta_d).regret,
                                                                       t_d), per_position_tv(model, student, eval_seqs)))
+    search = _search(config, ctx, model, teacher, robust_student, raw_student, loss, t_d, beta_d)
     return StudentSection(t_d, regret_per_round(raw_t, t_d), regret_per_round(teacher_t, t_d),
-                          robust_student_r, raw_student_r, robust_student_tv, raw_student_tv, tuple(curve))
+                          robust_student_r, raw_student_r, robust_student_tv, raw_student_tv, tuple(curve), search)
+
+
+def _search(config: Config, ctx: RunContext, model, teacher, robust_student, raw_student, loss, horizon: int,
+            beta: float) -> dict[str, float]:
+    """The searching adversary against each model, same budget and candidates' stream for each."""
+    out, elites = {}, None
+    for name, target in (("raw", model), ("teacher", teacher), ("robust_student", robust_student),
+                         ("raw_student", raw_student)):
+        res = search_worst_sequence(target, horizon, loss, beta, ctx.rng("search"),
+                                    population=config.search_population, generations=config.search_generations,
+                                    n_elite=max(1, config.search_population // 8), seed_model=model)
+        out[name] = regret_per_round(res.regret, horizon)
+        if name == "robust_student":
+            elites = res.elites
+    out["post_trigger_tv"] = post_trigger_tv(teacher, robust_student, elites)
+    return out
+
+
+def _natural_section(config: Config, ctx: RunContext) -> dict[str, float]:
+    """SmolLM2-135M robustified, on natural text (the standard library's held-out docstrings) and its samples."""
+    from icml26.common.corpus import stdlib_corpus
+    from icml26.common.pretrained import load_pretrained_lm
+    from icml26.papers.robust_ntp.natural import natural_text_study, text_windows, token_classes
+
+    lm = load_pretrained_lm(ctx.device)
+    ctx.provenance["pretrained_lm"] = lm.provenance
+    vocab = int(lm.model.config.vocab_size)
+    classes = token_classes(lm.tokenizer.convert_ids_to_tokens(list(range(vocab))))
+    ids = [lm.tokenizer(doc)["input_ids"] for doc in stdlib_corpus().valid]
+    rng = ctx.rng("natural")
+    windows = text_windows(ids, config.natural_horizon, config.natural_windows, rng)
+    return natural_text_study(lm.model, vocab, int(lm.tokenizer.bos_token_id), classes, windows,
+                              config.natural_samples, int(rng.integers(2**31)))
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
@@ -180,6 +224,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     model = MarkovModel.sticky(3, config.stay)
     exact = _exact_section(config, ctx, model, loss)
     students = _student_section(config, ctx, model, loss)
+    natural = _natural_section(config, ctx) if config.natural_windows else None
 
     h_max, t_d = max(config.horizons), students.horizon
     per_h = exact.per_horizon
@@ -201,8 +246,24 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                                    "tv_to_D_on_D_samples": students.robust_student_tv}
     metrics["distilled_raw"] = {f"regret_per_round_T{t_d}": students.raw_student_regret,
                                 "tv_to_D_on_D_samples": students.raw_student_tv}
+    search = students.search
+    metrics["raw"][f"search_regret_per_round_T{t_d}"] = search["raw"]
+    metrics["robustified"][f"search_regret_per_round_T{t_d}"] = search["teacher"]
+    metrics["robustified"][f"search_regret_over_bound_T{t_d}"] = ratio(
+        search["teacher"] * t_d, regret_bound(t_d, _threshold(config, t_d), math.sqrt(t_d), loss.shape[0]))
+    metrics["distilled_robust"][f"search_regret_per_round_T{t_d}"] = search["robust_student"]
+    if math.isfinite(search["post_trigger_tv"]):  # absent when D' falls back on none of the searched sequences
+        metrics["distilled_robust"]["post_trigger_tv_to_teacher_on_searched"] = search["post_trigger_tv"]
+    metrics["distilled_raw"][f"search_regret_per_round_T{t_d}"] = search["raw_student"]
 
     notes = []
+    if natural is not None:
+        metrics["smollm2_natural_text"] = natural
+        notes.append(f"SmolLM2-135M robustified at T = {config.natural_horizon} (next-token class game): falls back "
+                     f"on {natural['trigger_rate_natural_text']:.3f} of {int(natural['windows'])} natural-text "
+                     f"windows (per-position TV {natural['per_position_tv_natural_text']:.4f}) and on "
+                     f"{natural['trigger_rate_own_samples']:.3f} of {int(natural['samples'])} of its own samples "
+                     f"(Monte Carlo TV {natural['tv_mc_own_samples']:.4f}).")
     if students.curve:
         metrics["budget_curve"] = {}
         for pt in students.curve:
@@ -226,6 +287,11 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         CHECKS["student_ratio"].measure(ratio(students.robust_student_regret, students.raw_student_regret),
                                         note=f"T = {t_d}"),
         CHECKS["student_tv"].measure(students.robust_student_tv, note=f"T = {t_d}"),
+        CHECKS["student_ratio_search"].measure(ratio(search["robust_student"], search["raw_student"]),
+                                               note=f"T = {t_d}; greedy: "
+                                                    f"{ratio(students.robust_student_regret, students.raw_student_regret):.3f}"),
+        CHECKS["teacher_search_over_bound"].measure(metrics["robustified"][f"search_regret_over_bound_T{t_d}"],
+                                                    note=f"T = {t_d}"),
     ]
     curve_x = list(range(1, h_max + 1, max(1, h_max // 256)))
     curves = {

@@ -204,6 +204,18 @@ class TorchNextTokenModel:
     def conditional(self, history: Sequence[int]) -> np.ndarray:
         return self.conditionals(history)[-1]
 
+    @torch.no_grad()
+    def batch_conditionals(self, sequences: np.ndarray) -> np.ndarray:
+        """``(n, T, K)``: the conditional of token t given y_<t for each of ``(n, T)`` sequences, one forward pass."""
+        seqs = _tokens("sequences", sequences, self.n_tokens)
+        if seqs.ndim != 2 or min(seqs.shape) < 1:
+            raise ValueError(f"sequences must be a non-empty (n, T) array of tokens, got shape {seqs.shape}")
+        ids = torch.as_tensor(np.concatenate([np.full((len(seqs), 1), self.bos), seqs[:, :-1]], axis=1),
+                              dtype=torch.long, device=self.device)
+        out = self.module(ids)
+        logits = getattr(out, "logits", out)[:, :, : self.n_tokens].double()
+        return torch.softmax(logits, dim=-1).cpu().numpy()
+
 
 class Windowed:
     """A bounded-context view: D_w(·|h) = D(·|last ``window`` tokens of h)."""
