@@ -5,7 +5,8 @@
 * :func:`spread_points`: the largest minus the smallest accuracy, in points;
 * :func:`iterations_to_reach`: the first iteration at which a trailing mean reaches a level;
 * :func:`median_ratio`: the ratio of medians of two sets of (possibly censored) iteration counts;
-* :func:`tail_mean`: the mean of the last share of a curve.
+* :func:`tail_mean`: the mean of the last share of a curve;
+* :func:`area_gain`: a method's area under its success curves minus a baseline's, in points.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Sequence
 
 import numpy as np
 
-__all__ = ["IterationRatio", "iterations_to_reach", "median_ratio", "points_gap", "spread_points",
+__all__ = ["IterationRatio", "area_gain", "iterations_to_reach", "median_ratio", "points_gap", "spread_points",
            "sum_mod_distribution", "tail_mean"]
 
 
@@ -95,3 +96,18 @@ def tail_mean(curve: Sequence[float], fraction: float = 0.1) -> float:
         raise ValueError("curve must be non-empty and fraction in (0, 1]")
     k = max(1, math.ceil(fraction * c.size))
     return float(c[-k:].mean())
+
+
+def area_gain(method: Sequence[Sequence[float]], baseline: Sequence[Sequence[float]]) -> float:
+    """``100 · mean_i (mean(method_i) − mean(baseline_i))``: the area under each success curve (per
+    iteration, so 100 = success from the first update) of paired runs ``i`` (same learning rate and
+    question stream), method minus baseline, averaged over the pairs."""
+    if len(method) != len(baseline) or not len(method):
+        raise ValueError(f"need one baseline curve per method curve, got {len(method)} and {len(baseline)}")
+    gaps = []
+    for m, b in zip(method, baseline):
+        m, b = np.asarray(m, dtype=np.float64), np.asarray(b, dtype=np.float64)
+        if m.shape != b.shape or m.ndim != 1 or not m.size:
+            raise ValueError(f"paired curves must be non-empty and of one length, got {m.shape} and {b.shape}")
+        gaps.append(m.mean() - b.mean())
+    return float(100.0 * np.mean(gaps))

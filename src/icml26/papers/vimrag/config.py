@@ -20,6 +20,12 @@ class Config:
     """Budgets as fractions of the full cost (every item at 8x8)."""
     control_episodes: int = 2000
     """Episodes of the unstructured-graph control at 40 % (0: skip)."""
+    sweep_episodes: int = dataclasses.field(default=1000, metadata={"min": 0})
+    """Episodes per point of the 40 % sweeps over ``sweep_noise`` and ``sweep_structure`` (0: skip)."""
+    sweep_noise: tuple[float, ...] = (0.5, 1.0, 2.0)
+    """Relevance noise levels of the sweep (structured graphs, ``relevance_gap`` fixed)."""
+    sweep_structure: tuple[float, ...] = (0.0, 0.5, 1.0)
+    """How informative the graph is (``sample_episode``'s ``structure``: 0 = the control, 1 = the main generator)."""
     relevance_gap: float = dataclasses.field(default=1.0, metadata={"min": 0.0})
     """Mean log-priority of pivotal items above distractors (priority = exp(gap·pivotal + noise·N(0,1)))."""
     relevance_noise: float = 1.0
@@ -45,7 +51,8 @@ class Config:
     clip: float = 0.2
     """ε of the clipped surrogate (inactive with one update per batch; kept for the loss's shape)."""
     extra_lrs: tuple[float, ...] = (0.01, 0.02)
-    """Further learning rates at which both methods are also trained (sensitivity; not in the checks)."""
+    """Further learning rates at which every (B) arm is also trained; the success-area checks average over
+    ``lr`` and these (the issue's grid {0.01, 0.02, 0.05}), the iteration checks read ``lr`` alone."""
     threads: int = 1
     """The most torch intra-op threads the runner gives this run (0: no limit); the policy is tiny, one thread is fastest."""
 
@@ -54,20 +61,25 @@ class Config:
         if not self.budgets or any(not 0 < b <= 1 for b in self.budgets) or 0.4 not in self.budgets \
                 or 1.0 not in self.budgets:
             raise ValueError(f"budgets={self.budgets!r} must be fractions in (0, 1] including 0.4 and 1.0 (the checks)")
+        if any(x <= 0 for x in self.sweep_noise) or any(not 0 <= x <= 1 for x in self.sweep_structure):
+            raise ValueError(f"sweep_noise={self.sweep_noise!r} must be positive and sweep_structure="
+                             f"{self.sweep_structure!r} in [0, 1]")
         if self.relevance_noise <= 0:
             raise ValueError(f"relevance_noise={self.relevance_noise} must be > 0")
         if self.lr <= 0 or self.clip <= 0:
             raise ValueError(f"lr={self.lr} and clip={self.clip} must be positive")
         if any(lr <= 0 for lr in self.extra_lrs):
             raise ValueError(f"extra_lrs={self.extra_lrs!r} must be positive learning rates")
+        if self.lr in self.extra_lrs or len(set(self.extra_lrs)) != len(self.extra_lrs):
+            raise ValueError(f"extra_lrs={self.extra_lrs!r} must be distinct and exclude lr={self.lr}")
 
     @classmethod
     def quick(cls) -> "Config":
-        """The CPU reproduction: the issue's sizes with 3 seeds of (B) (about a minute on 2 cores)."""
+        """The CPU reproduction: the issue's sizes with 3 replicates of (B) per seed."""
         return cls(replicates=3)
 
     @classmethod
     def tiny(cls) -> "Config":
         """The contract-suite setting (seconds)."""
         return cls(episodes=60, control_episodes=30, budgets=(0.4, 1.0), replicates=1, iterations=15, questions=4,
-                   extra_lrs=())
+                   extra_lrs=(), sweep_episodes=20, sweep_noise=(0.5, 2.0), sweep_structure=(0.0, 1.0))

@@ -16,7 +16,10 @@ Two graph generators:
   last retrieval is pivotal; a dead end is built on a live node (the root or a pivotal node found
   so far), or with probability ``dead_follow`` on an earlier dead end (following a wrong lead);
 * ``unstructured`` (the control): pivotal steps at random times and every dead end built on a
-  uniformly random earlier node, so the graph says little about which items matter.
+  uniformly random earlier node, so the graph says little about which items matter;
+* ``structure = s`` in [0, 1] between the two: the episode ends on a pivotal retrieval with
+  probability ``s``, and each dead end follows the structured rule with probability ``s``, else
+  a uniformly random earlier node (how informative the graph is, for the sweep).
 """
 
 from __future__ import annotations
@@ -83,10 +86,18 @@ class DigitEpisode:
 def sample_episode(rng: np.random.Generator, pool_size: int, *, structured: bool = True,
                    nodes: tuple[int, int] = (6, 10), pivotal: tuple[int, int] = (2, 3),
                    items: tuple[int, int] = (1, 2), relevance_gap: float = 1.0, relevance_noise: float = 1.0,
-                   dead_follow: float = 0.3) -> DigitEpisode:
-    """A random episode (see the module docstring); priority ``= exp(gap·1[pivotal] + noise·ε)``."""
+                   dead_follow: float = 0.3, structure: float | None = None) -> DigitEpisode:
+    """A random episode (see the module docstring); priority ``= exp(gap·1[pivotal] + noise·ε)``.
+
+    ``structure`` (in [0, 1]) overrides ``structured``: the probability of each structured choice.
+    Without it the draws are those of the plain structured or unstructured generator."""
+    if structure is not None and not 0.0 <= structure <= 1.0:
+        raise ValueError(f"structure={structure!r} must be in [0, 1]")
+    mixed = structure is not None
     n = int(rng.integers(nodes[0], nodes[1] + 1))
     k = int(rng.integers(pivotal[0], pivotal[1] + 1))
+    if mixed:
+        structured = bool(rng.random() < structure)  # the episode ends on a pivotal retrieval
     if structured:  # the last retrieval is the last key
         piv_steps = set(rng.choice(np.arange(1, n), k - 1, replace=False).tolist()) | {n}
     else:
@@ -98,7 +109,7 @@ def sample_episode(rng: np.random.Generator, pool_size: int, *, structured: bool
         is_piv = step in piv_steps
         if is_piv:
             parent = live[-1]
-        elif not structured:
+        elif (not structured and not mixed) or (mixed and rng.random() >= structure):
             parent = every[int(rng.integers(len(every)))]
         elif dead and rng.random() < dead_follow:
             parent = dead[int(rng.integers(len(dead)))]

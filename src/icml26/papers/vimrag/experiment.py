@@ -5,11 +5,14 @@ fixed logistic-regression reader answers from the items at the resolution each a
 them, for budgets of 20–100 % of the full cost, ``episodes`` episodes each; uniform, recency
 (history truncation), priority-only and graph-modulated allocation (plus two ablations and the
 pivotal-aware oracle, the ceiling). A control repeats the 40 % budget on graphs whose structure
-carries no information (``unstructured``).
+carries no information (``unstructured``); two sweeps at 40 % report the graph-modulated gain over
+priority-only and uniform as the relevance noise grows and as the structure becomes informative.
 
 (B) **Credit assignment.** GGPO against outcome-only GRPO on the two-hop search task
-(:mod:`.search_task`), ``replicates`` seeds inside one run (both methods see the same question
-stream per replicate); iterations to 80 % success and redundant searches at the end.
+(:mod:`.search_task`), ``replicates`` replicates inside one run at each learning rate of the grid (every
+arm sees the same question stream per replicate): the area under the success curve averaged over the
+grid, GGPO both as described (masked terms dropped) and renormalised over its kept steps; at ``lr``,
+iterations to 80 % success and redundant searches at the end.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import numpy as np
 from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.vimrag.analysis import (
     IterationRatio,
+    area_gain,
     iterations_to_reach,
     median_ratio,
     points_gap,
@@ -44,6 +48,7 @@ STREAMS: dict[str, str] = {
     "reader": "the digits split and the reader",
     "episodes": "the main episodes",
     "control": "the control episodes",
+    "sweep": "the 40 % sweeps' episodes; index = sweep point (noise levels, then structure levels)",
     "search": "the search task; index = replicate, shared by GGPO and GRPO",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
@@ -81,6 +86,8 @@ class Summary:
     ratio: IterationRatio
     """GGPO / GRPO median iterations to 80 %."""
     redundant_ratio: float
+    area: dict[str, float]
+    """GGPO arm -> its area under the success curve minus GRPO's, over the lr grid and replicates (points)."""
 
 
 def _summarize(config: Config, a: Budget, b: Credit) -> Summary:
@@ -91,7 +98,19 @@ def _summarize(config: Config, a: Budget, b: Credit) -> Summary:
     return Summary(i40=i40, i100=i100, gain_uniform=points_gap(gm[i40], a.accuracy["uniform"][i40]),
                    gain_priority=points_gap(gm[i40], a.accuracy["priority_only"][i40]), reach=reach,
                    redundant=redundant, ratio=median_ratio(reach["ggpo"], reach["grpo"], config.iterations),
-                   redundant_ratio=redundant["ggpo"] / redundant["grpo"] if redundant["grpo"] > 0 else math.nan)
+                   redundant_ratio=redundant["ggpo"] / redundant["grpo"] if redundant["grpo"] > 0 else math.nan,
+                   area={m: _area_gain(b, m) for m in ("ggpo_dropped", "ggpo")})
+
+
+def _grid(b: Credit) -> list[tuple[float | None, dict[str, list[TrainCurve]]]]:
+    """Every learning rate's runs, the main one (``None``) first."""
+    return [(None, b.runs), *b.by_lr]
+
+
+def _area_gain(b: Credit, method: str) -> float:
+    """``method`` - GRPO area under the success curve over every (lr, replicate) pair (points)."""
+    pairs = [(m.success, g.success) for _, runs in _grid(b) for m, g in zip(runs[method], runs["grpo"])]
+    return area_gain([p[0] for p in pairs], [p[1] for p in pairs])
 
 
 def _lr_metrics(config: Config, curves: list[TrainCurve]) -> tuple[dict[str, float], list[float]]:
@@ -111,6 +130,8 @@ def _metrics(config: Config, a: Budget, b: Credit, s: Summary) -> dict[str, dict
         metrics[p].update({f"critical_density_{x}": float(d) for x, d in zip(pct, a.density[p])})
         if config.control_episodes:
             metrics[p]["control_accuracy_40"] = float(a.control[p])
+    for knob, gains in _sweep_gains(a).items():
+        metrics[f"sweep_{knob}"] = {f"gain_vs_{base}_{x:g}": g for base, per in gains.items() for x, g in per.items()}
     for lr, per_method in b.by_lr:
         for method, curves in per_method.items():
             metrics[f"{method}_lr{lr:g}"] = _lr_metrics(config, curves)[0]
@@ -123,9 +144,19 @@ def _metrics(config: Config, a: Budget, b: Credit, s: Summary) -> dict[str, dict
             "redundant_searches_end": s.redundant[m],
             "searches_end": float(np.mean([tail_mean(c.searches, TAIL) for c in runs])),
             "masked_step_share": float(np.mean([np.mean(c.masked_share) for c in runs])),
+            "success_area_grid": float(np.mean([100 * np.mean(c.success) for _, r in _grid(b) for c in r[m]])),
         }
-    lead = ["graph_modulated", "uniform", "recency", "priority_only", "ggpo", "grpo"]
+    for m, gain in s.area.items():
+        metrics[m]["area_gain_vs_grpo"] = gain
+    lead = ["graph_modulated", "uniform", "recency", "priority_only", "ggpo_dropped", "ggpo", "grpo"]
     return {k: metrics[k] for k in lead + [p for p in metrics if p not in lead]}
+
+
+def _sweep_gains(a: Budget) -> dict[str, dict[str, dict[float, float]]]:
+    """Knob -> baseline -> level -> graph-modulated minus the baseline at 40 % (points)."""
+    return {knob: {base: {x: points_gap(acc["graph_modulated"], acc[base]) for x, acc in levels.items()}
+                   for base in ("priority_only", "uniform")}
+            for knob, levels in a.sweep.items()}
 
 
 def _checks(config: Config, a: Budget, s: Summary) -> list:
@@ -133,7 +164,13 @@ def _checks(config: Config, a: Budget, s: Summary) -> list:
     gm = acc["graph_modulated"]
     se = 100 * math.sqrt(0.25 / config.episodes)
     ratio = s.ratio
+    grid = "/".join(f"{lr:g}" for lr in (config.lr, *config.extra_lrs))
     return [
+        CHECKS["ggpo_area_gain"].measure(
+            s.area["ggpo_dropped"], note=f"lr {grid} x {config.replicates} replicates, {config.iterations} "
+            "iterations, paired by question stream"),
+        CHECKS["ggpo_renorm_area_gain"].measure(
+            s.area["ggpo"], note=f"lr {grid} x {config.replicates} replicates"),
         CHECKS["reader_full_resolution"].measure(
             reader.accuracy[8], note=f"4x4 {reader.accuracy[4]:.3f}, 2x2 {reader.accuracy[2]:.3f} "
                                      f"({a.n_test} held-out digits, reader fit on {a.n_train})"),
@@ -164,6 +201,12 @@ def _curves(config: Config, a: Budget, b: Credit) -> dict[str, Any]:
                                   xlabel="budget (% of full cost)", ylabel="share of read tokens on pivotal items",
                                   title="(A) critical-observation density"),
     }
+    labels = {"noise": "relevance noise (sd of the log-priority)", "structure": "structure (0: control, 1: main)"}
+    for knob, gains in _sweep_gains(a).items():
+        xs = sorted(next(iter(gains.values())))
+        curves[f"gain_vs_{knob}"] = Curve(
+            x=xs, series={f"vs {base}": [gains[base][x] for x in xs] for base in gains}, xlabel=labels[knob],
+            ylabel="graph-modulated gain at 40 % (points)", title=f"(A) gain vs {knob}")
     x = list(range(1, config.iterations + 1))
     for name, attr, label in (("ggpo_success", "success", "success rate"),
                               ("ggpo_redundant", "redundant", "redundant searches / episode")):
@@ -189,6 +232,11 @@ def _notes(config: Config, a: Budget, b: Credit, s: Summary, metrics: dict[str, 
                      f"{100 * control['priority_only']:.1f}, uniform {100 * control['uniform']:.1f} % "
                      f"({config.control_episodes} episodes); the gain over priority-only is {c_gap:.1f} points "
                      f"there against {s.gain_priority:.1f} on structured graphs.")
+    for knob, gains in _sweep_gains(a).items():
+        notes.append(f"(A) sweep over {knob} at 40 % ({config.sweep_episodes} episodes per point), graph-modulated "
+                     "gain over priority-only / uniform: " + ", ".join(
+                         f"{x:g}: {gains['priority_only'][x]:+.1f} / {gains['uniform'][x]:+.1f}"
+                         for x in sorted(gains["priority_only"])) + " points.")
     if s.gain_uniform < 10 or s.gain_priority < 3:
         notes.append(f"(A) not reached: graph-modulated - uniform = {s.gain_uniform:.1f} points (bar 10), "
                      f"- priority-only = {s.gain_priority:.1f} points (bar 3) at 40 %.")
@@ -198,6 +246,9 @@ def _notes(config: Config, a: Budget, b: Credit, s: Summary, metrics: dict[str, 
         notes.append(f"(B) at lr {lr:g}: iterations to 80 % " + "; ".join(f"{m} {its[m]}" for m in its)
                      + f"; redundant searches {g['redundant_searches_end']:.3f} vs {r['redundant_searches_end']:.3f} "
                      f"({g['redundant_searches_end'] / max(r['redundant_searches_end'], 1e-12):.2f}x).")
+    notes.append("(B) area under the success curve minus GRPO's over lr "
+                 + ", ".join(f"{lr:g}" for lr in (config.lr, *config.extra_lrs)) + ": GGPO as described (masked "
+                 f"terms dropped) {s.area['ggpo_dropped']:+.2f}, renormalised GGPO {s.area['ggpo']:+.2f} points.")
     notes.append(f"(B) {config.replicates} seeds in one run ({b.seconds:.0f} s): iterations to 80 % GGPO "
                  f"{s.reach['ggpo']} vs GRPO {s.reach['grpo']}; redundant searches at the end "
                  f"{s.redundant['ggpo']:.3f} vs {s.redundant['grpo']:.3f}; GGPO masked "

@@ -10,7 +10,8 @@ __all__ = ["plot"]
 
 
 def plot(data: dict[str, Any]) -> dict[str, Any]:
-    """``budget.png`` (accuracy and critical density vs budget) and ``ggpo.png`` (success and redundant searches)."""
+    """``budget.png`` (accuracy and critical density vs budget), ``sweep.png`` (the 40 % gain vs relevance noise
+    and vs structure) and ``ggpo.png`` (success and redundant searches)."""
     curves = data["curves"]
     figures: dict[str, Any] = {}
     if "accuracy_vs_budget" in curves:
@@ -23,6 +24,14 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
                     line.set_color("gray")
             ax.legend(fontsize="small")
         figures["budget.png"] = fig
+    sweeps = [name for name in ("gain_vs_noise", "gain_vs_structure") if name in curves]
+    if sweeps:
+        fig, axes = subplots(1, len(sweeps), panel=(5.5, 4.0))
+        for ax, name in zip(axes[0], sweeps):
+            draw_curve(ax, curves[name])
+            ax.axhline(0.0, color="gray", ls=":", lw=1)
+            ax.legend(fontsize="small")
+        figures["sweep.png"] = fig
     if "ggpo_success" in curves:
         fig, axes = subplots(1, 2, panel=(5.5, 4.0))
         draw_curve(axes[0][0], curves["ggpo_success"])

@@ -130,7 +130,7 @@ def grpo_advantages(rewards: Any, *, eps: float = 1e-6, scale: bool = True) -> t
 def ggpo_loss(logprobs: torch.Tensor, old_logprobs: Any, advantages: Any, token_step: Any, mask: Any,
               clip: float = 0.2, *, clip_high: float | None = None,
               ratio: Literal["token", "sequence"] = "token",
-              reduction: Literal["sequence", "token", "sum"] = "sequence") -> torch.Tensor:
+              reduction: Literal["sequence", "generated", "token", "sum"] = "sequence") -> torch.Tensor:
     """The clipped GRPO/GSPO surrogate over the unmasked steps' tokens (a loss to minimise).
 
     Args:
@@ -148,8 +148,11 @@ def ggpo_loss(logprobs: torch.Tensor, old_logprobs: Any, advantages: Any, token_
         ratio: ``"token"``: ``ρ_t = π/π_old`` per token (GRPO); ``"sequence"``: GSPO's
             ``s = exp(mean_t log(π/π_old))`` over each rollout's kept tokens.
         reduction: ``"sequence"`` (GRPO/GSPO: mean over rollouts of each rollout's mean over its
-            kept tokens; rollouts with none are left out), ``"token"`` (mean over every kept
-            token, as DAPO) or ``"sum"``.
+            kept tokens; rollouts with none are left out), ``"generated"`` (mean over rollouts of
+            each rollout's kept-token sum divided by its *generated* tokens: masked terms are
+            dropped, the rest keep GRPO's weights, as the method is described; equal to
+            ``"sequence"`` without a mask), ``"token"`` (mean over every kept token, as DAPO) or
+            ``"sum"``.
 
     Per token, ``ℓ_t = −min(ρ Â, clip(ρ) Â)``, counted where ``token_step >= 0`` and
     ``μ[token_step] = 0``; with every token dropped the loss is ``0`` (still differentiable).
@@ -197,8 +200,8 @@ def ggpo_loss(logprobs: torch.Tensor, old_logprobs: Any, advantages: Any, token_
     eps_hi = eps_lo if clip_high is None else check_real(clip_high, "clip_high", low=0.0)
     if ratio not in ("token", "sequence"):
         raise ValueError(f"ratio={ratio!r} must be 'token' (GRPO) or 'sequence' (GSPO)")
-    if reduction not in ("sequence", "token", "sum"):
-        raise ValueError(f"reduction={reduction!r} must be 'sequence', 'token' or 'sum'")
+    if reduction not in ("sequence", "generated", "token", "sum"):
+        raise ValueError(f"reduction={reduction!r} must be 'sequence', 'generated', 'token' or 'sum'")
 
     gathered = torch.gather(mu, 1, steps.clamp(min=0).long())
     keep = (steps >= 0) & ~gathered                                    # (B, T) tokens in the loss
@@ -221,6 +224,12 @@ def ggpo_loss(logprobs: torch.Tensor, old_logprobs: Any, advantages: Any, token_
         return per_token.sum()
     if reduction == "token":
         return per_token.sum() / w.sum().clamp(min=1.0)
+    if reduction == "generated":
+        # Σ_t (1 − μ_t) ℓ_t / |y_i|: the mask removes terms without re-weighting the others
+        n_gen = generated.to(dtype).sum(1)
+        has = n_gen > 0
+        per_seq = per_token.sum(1) / n_gen.clamp(min=1.0)
+        return (per_seq * has.to(dtype)).sum() / has.sum().clamp(min=1).to(dtype)
     has = n_kept > 0
     per_seq = per_token.sum(1) / n_kept.clamp(min=1.0)
     return (per_seq * has.to(dtype)).sum() / has.sum().clamp(min=1).to(dtype)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 
-import numpy as np
 import torch
 
 from icml26.papers.vimrag.ggpo import ggpo_loss, ggpo_mask_from_membership, grpo_advantages
@@ -157,8 +156,13 @@ class TrainCurve:
 
 
 def train(task: SearchTask, method: str, *, iterations: int, questions: int, group: int, lr: float,
-          gen: torch.Generator, clip: float = 0.2) -> TrainCurve:
-    """Train a zero-initialised policy with ``method`` = ``"ggpo"`` or ``"grpo"`` (Adam, one update per batch)."""
+          gen: torch.Generator, clip: float = 0.2, reduction: str = "sequence") -> TrainCurve:
+    """Train a zero-initialised policy with ``method`` = ``"ggpo"`` or ``"grpo"`` (Adam, one update per batch).
+
+    ``reduction`` is :func:`ggpo_loss`'s: ``"sequence"`` divides each rollout by its kept steps,
+    ``"generated"`` by all its steps (masked terms dropped, not renormalised); without a mask (GRPO) the
+    two are the same loss.
+    """
     if method not in ("ggpo", "grpo"):
         raise ValueError(f"method={method!r} must be 'ggpo' or 'grpo'")
     tables = task.tables()
@@ -172,7 +176,7 @@ def train(task: SearchTask, method: str, *, iterations: int, questions: int, gro
             mask = ggpo_mask_from_membership(ro.on_path, ro.valuable, ro.reward)
         else:
             mask = torch.zeros_like(ro.on_path)
-        loss = ggpo_loss(ro.logprobs, ro.logprobs.detach(), adv, ro.token_step, mask, clip)
+        loss = ggpo_loss(ro.logprobs, ro.logprobs.detach(), adv, ro.token_step, mask, clip, reduction=reduction)
         opt.zero_grad()
         loss.backward()
         opt.step()
