@@ -9,6 +9,8 @@ part now lives in :mod:`icml26.papers.curvature.layerwise`).
 * :func:`correlation_summary`: the correlations at the layer of maximal Spearman rho;
 * :func:`fraction_removed`, :func:`relative_change`, :func:`effect_ratio`: the regulariser's and the control's check values;
 * :func:`initial_slope`: ``d Delta H / d epsilon`` at 0 from a through-origin quadratic fit per prefix;
+* :func:`entropy_per_angle`: per prefix, the through-origin regression of entropy slopes on angle slopes
+  over directions (nats per radian of the last turning angle, at a fixed step size);
 * :func:`interpolated_bigram`: the validation loss of an interpolated bigram (the bar a model must beat
   before its correlations mean anything).
 """
@@ -21,7 +23,8 @@ import math
 import numpy as np
 
 __all__ = ["BigramFit", "CorrelationSummary", "StraighteningSummary", "best_inner_layer", "correlation_summary",
-           "effect_ratio", "fraction_removed", "initial_slope", "interpolated_bigram", "relative_change",
+           "effect_ratio", "entropy_per_angle", "fraction_removed", "initial_slope", "interpolated_bigram",
+           "relative_change",
            "straightening_summary"]
 
 
@@ -135,6 +138,35 @@ def initial_slope(epsilons, delta) -> np.ndarray:
     slopes = coef[0]
     slopes[~np.all(np.isfinite(flat), axis=0)] = np.nan
     return slopes.reshape(d.shape[1:]) if d.ndim > 1 else np.float64(slopes[0])
+
+
+def entropy_per_angle(entropy_slopes, angle_slopes) -> np.ndarray:
+    """Per prefix, ``beta = sum_k h_k phi_k / sum_k phi_k^2``: the least-squares line through the origin
+    of the entropy slopes ``h_k = dH/d epsilon`` on the angle slopes ``phi_k = d phi_{t-1}/d epsilon``
+    over directions ``k`` of one step size.
+
+    Both slopes are linear in the direction at small ``epsilon`` (``h_k = <g_H, d_k>``,
+    ``phi_k = <g_phi, d_k>``), so over isotropic directions ``beta`` estimates
+    ``<g_H, g_phi> / |g_phi|^2``: the entropy change per radian of angle change, with the parts of the
+    step that leave the angle unchanged (its length, its norm) averaged out. No intercept: a direction
+    and its opposite give opposite slopes.
+
+    Args:
+        entropy_slopes: ``(directions, prefixes)`` nats per unit ``epsilon``.
+        angle_slopes: ``(directions, prefixes)`` radians per unit ``epsilon``.
+
+    Returns:
+        ``(prefixes,)`` nats per radian; NaN for a prefix with a non-finite slope or no angle change.
+    """
+    h = np.asarray(entropy_slopes, dtype=np.float64)
+    phi = np.asarray(angle_slopes, dtype=np.float64)
+    if h.shape != phi.shape or h.ndim != 2:
+        raise ValueError(f"entropy_slopes {h.shape} and angle_slopes {phi.shape} must both be (directions, prefixes)")
+    ok = np.all(np.isfinite(h), axis=0) & np.all(np.isfinite(phi), axis=0)
+    hz, pz = np.where(ok, h, 0.0), np.where(ok, phi, 0.0)
+    den = (pz * pz).sum(0)
+    # beta = sum_k h_k phi_k / sum_k phi_k^2
+    return np.where(ok & (den > 0), (hz * pz).sum(0) / np.where(den > 0, den, 1.0), np.nan)
 
 
 @dataclasses.dataclass(frozen=True)

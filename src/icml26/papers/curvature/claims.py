@@ -6,9 +6,12 @@ it). Perturbations are scaled to the state (``|delta| = epsilon |x_t|``) and jud
 initial slope.
 """
 
-from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms
+from icml26.contract import ArmSpec, CheckSpec, Replication, annotate, declare, declare_arms
 
 _PRETRAINED = ("full", "quick")
+# The on-manifold checks are measured by the full setting and by their further run (results/curvature/onmanifold,
+# quick setting with onmanifold_only=true); the committed quick seeds predate them.
+_ONMANIFOLD = ("full",)
 
 CHECKS = declare(
     CheckSpec("init_correlation", "init: max abs rho(kappa, H) over layers", "<", 0.05,
@@ -38,6 +41,16 @@ CHECKS = declare(
               "state-scaled slope)", settings=_PRETRAINED),
     CheckSpec("pretrained_misaligned_slope_ratio", "SmolLM2: abs mean initial slope, misaligned / aligned", "<",
               1.0 / 3.0, source="issue", ref="issue #7 (ratio); issue #30 (pretrained model)", settings=_PRETRAINED),
+    CheckSpec("pretrained_entropy_per_angle", "SmolLM2: entropy change per radian of last-angle change at a fixed "
+              "step size (per prefix, regression over random directions in span{x_t-2, x_t-1, x_t})", ">", 0.0,
+              source="issue", ref="issue #38 (the headline: does entropy move with the angle at a fixed step size); "
+              "sign from issue #7 (straighter, lower entropy)", settings=_ONMANIFOLD),
+    CheckSpec("pretrained_rotation_slope", "SmolLM2: mean initial slope dDelta H/d epsilon of the rotation step "
+              "(straightens the last angle, keeps the step length)", "<", 0.0, source="issue",
+              ref="issue #38 (on-manifold control); sign from issue #7", settings=_ONMANIFOLD),
+    CheckSpec("pretrained_pc_straightest_minus_curviest", "SmolLM2: initial slope of the straightest minus the "
+              "curviest of N random top-10-PC steps (the precursor's best-of-N rule)", "<", 0.0, source="issue",
+              ref="issue #38 (the precursor's rule); sign from issue #7", settings=_ONMANIFOLD),
     CheckSpec("regularizer_curvature_cut", "regulariser: mid-layer curvature cut (fraction)", ">=", 0.10,
               source="issue", ref="issue #7"),
     CheckSpec("regularizer_loss_increase", "regulariser: validation loss increase (fraction)", "<=", 0.02,
@@ -86,6 +99,29 @@ ARMS = declare_arms(
                    "direction": ("Gaussian, plane of the last three points removed, one draw per prefix",)},
             trials=1, select_on=_FIXED, metrics="pretrained misaligned", reason=_MISALIGNED_LIMIT,
             note="Same prefixes, layer and sizes as the pretrained aligned arm."),
+    ArmSpec("pretrained_rotation", "method",
+            space={**_EPS, "layer": ("the pretrained aligned arm's (quick); 22 in the further run",),
+                   "prefix_tokens": (24,)},
+            trials=1, select_on=_FIXED, metrics="on-manifold rotation",
+            note="SmolLM2, 300 prefixes: the aligned direction with its component along the last step removed "
+                 "(turns the last step, keeps its length to first order). The on-manifold directions are all "
+                 "measured on the same prefixes; the random ones in span{x_t-2, x_t-1, x_t} give the per-prefix "
+                 "regression of the entropy slope on the angle slope."),
+    ArmSpec("pretrained_toward_previous", "control",
+            space={**_EPS, "layer": ("the rotation arm's",), "prefix_tokens": (24,)},
+            trials=1, select_on=_FIXED, metrics="on-manifold toward_previous",
+            note="A step of the same norm toward x_{t-1}: shortens the last step, leaves its angle unchanged "
+                 "(curvature-neutral); same prefixes as the rotation arm."),
+    ArmSpec("pretrained_pc_straightest", "method",
+            space={**_EPS, "draws": (16,), "components": (10,), "layer": ("the rotation arm's",)},
+            trials=1, select_on=_FIXED, metrics="on-manifold pc_straightest",
+            note="The precursor code's rule: of N = 16 random unit directions in the top-10 principal subspace "
+                 "of the layer's states, the one whose step leaves the smallest last angle (selected at the "
+                 "smallest size, then stepped at every size)."),
+    ArmSpec("pretrained_pc_curviest", "control",
+            space={**_EPS, "draws": (16,), "components": (10,), "layer": ("the rotation arm's",)},
+            trials=1, select_on=_FIXED, metrics="on-manifold pc_curviest",
+            note="The same N draws, the one that leaves the largest last angle."),
     ArmSpec("regularized", "method",
             space={"reg_weight": (0.1,), "reg_layers": ((2,),), "steps": (600,), "lr": (3e-3,),
                    "batch_size": (16,), "warmup": (60,)},
@@ -100,16 +136,23 @@ ARMS = declare_arms(
                  "schedule as the regularized arm; lr 3e-3 from the brief, tuned for neither." + _FULL_TINY),
 )
 
-# The abstract: curvature correlates with next-token entropy in a trained model and aligned interventions
-# modulate entropy; read on the pretrained model (the tiny model must first beat its bigram, a precondition;
-# the interval's width is a precision diagnostic).
+# The abstract: curvature correlates with next-token entropy in a trained model and interventions on the
+# curvature modulate entropy; read on the pretrained model. The causal half is whether entropy moves with the
+# angle at a fixed step size (the aligned step also shortens the last step, which moves entropy on its own).
+# The tiny model must first beat its bigram (a precondition); the interval's width is a precision diagnostic.
 CHECKS = annotate(
     CHECKS,
-    headline=("pretrained_correlation", "pretrained_aligned_slope"),
+    headline=("pretrained_correlation", "pretrained_entropy_per_angle"),
     diagnostic=("tiny_beats_bigram", "pretrained_ci_halfwidth"),
     compares={"misaligned_slope_ratio": ("aligned", "misaligned"),
               "pretrained_misaligned_slope_ratio": ("pretrained_aligned", "pretrained_misaligned"),
+              "pretrained_pc_straightest_minus_curviest": ("pretrained_pc_straightest", "pretrained_pc_curviest"),
               "regularizer_curvature_cut": ("regularized", "unregularized"),
               "regularizer_loss_increase": ("regularized", "unregularized")},
     budget={"regularizer_curvature_cut": "steps", "regularizer_loss_increase": "steps"},
 )
+
+REPLICATION = Replication(
+    unit="prefix",
+    why="the on-manifold checks (SmolLM2) are means over random text prefixes, each an independent draw measured in every "
+        "direction; the other checks are replicated over master seeds")

@@ -63,6 +63,21 @@ class Config:
     """Tokens per perturbed prefix of the pretrained arm (ours)."""
     pretrained_perturb_batch: int = dataclasses.field(default=100, metadata={"min": 1})
     """Prefixes per batch of the pretrained perturbation study."""
+    onmanifold_prefixes: int = dataclasses.field(default=300, metadata={"min": 2, "sentinels": (0,)})
+    """Prefixes of the on-manifold control study on SmolLM2 (steps of one size in many directions, with
+    the angle change each causes); 0 skips it (``quick()``: 0 for now; its further run,
+    ``python -m icml26.papers.curvature.onmanifold_run``, reads 300)."""
+    onmanifold_layer: int = dataclasses.field(default=-1, metadata={"sentinels": (-1,)})
+    """``hidden_states`` index of the on-manifold study; -1 (a sentinel): the pretrained perturbation
+    study's layer (the inner layer of maximal rho)."""
+    onmanifold_directions: int = dataclasses.field(default=8, metadata={"min": 2})
+    """Isotropic random directions in ``span{x_{t-2}, x_{t-1}, x_t}`` per prefix (the regression of the
+    entropy slope on the angle slope runs over them)."""
+    onmanifold_pc_draws: int = dataclasses.field(default=16, metadata={"min": 1})
+    """``N`` of the precursor code's best-of-N rule in the top-10 principal subspace."""
+    onmanifold_only: bool = False
+    """Run the on-manifold study alone (a further run: no tiny model, no correlation analysis); needs
+    ``onmanifold_layer >= 0``."""
     bootstrap: int = dataclasses.field(default=1000, metadata={"min": 2})
     """Window-bootstrap resamples of the pretrained correlations' 95% interval."""
     perturb_layer: int = dataclasses.field(default=-1, metadata={"sentinels": (-1,)})
@@ -98,6 +113,9 @@ class Config:
             raise ValueError(f"perturb_layer={self.perturb_layer} must be -1 or in 0 .. n_layers={self.n_layers}")
         if not self.reg_layers or any(not 0 <= layer <= self.n_layers for layer in self.reg_layers):
             raise ValueError(f"reg_layers={self.reg_layers} must be non-empty and in 0 .. n_layers={self.n_layers}")
+        if self.onmanifold_only and (self.onmanifold_layer < 0 or self.onmanifold_prefixes == 0):
+            raise ValueError("onmanifold_only=True runs the on-manifold study alone: set onmanifold_layer >= 0 "
+                             f"(got {self.onmanifold_layer}) and onmanifold_prefixes > 0 (got {self.onmanifold_prefixes})")
         if self.reg_weight <= 0:
             raise ValueError(f"reg_weight={self.reg_weight} must be positive (lambda = 0 is the baseline arm)")
 
@@ -106,14 +124,15 @@ class Config:
         """The CPU reproduction: the default 1.07 M-parameter tiny GPT-2, 600 steps, and the SmolLM2 arm
         (11-12 minutes a seed on one core, about half of it SmolLM2)."""
         return cls(d_model=128, n_layers=4, n_heads=4, steps=600, checkpoints=(0, 30, 100, 300, 600),
-                   reg_layers=(2,))
+                   reg_layers=(2,), onmanifold_prefixes=0)
 
     @classmethod
     def tiny(cls) -> "Config":
         """The contract-suite setting (seconds)."""
         return cls(vocab_size=512, d_model=32, n_layers=2, n_heads=2, context=32, steps=12,
                    batch_size=8, warmup=3, checkpoints=(0, 12), window_grid=(1, 3), eval_tokens=1024,
-                   perturb_positions=64, perturb_length=12, valid_batches=2, reg_layers=(1,), pretrained_tokens=0)
+                   perturb_positions=64, perturb_length=12, valid_batches=2, reg_layers=(1,), pretrained_tokens=0,
+                   onmanifold_prefixes=0)
 
     def model_config(self) -> TinyLMConfig:
         return TinyLMConfig(arch=self.arch, vocab_size=self.vocab_size, d_model=self.d_model,

@@ -38,6 +38,7 @@ from icml26.papers.curvature.claims import CHECKS
 from icml26.papers.curvature.config import Config
 from icml26.papers.curvature.figures import plot
 from icml26.papers.curvature.layerwise import CurvatureEntropyAnalysis
+from icml26.papers.curvature.manifold_study import OnManifoldStudy, onmanifold_study
 from icml26.papers.curvature.sections import (
     PerturbationStudy,
     Regularized,
@@ -61,12 +62,16 @@ STREAMS: dict[str, str] = {
     "bootstrap": "the window bootstrap of the pretrained correlations",
     "pretrained_prefixes": "the pretrained arm's perturbed prefixes",
     "pretrained_perturbation": "the pretrained arm's misaligned directions",
+    "onmanifold_prefixes": "the on-manifold study's prefixes",
+    "onmanifold_directions": "the on-manifold study's random, misaligned and principal-subspace directions",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
+    if config.onmanifold_only:
+        return _onmanifold_only(config, ctx)
     data = prepare_data(config, ctx)
     # one training run, keeping the weights at every checkpoint
     base = train_base(config, ctx, data)
@@ -81,13 +86,52 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     # 4. the pretrained arm: SmolLM2 on held-out windows of the same text
     pretrained, pre_study = pretrained_arm(config, data.corpus, ctx) if config.pretrained_tokens > 0 else (None, None)
     pretrained_curve = pretrained.pop("curves") if pretrained is not None else None
+    manifold = None
+    if pre_study is not None and config.onmanifold_prefixes > 0:
+        layer = config.onmanifold_layer if config.onmanifold_layer >= 0 else pre_study.layer
+        manifold = onmanifold_study(config, data.corpus, ctx, layer)
 
     metrics = _metrics(straight, pert, bigram, reg, pretrained, pre_study)
     curves = _curves(config, data.layers, base, straight, pert, reg, pre_study)
     if pretrained_curve is not None:
         curves["pretrained_by_layer"] = pretrained_curve
-    return Outcome(metrics=metrics, checks=_checks(config, ctx, metrics, pert, bigram, reg, pretrained, pre_study),
-                   curves=curves, notes=_notes(config, metrics, straight, pert, bigram, pretrained, pre_study))
+    checks = _checks(config, ctx, metrics, pert, bigram, reg, pretrained, pre_study)
+    notes = _notes(config, metrics, straight, pert, bigram, pretrained, pre_study)
+    if manifold is not None:
+        metrics.update(manifold.metrics())
+        curves["onmanifold_slopes"] = manifold.curve()
+        notes.append("SmolLM2-135M-Instruct, " + manifold.summary() + ".")
+    checks += [c for c in _manifold_checks(manifold, "pretrained_perturb_positions=0 or onmanifold_prefixes=0")
+               if manifold is not None or ctx.setting in CHECKS[c.id].settings]
+    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
+
+
+def _manifold_checks(manifold: OnManifoldStudy | None, why_not: str) -> list:
+    """The on-manifold checks, each a mean over prefixes with the prefixes as its units."""
+    ids = ("pretrained_entropy_per_angle", "pretrained_rotation_slope", "pretrained_pc_straightest_minus_curviest")
+    if manifold is None:
+        return [CHECKS[c].not_measured(why_not) for c in ids]
+    values = {"pretrained_entropy_per_angle": manifold.per_angle,
+              "pretrained_rotation_slope": manifold.slopes("rotation"),
+              "pretrained_pc_straightest_minus_curviest": manifold.pc_difference}
+    out = []
+    for c, v in values.items():
+        finite = v[np.isfinite(v)]
+        out.append(CHECKS[c].measure(float(np.mean(finite)) if finite.size else float("nan"),
+                                     units=[float(u) for u in v],
+                                     note=f"{finite.size} prefixes at layer {manifold.layer}"))
+    return out
+
+
+def _onmanifold_only(config: Config, ctx: RunContext) -> Outcome:
+    """The on-manifold study alone, at ``config.onmanifold_layer`` (a further run; the other checks are not
+    measured)."""
+    from icml26.common.corpus import stdlib_corpus
+
+    manifold = onmanifold_study(config, stdlib_corpus(), ctx, config.onmanifold_layer)
+    return Outcome(metrics=manifold.metrics(), checks=_manifold_checks(manifold, ""),
+                   curves={"onmanifold_slopes": manifold.curve()},
+                   notes=["SmolLM2-135M-Instruct, " + manifold.summary() + "."])
 
 
 def _summary(a: CurvatureEntropyAnalysis) -> dict[str, float]:
