@@ -1,8 +1,8 @@
 """Tests of asym_perturb against closed forms, LP/QP solutions and OpenSpiel.
 
-Checked here: simplex projection = brute force over supports; the dilated prox stays
-in the treeplex, is the identity at g = 0 and beats random feasible points; NashConv
-and CFR+ equal OpenSpiel's; Kuhn's value is −1/18; rock–paper–scissors converges to
+Checked here (projections: ``test_asym_perturb_projection.py``; the metric functions by
+hand: ``test_asym_perturb_analysis.py``; the held-out tuning: ``test_asym_perturb_tuning.py``):
+NashConv and CFR+ equal OpenSpiel's; Kuhn's value is −1/18; rock–paper–scissors converges to
 uniform; the coincidence (for small μ the perturbed x equals proj_{X*}(σ) from LP +
 QP, and not for large μ); the asymmetry guard (the unperturbed y is not exact); the
 linear rate; batched = looped.
@@ -10,7 +10,6 @@ linear rate; batched = looped.
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -30,16 +29,9 @@ from icml26.papers.asym_perturb import (
     solve_lp,
     solve_matrix_game,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from hypothesis.extra.numpy import arrays
-
 from icml26.papers.asym_perturb import BASELINES, DYNAMICS, METHOD, asymmetric_reference
 from icml26.papers.asym_perturb.analysis import (
     half_gaps,
-    iterations_to,
-    quantile_bands,
-    speedup,
     summarize,
     tail_fit,
 )
@@ -55,92 +47,6 @@ def kuhn():
     from icml26.papers.asym_perturb import sequence_form_game
 
     return sequence_form_game("kuhn_poker")
-
-
-def _brute_force_projection(v: np.ndarray) -> np.ndarray:
-    """argmin_{p∈Δ} ‖p − v‖ by trying every support (the KKT solution on each face)."""
-    n = len(v)
-    best, best_dist = None, math.inf
-    for k in range(1, n + 1):
-        for support in itertools.combinations(range(n), k):
-            s = list(support)
-            p = np.zeros(n)
-            p[s] = v[s] - (v[s].sum() - 1.0) / k
-            if (p >= -1e-15).all():
-                dist = ((p - v) ** 2).sum()
-                if dist < best_dist:
-                    best, best_dist = p, dist
-    return best
-
-
-def test_simplex_projection_matches_brute_force():
-    rng = np.random.default_rng(0)
-    v = rng.normal(scale=2.0, size=(200, 6))
-    v[:20] = rng.uniform(0, 1, size=(20, 6))  # some points already close to the simplex
-    ours = project_simplex(torch.as_tensor(v)).numpy()
-    brute = np.stack([_brute_force_projection(row) for row in v])
-    np.testing.assert_allclose(ours, brute, atol=1e-12)
-    np.testing.assert_allclose(ours.sum(-1), 1.0, atol=1e-13)
-
-
-def test_simplex_treeplex_is_euclidean_geometry():
-    X = Treeplex.simplex(5)
-    c = torch.randn(3, 5, dtype=torch.float64)
-    torch.testing.assert_close(X.prox(c), project_simplex(-c))
-    torch.testing.assert_close(X.min_linear(c), c.min(-1).values)
-    E, e = X.constraints()
-    assert E.shape == (1, 5) and float(e[0]) == 1.0
-
-
-@pytest.mark.parametrize("name", ["kuhn_poker", "leduc_poker"])
-def test_dilated_prox_stays_in_treeplex_and_is_identity_at_zero_gradient(name):
-    from icml26.papers.asym_perturb import sequence_form_game
-
-    game = sequence_form_game(name)
-    g = torch.Generator().manual_seed(1)
-    for space in (game.X, game.Y):
-        E, e = space.constraints()
-        b = space.random(g, (4,))
-        c = torch.randn(4, space.size, generator=g, dtype=torch.float64) * 3
-        x = space.to_sequence(space.prox(c))
-        assert (x >= 0).all()
-        assert (x @ E.T - e).abs().max() < 1e-12
-        # prox(−∇ψ(x_t)) = argmin D_ψ(x, x_t) = x_t
-        back = space.to_sequence(space.prox(-space.mirror_grad(b)))
-        torch.testing.assert_close(back, space.to_sequence(b), atol=1e-12, rtol=0)
-
-
-def _psi(space: Treeplex, x: torch.Tensor) -> torch.Tensor:
-    """ψ(x) = Σ_J ½‖x_J‖²/x_{p(J)} (0 where x_{p(J)} = 0), written directly in sequence form."""
-    total = torch.zeros(x.shape[:-1], dtype=x.dtype)
-    for grp in space.groups:
-        parent = x[..., grp.parents]
-        sq = x[..., grp.actions].square().sum(-1)
-        total = total + torch.where(parent > 0, 0.5 * sq / parent.clamp_min(1e-300),
-                                    torch.zeros_like(sq)).sum(-1)
-    return total
-
-
-@pytest.mark.parametrize("player", [0, 1])
-def test_dilated_prox_minimises_the_prox_objective(kuhn, player):
-    """⟨c, x⟩ + ψ(x) (ψ written directly in sequence form) is smallest at the prox: below
-    5000 random treeplex points, below points a step 1e-3 towards them (the objective is
-    convex, so no feasible direction may descend), and below SLSQP's answer."""
-    g = torch.Generator().manual_seed(2)
-    space = (kuhn.X, kuhn.Y)[player]
-    c = torch.randn(space.size, generator=g, dtype=torch.float64)
-    best = space.to_sequence(space.prox(c))
-    objective = lambda x: (x * c).sum(-1) + _psi(space, x)  # noqa: E731
-    others = space.to_sequence(space.random(g, (5000,)))
-    assert (objective(others) >= objective(best) - 1e-12).all()
-    near = (1 - 1e-3) * best + 1e-3 * others
-    assert (objective(near) >= objective(best) - 1e-14).all()
-    E, e = (t.numpy() for t in space.constraints())
-    fun = lambda z: float(objective(torch.as_tensor(z)))  # noqa: E731
-    res = minimize(fun, others[0].numpy(), method="SLSQP", bounds=[(0, 1)] * space.size,
-                   constraints=[{"type": "eq", "fun": lambda z: E @ z - e}],
-                   options={"ftol": 1e-14, "maxiter": 500})
-    assert objective(best) <= res.fun + 1e-12
 
 
 def test_nash_conv_equals_openspiel_on_random_behavioural_policies(kuhn):
@@ -460,94 +366,8 @@ def test_project_simplex_nan_rows_give_nan_and_others_are_untouched():
     assert project_simplex([0.2, 0.5]).tolist() == pytest.approx([0.35, 0.65])  # lists / NumPy accepted
 
 
-def test_iterations_to_and_speedup_by_hand():
-    curves = np.array([[1.0, 1e-3, 1e-7, 1e-9], [1.0, 0.5, 0.4, 0.3]])
-    # row 0 first reaches ≤ 1e-6 at t = 2; row 1 never: T + 1 = 4
-    assert iterations_to(curves, 1e-6).tolist() == [2, 4]
-    assert speedup([400.0, 300.0], 100.0) == 3.0
-
-
-def test_summarize_by_hand():
-    # two seeds, T = 29: a geometric run that halves every step from 1e-3, and a flat one
-    geometric = 1e-3 * 0.5 ** np.arange(30)
-    flat = np.full(30, 0.02)
-    stats = summarize(np.stack([geometric, flat]), evaluations_per_iteration=2)
-    assert stats["frac_below_1e-8"] == 0.5                 # 1e-3 · 2^-29 ≈ 1.9e-12 < 1e-8; 0.02 is not
-    # iterations to 1e-6: 1e-3·2^-t ≤ 1e-6 ⇔ t ≥ log2(1000) = 9.97 → 10; flat never → 30; median 20
-    assert stats["median_iters_to_1e-6"] == 20.0 and stats["median_grad_evals_to_1e-6"] == 40.0
-    assert stats["frac_reaching_1e-6"] == 0.5
-    assert stats["median_final_nashconv"] == pytest.approx((geometric[-1] + 0.02) / 2)
-    # NashConv(29)/NashConv(14): 2^-15 for the geometric run, 1 for the flat one → median (2^-15 + 1)/2
-    assert stats["median_final_over_half"] == pytest.approx((0.5 ** 15 + 1) / 2, rel=1e-12)
-    # only the geometric run has a tail (≥ 10 points ≤ 1e-3): a perfect line with rate 1/2
-    assert stats["frac_with_tail"] == 0.5
-    assert stats["median_tail_r2"] == pytest.approx(1.0) and stats["median_tail_rate"] == pytest.approx(0.5)
-
-
-def test_half_gaps_and_quantile_bands_by_hand():
-    values = np.array([0.0, 0.5])
-    halves = half_gaps(values, best_y_value=np.array([1e-9, 0.6]), best_x_value=np.array([-0.2, 0.5 - 1e-12]))
-    # x-gaps 1e-9, 0.1; y-gaps 0.2, 1e-12
-    assert halves["frac_x_half_below_1e-8"] == 0.5 and halves["frac_y_half_below_1e-8"] == 0.5
-    assert halves["median_final_x_gap"] == pytest.approx((1e-9 + 0.1) / 2)
-    curves = np.array([[4.0, 2.0, 1.0], [8.0, 4.0, 0.0], [0.0, 6.0, 3.0], [4.0, 8.0, 2.0]])
-    x, lo, mid, hi = quantile_bands(curves, points=3)
-    assert x.tolist() == [0, 1, 2]
-    # column 1 sorted: 2, 4, 6, 8 → quartiles 3.5, 5, 6.5 (linear interpolation); 0 is clipped to 1e-16
-    assert (lo[1], mid[1], hi[1]) == (3.5, 5.0, 6.5)
-    assert mid[2] == 1.5 and lo[0] == pytest.approx(3.0)
-
-
-@settings(max_examples=200, deadline=None)
-@given(arrays(np.float64, st.integers(1, 8), elements=st.floats(-1e3, 1e3)))
-def test_property_simplex_projection(v):
-    p = project_simplex(torch.as_tensor(v)).numpy()
-    # on the simplex
-    assert (p >= 0).all() and abs(p.sum() - 1.0) < 1e-9
-    # optimality (variational inequality): ⟨v − p, q − p⟩ ≤ 0 for every vertex q of the simplex
-    assert ((v - p) - (v - p) @ p <= 1e-7 * (1 + np.abs(v).max())).all()
-    # idempotent, and a shift along (1, …, 1) does not move it
-    np.testing.assert_allclose(project_simplex(torch.as_tensor(p)).numpy(), p, atol=1e-12)
-    np.testing.assert_allclose(project_simplex(torch.as_tensor(v + 3.7)).numpy(), p, atol=1e-9)
-    if len(v) <= 5:
-        np.testing.assert_allclose(p, _brute_force_projection(v), atol=1e-9)
-
-
-_KUHN = {}
-
-
-def _kuhn_space(player: int) -> Treeplex:
-    if not _KUHN:
-        from icml26.papers.asym_perturb import sequence_form_game
-
-        game = sequence_form_game("kuhn_poker")
-        _KUHN.update({0: game.X, 1: game.Y})
-    return _KUHN[player]
-
-
-@settings(max_examples=40, deadline=None)
-@given(player=st.integers(0, 1), seed=st.integers(0, 2**31 - 1), scale=st.floats(0.01, 100.0))
-def test_property_treeplex_prox(player, seed, scale):
-    space = _kuhn_space(player)
-    g = torch.Generator().manual_seed(seed)
-    c = torch.randn(space.size, generator=g, dtype=torch.float64) * scale
-    x = space.to_sequence(space.prox(c))
-    E, e = space.constraints()
-    # feasible: x ≥ 0 and the sequence-form flow constraints E x = e
-    assert (x >= 0).all() and (x @ E.T - e).abs().max() < 1e-10
-    # optimal: no treeplex point, nor a small step towards one, has a lower ⟨c, x⟩ + ψ(x)
-    objective = lambda z: (z * c).sum(-1) + _psi(space, z)  # noqa: E731
-    others = space.to_sequence(space.random(g, (200,)))
-    tol = 1e-10 * (1 + scale)
-    assert (objective(others) >= objective(x) - tol).all()
-    assert (objective((1 - 1e-3) * x + 1e-3 * others) >= objective(x) - tol).all()
-    # the prox of −∇ψ(x) is x itself
-    back = space.to_sequence(space.prox(-space.mirror_grad(space.to_behavioural(x))))
-    torch.testing.assert_close(back, x, atol=1e-9, rtol=0)
-
-
 # ---------------------------------------------------------------------------
-# Issue #29: thresholds by LP, the tuning rule, the EFG rule
+# Thresholds by LP
 # ---------------------------------------------------------------------------
 def test_thresholds_hand_example():
     """A = [[0, 0], [0, 0], [1, 1]], σ uniform: X* = {x₃ = 0}, x̂ = (½, ½, 0); along
@@ -587,59 +407,3 @@ def test_pair_at_half_the_smaller_threshold_is_exact():
     run = asymmetric(A, X, X, eta=0.4, mu=torch.tensor([mu], dtype=torch.float64), iterations=6000,
                      alternating=True)
     assert float(run.nash_conv[0, -1]) < 1e-8
-
-
-def test_pick_setting_fixed_mu_seconds_by_hand():
-    from icml26.papers.asym_perturb.analysis import fixed_mu_per_game, pick_setting, seconds_to, threshold_summary
-
-    # medians of iterations: 30, 20, 20 -> tie between 1 and 2, broken by final medians 1e-3 > 1e-9
-    iters = np.array([[10, 30, 50], [20, 20, 99], [5, 20, 21]])
-    finals = np.array([[1e-9] * 3, [1e-3, 1e-3, 1.0], [1e-9, 1e-9, 1e-9]])
-    assert pick_setting(iters, finals) == 2
-    assert pick_setting(iters[:2], finals[:2]) == 1
-    assert pick_setting(np.array([[4, 4], [4, 4]]), np.zeros((2, 2))) == 0  # full tie: the first
-    with pytest.raises(ValueError, match="K, G"):
-        pick_setting(np.ones(3), np.ones(3))
-    np.testing.assert_allclose(fixed_mu_per_game([0.4, np.inf, 0.0], [0.1, np.inf, 5.0], 0.5, 1.0),
-                               [0.05, 1.0, 1e-4])
-    s = threshold_summary(np.array([0.1, 0.5, np.inf]), np.array([0.4, 0.2, 0.6]))
-    assert s["median_mu_bar_x"] == 0.5 and s["min_mu_bar_x"] == 0.1 and s["max_finite_mu_bar_x"] == 0.5
-    assert s["frac_infinite_mu_bar_x"] == pytest.approx(1 / 3)
-    assert s["median_mu_bar_pair"] == pytest.approx(0.2) and s["frac_pair_above_0.3"] == pytest.approx(1 / 3)
-    assert seconds_to(250, 10.0, 1000) == 2.5 and math.isnan(seconds_to(1001, 10.0, 1000))
-
-
-def test_efg_rule_is_payoff_scale_free(kuhn):
-    """η = 1.5/‖A‖₂, μ = 0.01‖A‖₂: payoffs ×c give the same iterates (NashConv ×c), because
-    (η/c)·(cAy + cμ(∇ψ(x) − ∇ψ(σ))) = η·(Ay + μ(∇ψ(x) − ∇ψ(σ)))."""
-    from icml26.papers.asym_perturb import efg_defaults
-
-    eta, mu = efg_defaults(kuhn.A)
-    norm = float(torch.linalg.matrix_norm(kuhn.A, 2))
-    assert eta == pytest.approx(1.5 / norm) and mu == pytest.approx(0.01 * norm)
-    assert efg_defaults(4.0 * kuhn.A) == pytest.approx((eta / 4, mu * 4))
-    one = asymmetric_reference(kuhn.A[None], kuhn.X, kuhn.Y, eta=eta, mu=mu, iterations=200, alternating=True)
-    four = asymmetric_reference(4 * kuhn.A[None], kuhn.X, kuhn.Y, eta=eta / 4, mu=mu * 4, iterations=200,
-                                alternating=True)
-    torch.testing.assert_close(four.x, one.x, atol=1e-10, rtol=0)
-    torch.testing.assert_close(four.nash_conv, 4 * one.nash_conv, atol=1e-10, rtol=0)
-
-
-def test_solve_efg_rule_on_kuhn_reaches_the_value(kuhn):
-    from icml26.papers.asym_perturb import solve_efg
-
-    sol = solve_efg(kuhn, iterations=3000, show_progress=False)  # the documented defaults (1e-8 at 2126)
-    assert float(sol.nash_conv[-1]) < 1e-8
-    assert float(kuhn.value_for_player0(sol.x, sol.y)) == pytest.approx(-1 / 18, abs=1e-8)
-
-
-def test_solve_efg_rule_beats_the_matrix_defaults_on_leduc():
-    """Issue #29: with the matrix-game defaults (η = 0.05, μ = 1, simultaneous) Leduc stays near
-    uniform play's NashConv; the rule is two orders lower after the same 800 iterations."""
-    from icml26.papers.asym_perturb import sequence_form_game, solve_efg
-
-    leduc = sequence_form_game("leduc_poker")
-    old = solve_efg(leduc, eta=0.05, mu=1.0, alternating=False, iterations=800, show_progress=False)
-    new = solve_efg(leduc, iterations=800, show_progress=False)
-    assert float(old.nash_conv[-1]) > 1.0
-    assert float(new.nash_conv[-1]) < 0.03

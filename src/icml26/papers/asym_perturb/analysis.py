@@ -82,9 +82,16 @@ def summarize(nash_conv: np.ndarray, evaluations_per_iteration: int) -> dict[str
     }
 
 
-def speedup(baseline_iterations: Sequence[float], method_iterations: float) -> float:
-    """min(baseline medians) / the method's median: how many times fewer iterations it needs."""
-    return float(min(baseline_iterations)) / float(method_iterations)
+def speedup(baseline_iterations: Sequence[float], method_iterations: float, unreached: float | None = None) -> float:
+    """min(baseline medians) / the method's median: how many times fewer iterations it needs.
+
+    ``unreached``: the count that stands for "never reached" (T + 1). When neither the method nor
+    any baseline reached the target, no ratio is measured: NaN (3001/3001 = 1 would read as parity).
+    """
+    best = float(min(baseline_iterations))
+    if unreached is not None and best >= unreached and float(method_iterations) >= unreached:
+        return math.nan
+    return best / float(method_iterations)
 
 
 def half_gaps(values: np.ndarray, best_y_value: np.ndarray, best_x_value: np.ndarray) -> dict[str, float]:

@@ -11,9 +11,11 @@ replicate (its own evaluation and held-out tuning games).
    ``symmetric`` (fixed μ) shares that μ, η and step rule. Metrics per arm: the fraction of
    games with NashConv < 1e-8 at the horizon, the median iterations to 1e-6, the median final
    NashConv, a straight-line fit of log10 NashConv over the tail (linear rate).
-2. Kuhn and Leduc poker (:func:`~.sections.efg_game`): :func:`~.solve.solve_efg`'s documented
-   rule (η = 1.5/‖A‖₂, μ = 0.01‖A‖₂, alternating steps, adaptive reference) for every gradient
-   method, CFR+'s average beside them; iterations and wall time to 1e-3 (Leduc) and 1e-6.
+2. Kuhn and Leduc poker (:func:`~.sections.efg_game`): the reference methods with the setting
+   each chose on held-out Kuhn variants (:func:`~.sections.tune_efg`), the other gradient methods
+   with :func:`~.solve.solve_efg`'s rule (η = 1.5/‖A‖₂, μ = 0.01‖A‖₂, alternating steps), CFR+'s
+   average beside them and OpenSpiel's C++ CFR+ as the outside reference
+   (:func:`~.reference.openspiel_cfr_plus`); iterations and wall time to 1e-3 (Leduc) and 1e-6.
 """
 
 from __future__ import annotations
@@ -35,13 +37,17 @@ from icml26.papers.asym_perturb.analysis import (
 from icml26.papers.asym_perturb.claims import CHECKS
 from icml26.papers.asym_perturb.config import EFG_ARMS, Config
 from icml26.papers.asym_perturb.figures import plot
+from icml26.papers.asym_perturb.analysis import EXACT
 from icml26.papers.asym_perturb.games import degenerate_game, random_game, sequence_form_game
+from icml26.papers.asym_perturb.reference import openspiel_cfr_plus
 from icml26.papers.asym_perturb.sections import (
     MATRIX_ARMS,
+    REFERENCE_ARMS,
     SYMMETRIC_REFERENCE_ARMS,
     GameResult,
     efg_game,
     matrix_family,
+    tune_efg,
 )
 
 __all__ = ["CHECKS", "EFG_ARMS", "MATRIX_ARMS", "STREAMS", "Config", "plot", "run"]
@@ -51,6 +57,7 @@ KUHN_VALUE = -1.0 / 18.0  # player 0's value of Kuhn poker (OpenSpiel's cfr_test
 STREAMS: dict[str, str] = {
     "games": "the evaluation games (the seed of the torch generator that draws them)",
     "tuning_games": "the held-out games the shared tuning protocol picks every arm's parameters on",
+    "efg_tuning_games": "the held-out Kuhn variants (leaf payoffs resized) the extensive-form settings are picked on",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
@@ -68,18 +75,27 @@ def _curve(result: GameResult, points: int, title: str) -> Curve:
                  title=title, logy=True, extra={"lower": lower, "upper": upper})
 
 
+def _exact_units(result: GameResult, arm: str) -> list[float]:
+    """1 for every game whose final NashConv is below 1e-8, else 0 (the fraction checks' units)."""
+    return (result.arm(arm).nash_conv[:, -1] < EXACT).astype(float).tolist()
+
+
 def _matrix_checks(fam: str, result: GameResult) -> list:
     stats = result.stats
     # the strongest anchored symmetric baseline: adaptive rule or the authors' fixed period, each tuned
     best_symmetric = [stats(a)["median_iters_to_1e-6"] for a in SYMMETRIC_REFERENCE_ARMS]
-    lower_bound = "an unreached target counts as T+1, so the ratio is then a lower bound"
+    lower_bound = ("an unreached target counts as T+1, so the ratio is then a lower bound; NaN (not held) when "
+                   "neither side reached it")
+    unreached = result.arms[0].nash_conv.shape[-1]  # T + 1
     return [
-        CHECKS[f"{fam}_asymref_exact"].measure(stats("asymmetric_reference")["frac_below_1e-8"]),
-        CHECKS[f"{fam}_asym_exact"].measure(stats("asymmetric")["frac_below_1e-8"]),
+        CHECKS[f"{fam}_asymref_exact"].measure(stats("asymmetric_reference")["frac_below_1e-8"],
+                                               units=_exact_units(result, "asymmetric_reference")),
+        CHECKS[f"{fam}_asym_exact"].measure(stats("asymmetric")["frac_below_1e-8"],
+                                            units=_exact_units(result, "asymmetric")),
         CHECKS[f"{fam}_asymref_speedup"].measure(
-            speedup(best_symmetric, stats("asymmetric_reference")["median_iters_to_1e-6"]), note=lower_bound),
+            speedup(best_symmetric, stats("asymmetric_reference")["median_iters_to_1e-6"], unreached), note=lower_bound),
         CHECKS[f"{fam}_asym_speedup"].measure(
-            speedup(best_symmetric, stats("asymmetric")["median_iters_to_1e-6"]), note=lower_bound),
+            speedup(best_symmetric, stats("asymmetric")["median_iters_to_1e-6"], unreached), note=lower_bound),
         CHECKS[f"{fam}_symmetric_plateau"].measure(stats("symmetric")["median_final_nashconv"]),
         CHECKS[f"{fam}_symmetric_flat"].measure(stats("symmetric")["median_final_over_half"]),
         CHECKS[f"{fam}_asymref_linear_tail"].measure(stats("asymmetric_reference")["median_tail_r2"]),
@@ -129,35 +145,59 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             title=f"{fam}: perturbation thresholds (infinite: not drawn)", logy=True)
         checks += _matrix_checks(fam, result)
 
+    kuhn = sequence_form_game("kuhn_poker")
+    efg_tuning = torch.Generator().manual_seed(int(ctx.rng("efg_tuning_games").integers(2**31)))
+    ctx.stage(f"tuning {', '.join(REFERENCE_ARMS)} on {config.efg_tuning_games} held-out Kuhn variants")
+    tuned = {arm: tune_efg(arm, kuhn, efg_tuning, config) for arm in REFERENCE_ARMS}
     for game in config.efg_games:
         iterations = config.leduc_iterations if game == "leduc_poker" else config.efg_iterations
         ctx.stage(f"{game}: {len(EFG_ARMS[game])} arms × {iterations} iterations")
-        result = results[game] = efg_game(sequence_form_game(game), EFG_ARMS[game], iterations, ctx)
+        sfg = kuhn if game == "kuhn_poker" else sequence_form_game(game)
+        result = results[game] = efg_game(sfg, EFG_ARMS[game], iterations, ctx, tuned)
         short = result.family
         seconds[short] = {r.arm: r.seconds for r in result.arms}
         to_target = {r.arm: seconds_to(r.stats["iters_to_1e-3"], r.seconds, iterations) for r in result.arms}
         seconds[f"{short}_to_1e-3"] = {a: (round(v, 2) if np.isfinite(v) else None) for a, v in to_target.items()}
         for r in result.arms:
             metrics[r.arm].update({f"{short}_{k}": v for k, v in r.stats.items()})
-        eta, mu = result.arms[0].setting.eta, result.arms[0].setting.mu
-        curves[f"nashconv_{short}"] = _curve(
-            result, config.curve_points,
-            f"{short.capitalize()} poker, sequence form (η = 1.5/‖A‖ = {eta:.2f}, μ = 0.01‖A‖ = {mu:.4f}, "
-            "alternating); CFR+: average")
+        curve = _curve(result, config.curve_points,
+                       f"{short.capitalize()} poker, sequence form: reference methods tuned on held-out Kuhn "
+                       "variants, the others at η = 1.5/‖A‖, μ = 0.01‖A‖, alternating; CFR+: average")
+        # OpenSpiel's C++ CFR+ read at the curve's iterations (on Leduc up to openspiel_leduc_iterations)
+        reach = iterations if short == "kuhn" else min(iterations, config.openspiel_leduc_iterations)
+        at = [int(t) for t in curve.x if t <= reach]
+        ours = result.arm("cfr_plus").nash_conv[0, at]
+        outside = openspiel_cfr_plus(sfg.game, at)
+        curve.series["cfr_plus (OpenSpiel C++)"] = outside.tolist() + [None] * (len(curve.x) - len(at))
+        gap = np.abs(ours - outside)
+        apart = np.flatnonzero(gap > 1e-9)
+        metrics["cfr_plus"][f"{short}_max_abs_diff_openspiel"] = float(gap.max())
+        # the last curve iteration up to which the two agree to 1e-9 (CFR+'s clamp at 0 amplifies rounding)
+        metrics["cfr_plus"][f"{short}_openspiel_agree_through"] = float(at[apart[0] - 1] if apart.size else at[-1])
+        curves[f"nashconv_{short}"] = curve
         stats = result.stats
         if short == "kuhn":
             checks += [
                 CHECKS["kuhn_asymref_exact"].measure(stats("asymmetric_reference")["final_nashconv"]),
                 CHECKS["kuhn_asym_exact"].measure(stats("asymmetric")["final_nashconv"]),
+                CHECKS["kuhn_speedup_vs_symref"].measure(
+                    speedup([stats(a)["iters_to_1e-6"] for a in SYMMETRIC_REFERENCE_ARMS],
+                            stats("asymmetric_reference")["iters_to_1e-6"], iterations + 1),
+                    note="iterations to 1e-6, best of the two tuned symmetric-reference arms; unreached: T+1; "
+                         "NaN (not held) when neither side reached it"),
                 CHECKS["kuhn_value"].measure(stats("asymmetric_reference")["value_p0"] - KUHN_VALUE),
+                CHECKS["kuhn_cfr_plus_vs_openspiel"].measure(
+                    metrics["cfr_plus"]["kuhn_max_abs_diff_openspiel"],
+                    note=f"at {len(at)} iterations from 0 to {at[-1]}"),
             ]
         else:
             checks += [
                 CHECKS["leduc_asymref_1e3"].measure(stats("asymmetric_reference")["final_nashconv"]),
                 CHECKS["leduc_speedup_vs_symref"].measure(
                     speedup([stats("symmetric_reference")["iters_to_1e-3"]],
-                            stats("asymmetric_reference")["iters_to_1e-3"]),
-                    note="iterations to 1e-3; an unreached target counts as T+1"),
+                            stats("asymmetric_reference")["iters_to_1e-3"], iterations + 1),
+                    note="iterations to 1e-3; an unreached target counts as T+1; NaN (not held) when neither "
+                         "arm reached it (no ratio to read)"),
             ]
     metrics = {m: v for m, v in metrics.items() if v}
     ctx.provenance["asym_perturb_games"] = {**shapes, "efg": list(config.efg_games)}
@@ -186,6 +226,22 @@ def _notes(config: Config, metrics: dict[str, dict[str, float]], results: dict[s
                      f"asymmetric {metrics['asymmetric'][f'{fam}_median_iters_to_1e-6']:.0f} (two gradient "
                      f"evaluations per iteration), OGDA {metrics['ogda'][f'{fam}_median_iters_to_1e-6']:.0f} "
                      f"(unreached: {config.iterations + 1}).")
+    efg = [results[g] for g in ("kuhn_poker", "leduc_poker") if g in results]
+    if efg:
+        first = {r.arm: r for r in efg[0].arms}
+        chosen = ", ".join(f"{a} c_η={first[a].stats['tuned_eta_scale']:g} c_μ={first[a].stats['tuned_mu_scale']:g}"
+                           + (" alternating" if first[a].stats["tuned_alternating"] else " simultaneous")
+                           for a in REFERENCE_ARMS if a in first)
+        notes.append(f"extensive-form settings tuned on held-out Kuhn variants (η = c_η/‖A‖₂, μ = c_μ·‖A‖₂): {chosen}.")
+        for res in efg:
+            cfr = metrics["cfr_plus"]
+            notes.append(f"{res.family}: our CFR+ and OpenSpiel's C++ CFRPlusSolver agree to 1e-9 through iteration "
+                         f"{cfr[f'{res.family}_openspiel_agree_through']:.0f}, largest difference "
+                         f"{cfr[f'{res.family}_max_abs_diff_openspiel']:.1e}.")
+    if "kuhn_poker" in results:
+        parts = [f"{r.arm} {r.stats['iters_to_1e-6']:.0f}" for r in results["kuhn_poker"].arms]
+        notes.append(f"kuhn ({config.efg_iterations} iterations; unreached: {config.efg_iterations + 1}): iterations "
+                     "to 1e-6: " + ", ".join(parts) + ".")
     if "leduc_poker" in results:
         res = results["leduc_poker"]
         parts = []

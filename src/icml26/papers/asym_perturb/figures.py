@@ -12,7 +12,7 @@ __all__ = ["plot"]
 _COLORS = {"asymmetric_reference": "#d62728", "asymmetric": "#ff7f0e",
            "symmetric_reference": "#1f77b4", "symmetric_reference_k": "#8c564b",
            "symmetric": "#17becf", "ogda": "#2ca02c",
-           "gda": "#7f7f7f", "cfr_plus": "#9467bd"}
+           "gda": "#7f7f7f", "cfr_plus": "#9467bd", "cfr_plus (OpenSpiel C++)": "#000000"}
 
 
 def plot(data: dict) -> dict:
@@ -28,9 +28,11 @@ def plot(data: dict) -> dict:
         curve = data["curves"][key]
         bands = curve.get("bands")
         for method, ys in curve["series"].items():
-            lower, upper = (bands[method] if bands else (curve["lower"][method], curve["upper"][method]))
-            line(ax, curve["x"], ys, label=method, lower=lower, upper=upper,
-                 color=_COLORS.get(method), lw=1.8 if method.startswith("asym") else 1.2)
+            lower, upper = (bands.get(method, (None, None)) if bands
+                            else (curve["lower"].get(method), curve["upper"].get(method)))
+            outside = "OpenSpiel" in method  # the outside reference: dashed, drawn over our CFR+
+            line(ax, curve["x"], ys, label=method, lower=lower, upper=upper, color=_COLORS.get(method),
+                 lw=1.8 if method.startswith("asym") else 1.2, ls="--" if outside else "-")
         ax.set_yscale("log")
         ax.set_ylim(1e-16, 10)
         ax.axhline(EXACT, color="k", ls=":", lw=0.8)

@@ -33,6 +33,7 @@ __all__ = [
     "degenerate_game",
     "duality_gaps",
     "nash_conv",
+    "payoff_variants",
     "random_game",
     "rock_paper_scissors_game",
     "sequence_form_game",
@@ -242,6 +243,31 @@ def degenerate_game(generator: torch.Generator | int, base: int, duplicates: int
     core = random_game(generator, base, base, batch=batch)
     rows = torch.cat([core, core[..., :duplicates, :]], dim=-2)
     return torch.cat([rows, rows[..., :duplicates]], dim=-1)
+
+
+def payoff_variants(A: Tensor, generator: torch.Generator | int, count: int, *, spread: float = 0.5) -> Tensor:
+    """Games on the same strategy spaces as ``A`` with its payoffs resized entry by entry:
+    A_ij·ξ_ij with ξ_ij ~ U(1 − spread, 1 + spread) independently (zeros stay zero, signs stay).
+
+    For a sequence-form payoff the nonzero entries are the leaves (chance reach × payoff), so a
+    variant keeps the tree, the information sets, the chance weights and who wins each leaf, and
+    changes by how much: held-out games of the same shape (for Kuhn poker, other ante and bet
+    sizes per leaf), whose equilibria stay mixed. Redrawing the signs too (ξ ~ U(−2, 2)) gives
+    games with near-pure equilibria that every method solves in a few dozen iterations, unlike
+    Kuhn (over a thousand): a poor stand-in to tune on.
+
+    Returns:
+        (count, n, m), float64 on CPU.
+    """
+    if isinstance(count, bool) or not isinstance(count, (int, np.integer)) or count < 1:
+        raise ValueError(f"count={count!r} must be an integer >= 1")
+    if isinstance(spread, bool) or not isinstance(spread, (int, float)) or not 0 <= spread < 1:
+        raise ValueError(f"spread={spread!r} must be a number in [0, 1) (1 or more could flip signs)")
+    A = torch.as_tensor(A, dtype=torch.float64).cpu()
+    if A.dim() != 2 or not torch.isfinite(A).all():
+        raise ValueError("A must be one finite (n, m) matrix")
+    u = torch.rand(count, *A.shape, generator=_generator(generator), dtype=torch.float64)
+    return A * (1.0 - spread + 2.0 * spread * u)
 
 
 def rock_paper_scissors_game() -> Tensor:

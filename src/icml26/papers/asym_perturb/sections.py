@@ -9,6 +9,13 @@ per game from the thresholds instead (½·min(μ̄_x, μ̄_y), :func:`~.threshol
 and tune η and the step rule the same way; ``symmetric`` (fixed μ) reuses the ``asymmetric``
 arm's μ and step, so the pair differs only in who is perturbed. OGDA tunes η; plain GDA keeps
 ``eta`` (it cycles at any η).
+
+**Extensive-form games.** The reference methods are tuned the same way on held-out games of
+the same shape, never on Kuhn or Leduc themselves: ``efg_tuning_games`` Kuhn variants
+(:func:`~.games.payoff_variants`: Kuhn's tree and chance, leaf payoffs resized), over step sizes
+η = c_η/‖A‖₂, μ = c_μ·‖A‖₂ (c_η ∈ ``efg_eta_grid``, c_μ ∈ ``efg_mu_grid``) and both step rules.
+Scaled by the payoff norm, the chosen (c_η, c_μ, step rule) applies to Kuhn and to Leduc
+unchanged. The other gradient arms keep :func:`~.solve.efg_defaults`' rule.
 """
 
 from __future__ import annotations
@@ -31,14 +38,15 @@ from icml26.papers.asym_perturb.analysis import (
     summarize,
     tail_fit,
 )
-from icml26.papers.asym_perturb.games import SequenceFormGame, solve_lp, strategy_spaces
+from icml26.papers.asym_perturb.games import SequenceFormGame, payoff_variants, solve_lp, strategy_spaces
 from icml26.papers.asym_perturb.solve import DYNAMICS, efg_defaults
 from icml26.papers.asym_perturb.thresholds import perturbation_thresholds
 
 if TYPE_CHECKING:  # config.py imports MATRIX_ARMS from here
     from icml26.papers.asym_perturb.config import Config
 
-__all__ = ["ArmRun", "GameResult", "Setting", "efg_game", "matrix_family", "thresholds_of"]
+__all__ = ["ArmRun", "GameResult", "ScaledSetting", "Setting", "efg_game", "matrix_family", "thresholds_of",
+           "tune_efg"]
 
 #: arm → (method, fixed reference period or None for the adaptive rule); the method first
 MATRIX_ARMS: dict[str, tuple[str, int | None]] = {
@@ -66,6 +74,20 @@ class Setting:
     def as_metrics(self, prefix: str, mu_games: np.ndarray | None = None) -> dict[str, float]:
         mu = self.mu if self.mu is not None else (float(np.median(mu_games)) if mu_games is not None else 0.0)
         return {f"{prefix}_eta": self.eta, f"{prefix}_mu": mu, f"{prefix}_alternating": float(self.alternating)}
+
+
+@dataclasses.dataclass(frozen=True)
+class ScaledSetting:
+    """An extensive-form setting relative to the payoff norm: η = eta_scale/‖A‖₂, μ = mu_scale·‖A‖₂."""
+
+    eta_scale: float
+    mu_scale: float
+    alternating: bool
+
+    def for_game(self, A: torch.Tensor) -> Setting:
+        """The absolute (η, μ) on the game ``A`` (n, m)."""
+        norm = float(torch.linalg.matrix_norm(A.cpu().to(torch.float64), 2))
+        return Setting(self.eta_scale / norm, self.mu_scale * norm, self.alternating)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,6 +160,28 @@ def tune(arm: str, A: torch.Tensor, mu_games: np.ndarray, config: Config) -> Set
     return candidates[best]
 
 
+def tune_efg(arm: str, sfg: SequenceFormGame, generator: torch.Generator, config: Config) -> ScaledSetting:
+    """A reference arm's (c_η, c_μ, step rule) on ``efg_tuning_games`` payoff variants of ``sfg``
+    (drawn from ``generator``), by :func:`~.analysis.pick_setting` within ``efg_tuning_iterations``."""
+    method, period = MATRIX_ARMS[arm]
+    A = payoff_variants(sfg.A, generator, config.efg_tuning_games)
+    G = A.shape[0]
+    norms = torch.linalg.matrix_norm(A, 2)
+    grid = list(itertools.product(config.efg_eta_grid, config.efg_mu_grid))
+    K = len(grid)
+    eta = torch.cat([e / norms for e, _ in grid])
+    mu = torch.cat([m * norms for _, m in grid])
+    candidates, iters, finals = [], [], []
+    for alternating in (False, True):
+        run = DYNAMICS[method](A.repeat(K, 1, 1), sfg.X, sfg.Y, eta=eta, mu=mu, iterations=config.efg_tuning_iterations,
+                               alternating=alternating, reference_period=period)
+        nc = run.nash_conv.cpu().numpy().reshape(K, G, -1)
+        iters.append(iterations_to(nc.reshape(K * G, -1), TARGET).reshape(K, G))
+        finals.append(nc[..., -1])
+        candidates += [ScaledSetting(float(e), float(m), alternating) for e, m in grid]
+    return candidates[pick_setting(np.concatenate(iters), np.concatenate(finals))]
+
+
 def matrix_family(family: str, A: torch.Tensor, A_tune: torch.Tensor, config: Config, ctx) -> GameResult:
     """Tune every arm on ``A_tune``, then run it on the evaluation games ``A`` (S, n, m)."""
     ctx.stage(f"{family}: thresholds of {A.shape[0] + A_tune.shape[0]} games")
@@ -168,16 +212,21 @@ def matrix_family(family: str, A: torch.Tensor, A_tune: torch.Tensor, config: Co
     return GameResult(family, tuple(runs), mu_x, mu_y, mu_games)
 
 
-def efg_game(sfg: SequenceFormGame, arms: tuple[str, ...], iterations: int, ctx) -> GameResult:
-    """Every arm on one sequence-form game with :func:`~.solve.efg_defaults`, alternating steps and
-    the adaptive reference (``symmetric_reference_k``: every 20 steps); CFR+ reports its average."""
-    eta, mu = efg_defaults(sfg.A)
+def efg_game(sfg: SequenceFormGame, arms: tuple[str, ...], iterations: int, ctx,
+             tuned: dict[str, ScaledSetting] | None = None) -> GameResult:
+    """Every arm on one sequence-form game: the arms in ``tuned`` with their held-out setting, the
+    other gradient arms with :func:`~.solve.efg_defaults` and alternating steps (reference arms:
+    adaptive, ``symmetric_reference_k`` every 20 steps); CFR+ reports its average."""
+    tuned = tuned or {}
+    rule_eta, rule_mu = efg_defaults(sfg.A)
     runs = []
     for arm in arms:
         method, period = MATRIX_ARMS.get(arm, ("cfr_plus", None))
-        kw: dict[str, Any] = dict(eta=eta, iterations=iterations, alternating=True, show_progress=ctx.show_progress)
+        setting = tuned[arm].for_game(sfg.A) if arm in tuned else Setting(rule_eta, rule_mu, True)
+        kw: dict[str, Any] = dict(eta=setting.eta, iterations=iterations, alternating=setting.alternating,
+                                  show_progress=ctx.show_progress)
         if method in ("asymmetric", "symmetric", "asymmetric_reference", "symmetric_reference"):
-            kw["mu"] = mu
+            kw["mu"] = setting.mu
         if method.endswith("_reference"):
             kw["reference_period"] = period
         A = sfg.A.to(ctx.device)[None]
@@ -186,15 +235,16 @@ def efg_game(sfg: SequenceFormGame, arms: tuple[str, ...], iterations: int, ctx)
         seconds = time.perf_counter() - start
         nc = sol.nash_conv.cpu().numpy()
         _, r2, _ = tail_fit(nc[0])
-        to_target = float(iterations_to(nc, EFG_TARGET)[0])
         stats = {
             "final_nashconv": float(nc[0, -1]),
             "iters_to_1e-6": float(iterations_to(nc, TARGET)[0]),
-            "iters_to_1e-3": to_target,
+            "iters_to_1e-3": float(iterations_to(nc, EFG_TARGET)[0]),
             "value_p0": float(sfg.value_for_player0(sol.x[0], sol.y[0])),
             "tail_r2": 0.0 if np.isnan(r2) else r2,
         }
+        if arm in tuned:
+            stats.update({"tuned_eta_scale": tuned[arm].eta_scale, "tuned_mu_scale": tuned[arm].mu_scale,
+                          "tuned_alternating": float(tuned[arm].alternating)})
         # wall time varies between runs of one seed: provenance and notes, never a metric
-        runs.append(ArmRun(arm, stats, nc, round(seconds, 2),
-                           None if method == "cfr_plus" else Setting(eta, mu, True)))
+        runs.append(ArmRun(arm, stats, nc, round(seconds, 2), None if method == "cfr_plus" else setting))
     return GameResult(sfg.game.get_type().short_name.replace("_poker", ""), tuple(runs))

@@ -88,13 +88,17 @@ class GameSolution:
     def iterations(self) -> int:
         return self.best_y_value.shape[-1] - 1
 
-    def iterations_to(self, tol: float) -> Tensor:
-        """First iteration t with NashConv ≤ ``tol`` (a finite number), or −1 where it never gets there."""
+    def iterations_to(self, tol: float) -> int | Tensor:
+        """First iteration t with NashConv ≤ ``tol`` (a finite number), or −1 where it never gets there.
+
+        One game: a Python ``int``; a batch of B games: a (B,) int64 tensor.
+        """
         if isinstance(tol, bool) or not isinstance(tol, (int, float)) or not np.isfinite(tol):
             raise ValueError(f"tol={tol!r} must be a finite number")
         hit = self.nash_conv <= tol
         first = hit.to(torch.int64).argmax(dim=-1)
-        return torch.where(hit.any(dim=-1), first, torch.full_like(first, -1))
+        first = torch.where(hit.any(dim=-1), first, torch.full_like(first, -1))
+        return int(first) if first.dim() == 0 else first
 
     def duality_gaps(self, value: float | Tensor) -> tuple[Tensor, Tensor]:
         """(x-gap, y-gap) curves: max_{y'} x_tᵀAy' − v* and v* − min_{x'} x'ᵀAy_t (v* finite)."""
