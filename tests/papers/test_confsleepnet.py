@@ -719,12 +719,19 @@ def test_claim_values_by_hand():
                  "rcml_average": arm(0.85, 0.70, 0.50, 0.80, 0.5, 0.4),
                  "conflict_aware_eog5": arm(0.9, 0.8, 0.7, 0.9, 0.5, 0.5),
                  "conflict_aware_common": arm(0.9, 0.8, 0.88, 0.9, 0.6, 0.5),
-                 "dempster_common": arm(0.9, 0.79, 0.75, 0.9, 0.6, 0.5)}] * 2
+                 "dempster_common": arm(0.9, 0.79, 0.75, 0.9, 0.6, 0.5),
+                 "dempster_sets": arm(0.9, 0.81, 0.66, 0.9, 0.6, 0.5),
+                 "dempster_sets_conflict": arm(0.9, 0.81, 0.73, 0.9, 0.6, 0.5)}] * 2
     v = claim_values(mean_over_seeds(per_seed), [0.0, 0.4])
-    # the stronger Dempster variant per metric: plain Dempster's accuracy (0.82 > 0.79), Dempster-common's
-    # AUROC (0.75 > 0.60)
+    # the strongest Dempster variant per metric: plain Dempster's accuracy (0.82 > 0.81 > 0.79), Dempster-common's
+    # AUROC (0.75 > 0.73 > 0.66 > 0.60); set-valued DS alone: its conflict score's 0.73
     assert v.corrupted_acc_vs_best_dempster == pytest.approx(0.80 - 0.82)
     assert v.auroc_detectable_vs_best_dempster == pytest.approx(0.70 - 0.75)
+    assert v.auroc_detectable_vs_dempster_sets == pytest.approx(0.70 - 0.73)
+    sets_best = [{**per_seed[0], "dempster_sets_conflict": arm(0.9, 0.83, 0.90, 0.9, 0.6, 0.5)}]
+    v = claim_values(mean_over_seeds(sets_best), [0.0, 0.4])
+    assert v.corrupted_acc_vs_best_dempster == pytest.approx(0.80 - 0.83)
+    assert v.auroc_detectable_vs_best_dempster == pytest.approx(0.70 - 0.90)
     assert v.common_auroc_detectable_vs_dempster_common == pytest.approx(0.88 - 0.75)
     assert v.clean_acc_vs_dempster == pytest.approx(-0.01)
     assert v.corrupted_acc_vs_dempster == pytest.approx(-0.02)

@@ -17,7 +17,8 @@ Quick use on your own per-view evidence ``(n_epochs, K)``::
 ``METHOD`` is the pairwise rule :func:`fuse_conflict_aware`; ``BASELINES`` holds the two
 rules it is compared with, drop-ins with its signature (Dempster's rule of TMC and RCML's
 average). The late-fusion network :class:`LateFusionNet` is a baseline too, but a model,
-not a rule.
+not a rule, and so is set-valued Dempster-Shafer (:func:`fuse_dempster_sets`): it needs each
+view's category structure, so it fuses all views at once rather than pairwise.
 
 See ``README.md`` beside this file for the method, what is the authors' and what is ours,
 and the reproduction.
@@ -25,7 +26,11 @@ and the reproduction.
 
 from typing import Callable
 
-from icml26.papers.confsleepnet.baselines import LateFusionNet, fuse_average, fuse_dempster
+from icml26.papers.confsleepnet.baselines import (
+    LateFusionNet,
+    fuse_average,
+    fuse_dempster,
+)
 from icml26.papers.confsleepnet.data import (
     CHANNELS,
     CORRUPTION_MODES,
@@ -54,6 +59,12 @@ from icml26.papers.confsleepnet.fusion import (
     sort_by_uncertainty,
 )
 from icml26.papers.confsleepnet.loss import edl_loss, kl_to_uniform_dirichlet
+from icml26.papers.confsleepnet.mass import (
+    SetFusion,
+    combine_masses,
+    fuse_dempster_sets,
+    view_masses,
+)
 from icml26.papers.confsleepnet.metrics import (
     accuracy,
     accuracy_coverage_curve,
@@ -62,7 +73,13 @@ from icml26.papers.confsleepnet.metrics import (
     macro_f1,
     selective_accuracy,
 )
-from icml26.papers.confsleepnet.model import ConfSleepNet, EpochCNN, EpochEncoder, ViewSpec, default_views
+from icml26.papers.confsleepnet.model import (
+    ConfSleepNet,
+    EpochCNN,
+    EpochEncoder,
+    ViewSpec,
+    default_views,
+)
 from icml26.papers.confsleepnet.opinion import (
     FIVE_TO_THREE,
     HYBRID_CATEGORIES,
@@ -72,7 +89,12 @@ from icml26.papers.confsleepnet.opinion import (
     lift,
     lifting_matrix,
 )
-from icml26.papers.confsleepnet.training import TrainLog, fit_confsleepnet, fit_late_fusion, predict_in_batches
+from icml26.papers.confsleepnet.training import (
+    TrainLog,
+    fit_confsleepnet,
+    fit_late_fusion,
+    predict_in_batches,
+)
 
 # METHOD is an alias of a name already in __all__, so it is not listed there itself.
 METHOD: Callable = fuse_conflict_aware
@@ -98,6 +120,7 @@ __all__ = [
     "Recording",
     "SLEEP_EDF_STAGE_MAP",
     "STAGES",
+    "SetFusion",
     "THREE_TO_FIVE",
     "TRANSITIONS",
     "TrainLog",
@@ -106,6 +129,7 @@ __all__ = [
     "accuracy_coverage_curve",
     "aggregate",
     "cohen_kappa",
+    "combine_masses",
     "common_partition",
     "conflict",
     "conflict_in_common_space",
@@ -118,6 +142,7 @@ __all__ = [
     "fuse_average",
     "fuse_conflict_aware",
     "fuse_dempster",
+    "fuse_dempster_sets",
     "kl_to_uniform_dirichlet",
     "lift",
     "lifting_matrix",
@@ -130,4 +155,5 @@ __all__ = [
     "selective_accuracy",
     "sort_by_uncertainty",
     "synthetic_psg",
+    "view_masses",
 ]

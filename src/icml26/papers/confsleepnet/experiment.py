@@ -8,10 +8,15 @@ Per seed:
    head for the ablation; and a late-fusion concatenation network with softmax;
 3. for each corrupted fraction pi, corrupt the held-out nights' EOG (shift by 1–3 epochs,
    electrode pops, another stage's EOG) and fuse the same evidence with every rule:
-   conflict-aware (views sorted by uncertainty), Dempster/TMC, the RCML average, and the
-   conflict-aware rule with the five-class EOG head;
+   conflict-aware (views sorted by uncertainty), Dempster/TMC, Dempster with the common-space
+   conflict, set-valued Dempster-Shafer (each view's mass on the stage sets of its categories,
+   scored by ``m(Theta)`` and by Shafer's conflict), the RCML average, and the conflict-aware
+   rule with the five-class EOG head;
 4. score accuracy, macro-F1, Cohen's kappa, AUROC of the fused uncertainty for telling
    corrupted epochs from clean ones, and accuracy at 80 % coverage ranked by uncertainty.
+   A corruption is *detectable* when the corrupted EOG view's own prediction is wrong (else
+   its opinion is what it would be clean); the older definition (the EOG's content contradicts
+   the truth at the hybrid granularity) is kept as the ``auroc_conflicting_<pi>`` metric.
 
 Metrics are means over seeds.
 """
@@ -26,12 +31,14 @@ import numpy as np
 import torch
 
 from icml26.contract import Curve, Outcome, RunContext
-from icml26.papers.confsleepnet.analysis import claim_values, mean_over_seeds, score_epochs
+from icml26.papers.confsleepnet.analysis import (claim_values, detection_scores, mean_over_seeds, score_epochs,
+                                                 view_flags_corruption)
 from icml26.papers.confsleepnet.baselines import LateFusionNet
 from icml26.papers.confsleepnet.claims import CHECKS
 from icml26.papers.confsleepnet.config import Config
 from icml26.papers.confsleepnet.data import CORRUPTION_MODES, corrupt_eog, normalize_recordings, synthetic_psg
 from icml26.papers.confsleepnet.figures import plot
+from icml26.papers.confsleepnet.mass import fuse_dempster_sets
 from icml26.papers.confsleepnet.model import ConfSleepNet, EpochEncoder, ViewSpec, default_views
 from icml26.papers.confsleepnet.metrics import accuracy, accuracy_coverage_curve
 from icml26.papers.confsleepnet.opinion import FIVE_TO_THREE, STAGES
@@ -61,7 +68,10 @@ FUSION_ARMS: dict[str, tuple[tuple[str, ...], str, str, str]] = {
     "conflict_aware_unsorted": (VIEWS, "conflict_aware", "given", "stages"),
     "conflict_aware_eog5": (ABLATION_VIEWS, "conflict_aware", "uncertainty", "stages"),
     "conflict_aware_common": (VIEWS, "conflict_aware", "uncertainty", "common"),
+    "dempster_sets": (VIEWS, "dempster_sets", "given", "sets"),
 }
+#: Arms scored by another score of an arm above: set-valued DS's predictions with Shafer's conflict.
+SCORE_ARMS = ("dempster_sets_conflict",)
 COVERAGES = tuple(round(0.1 + 0.05 * i, 2) for i in range(19))
 
 
@@ -111,18 +121,32 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                 late_pred, late_u = predict_in_batches(late.predict, x_test, device=ctx.device)
             results: dict[str, tuple[np.ndarray, np.ndarray]] = {}
             for arm, (views, rule, order, space) in FUSION_ARMS.items():
+                if rule == "dempster_sets":
+                    specs = {v.name: v for v in model.views}
+                    sets = fuse_dempster_sets([opinions[n] for n in views], [specs[n].label_map for n in views])
+                    pred = sets.opinion.prediction().cpu().numpy()
+                    results[arm] = (pred, sets.opinion.uncertainty.cpu().numpy())
+                    results[f"{arm}_conflict"] = (pred, sets.conflict.cpu().numpy())
+                    continue
                 fused = model.fuse(opinions, views=views, rule=rule, order=order, conflict_space=space)
                 results[arm] = (fused.prediction().cpu().numpy(), fused.uncertainty.cpu().numpy())
             results["late_concat_softmax"] = (late_pred.cpu().numpy(), late_u.cpu().numpy())
             tag = f"{fraction:g}"
-            # detectable: the EOG contradicts the truth at the hybrid granularity (or popped)
-            masks = (None, None, None) if corruption is None else (
-                corruption.mask.ravel(),
-                corruption.conflicting(y_test.reshape(corruption.mask.shape), FIVE_TO_THREE).ravel(),
-                corruption.mode.ravel())
+            # detectable: the corrupted EOG view's own (W / NREM / REM) prediction is wrong
+            masks, conflicting = (None, None, None), None
+            if corruption is not None:
+                hit = corruption.mask.ravel()
+                eog_pred = evidence["eog"].argmax(1).cpu().numpy()
+                masks = (hit, view_flags_corruption(eog_pred, y_test, FIVE_TO_THREE, hit), corruption.mode.ravel())
+                conflicting = corruption.conflicting(y_test.reshape(corruption.mask.shape), FIVE_TO_THREE).ravel()
             for arm, (pred, u) in results.items():
                 scores.setdefault(arm, {}).update(score_epochs(y_test, pred, u, config.coverage, *masks,
                                                                 modes=CORRUPTION_MODES).as_metrics(tag))
+                if conflicting is not None:  # the older, label-based definition of detectable (diagnostic)
+                    old = detection_scores(u, masks[0], conflicting)
+                    if old is not None and old.auroc_detectable is not None:
+                        scores[arm][f"auroc_conflicting_{tag}"] = old.auroc_detectable
+                        scores[arm][f"conflicting_share_{tag}"] = old.detectable_share
                 curves_acc[fraction].setdefault(arm, []).append(
                     accuracy_coverage_curve(pred == y_test, u, COVERAGES))
             for name in VIEWS + ("eog5",):
@@ -168,11 +192,12 @@ def _checks(metrics: dict[str, dict[str, float]], fractions: list[float], config
         CHECKS["auroc_detectable_vs_best_dempster"].measure(values.auroc_detectable_vs_best_dempster, note=at),
         CHECKS["common_auroc_detectable_vs_dempster_common"].measure(
             values.common_auroc_detectable_vs_dempster_common, note=at),
+        CHECKS["auroc_detectable_vs_dempster_sets"].measure(values.auroc_detectable_vs_dempster_sets, note=at),
     ]
 
 
 def _curves(metrics, per_seed, curves_acc, example, fractions, config) -> dict[str, Any]:
-    arms = list(FUSION_ARMS) + ["late_concat_softmax"]
+    arms = list(FUSION_ARMS) + list(SCORE_ARMS) + ["late_concat_softmax"]
     curves: dict[str, Any] = {}
     for f in fractions:
         curves[f"coverage_pi{f:g}"] = Curve(
@@ -196,7 +221,8 @@ def _curves(metrics, per_seed, curves_acc, example, fractions, config) -> dict[s
         x=list(config.corruption_modes),
         series={**{f"{arm}, detectable": [metrics[arm].get(f"auroc_detectable_{m}_{hi_tag}") for m in
                                             config.corruption_modes] for arm in
-                   ("conflict_aware", "conflict_aware_common", "dempster_tmc", "dempster_common")},
+                   ("conflict_aware", "conflict_aware_common", "dempster_tmc", "dempster_common", "dempster_sets",
+                    "dempster_sets_conflict")},
                 **{f"{arm}, all": [metrics[arm].get(f"auroc_{m}_{hi_tag}") for m in config.corruption_modes]
                    for arm in ("conflict_aware", "dempster_tmc")},
                 "ceiling, all": [metrics["conflict_aware"].get(f"auroc_ceiling_{m}_{hi_tag}")
@@ -225,13 +251,21 @@ def _notes(metrics, fractions, config) -> list[str]:
                 f"{rcml[f'acc_{t}']:.3f} / late concat {metrics['late_concat_softmax'][f'acc_{t}']:.3f}")
         if f > 0:
             common, dsc = metrics["conflict_aware_common"], metrics["dempster_common"]
+            sets, setc = metrics["dempster_sets"], metrics["dempster_sets_conflict"]
             line += (f"; AUROC(u -> corrupted) over every corruption CA {ca[f'auroc_{t}']:.3f} / Dempster "
                      f"{ds[f'auroc_{t}']:.3f} / RCML {rcml[f'auroc_{t}']:.3f} (ceiling "
                      f"{ca[f'auroc_ceiling_{t}']:.3f}: {ca[f'detectable_share_{t}']:.0%} of corruptions detectable); "
                      f"over detectable ones CA {ca[f'auroc_detectable_{t}']:.3f} / CA, common-space conflict "
                      f"{common[f'auroc_detectable_{t}']:.3f} / Dempster {ds[f'auroc_detectable_{t}']:.3f} / Dempster, "
                      f"common-space conflict {dsc[f'auroc_detectable_{t}']:.3f} (accuracy {dsc[f'acc_{t}']:.3f}) / RCML "
-                     f"{rcml[f'auroc_detectable_{t}']:.3f}; per mode (detectable AUROC CA / common / Dempster; "
+                     f"{rcml[f'auroc_detectable_{t}']:.3f} / set-valued DS by m(Theta) "
+                     f"{sets[f'auroc_detectable_{t}']:.3f}, by its conflict {setc[f'auroc_detectable_{t}']:.3f} "
+                     f"(accuracy {sets[f'acc_{t}']:.3f}); over label-conflicting ones (older definition) CA "
+                     f"{ca.get(f'auroc_conflicting_{t}', math.nan):.3f} / Dempster "
+                     f"{ds.get(f'auroc_conflicting_{t}', math.nan):.3f} / Dempster-common "
+                     f"{dsc.get(f'auroc_conflicting_{t}', math.nan):.3f} / set-valued DS "
+                     f"{sets.get(f'auroc_conflicting_{t}', math.nan):.3f}, by conflict "
+                     f"{setc.get(f'auroc_conflicting_{t}', math.nan):.3f}; per mode (detectable AUROC CA / common / Dempster; "
                      f"all-corruption AUROC CA vs ceiling): " + "; ".join(
                          f"{m} {ca.get(f'auroc_detectable_{m}_{t}', math.nan):.3f} / "
                          f"{common.get(f'auroc_detectable_{m}_{t}', math.nan):.3f} / "

@@ -315,6 +315,9 @@ VALID = {
     "fuse_average": lambda: ((_A, _B), {}),
     "fuse_conflict_aware": lambda: ((_A, _B), {}),
     "fuse_dempster": lambda: ((_A, _B), {}),
+    "fuse_dempster_sets": lambda: (([_A, _B], [(0, 1, 2, 3, 4), (0, 1, 1, 1, 2)]), {}),
+    "view_masses": lambda: ((_A, (0, 1, 1, 1, 2)), {}),
+    "combine_masses": lambda: ((torch.full((4,), 0.25), torch.tensor([0.5, 0.0, 0.2, 0.3])), {}),
     "kl_to_uniform_dirichlet": lambda: ((torch.rand(2, 5) + 1,), {}),
     "lift": lambda: ((torch.rand(2, 3), torch.tensor(THREE_TO_FIVE)), {}),
     "lifting_matrix": lambda: (((0, 1, 1, 1, 2),), {}),
@@ -329,6 +332,7 @@ VALID = {
                                        "subject_variability": 1.0}),
 }
 NOT_WALKED = {
+    "SetFusion": "a plain record (opinion, conflict, masses) that fuse_dempster_sets fills; the fusion is walked",
     "TrainLog": "a plain record of losses and seconds that fit_confsleepnet / fit_late_fusion fill; the fits are "
                 "walked",
 }
