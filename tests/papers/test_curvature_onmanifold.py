@@ -192,3 +192,24 @@ def test_onmanifold_only_needs_a_layer():
     with pytest.raises(ValueError, match="onmanifold_layer"):
         Config(onmanifold_only=True)
     Config(onmanifold_only=True, onmanifold_layer=22)
+
+
+def test_layerwise_analysis_of_selected_layers_equals_the_full_one_there(small_model):
+    """Two code paths, one answer: the selected layers' statistics are the full analysis' at those layers;
+    the others are NaN in place."""
+    from icml26.papers.curvature import layerwise_curvature_entropy
+
+    ids = torch.randint(0, SMALL.vocab_size, (6, 20), generator=_gen(9))
+    with torch.no_grad():
+        full = layerwise_curvature_entropy(small_model, ids, 3, batch_size=4)
+        part = layerwise_curvature_entropy(small_model, ids, 3, batch_size=4, layers=(1, 3))
+    for name in ("spearman", "pearson", "partial_spearman", "mean_curvature"):
+        got, want = getattr(part, name), getattr(full, name)
+        np.testing.assert_array_equal(got[[1, 3]], want[[1, 3]])
+        assert np.isnan(got[[0, 2]]).all(), name
+    np.testing.assert_array_equal(part.curvature[[1, 3]], full.curvature[[1, 3]])
+    np.testing.assert_array_equal(part.entropy, full.entropy)
+    with pytest.raises(ValueError, match="layers"):
+        layerwise_curvature_entropy(small_model, ids, 3, layers=(5,))
+    with pytest.raises(TypeError, match="layers"):
+        layerwise_curvature_entropy(small_model, ids, 3, layers="1")

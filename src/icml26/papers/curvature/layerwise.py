@@ -125,6 +125,17 @@ def _check_mask(attention_mask: Tensor | None, input_ids: Tensor) -> Tensor:
     return mask
 
 
+def _check_layers(layers, n_layers: int) -> frozenset[int]:
+    if layers is None:
+        return frozenset(range(n_layers + 1))
+    if isinstance(layers, (str, bytes)) or not hasattr(layers, "__iter__"):
+        raise TypeError(f"layers must be a sequence of hidden_states indices or None, got {layers!r}")
+    out = [check_int(layer, "layers") for layer in layers]
+    if not out or any(not 0 <= layer <= n_layers for layer in out):
+        raise ValueError(f"layers={layers!r} must be a non-empty sequence of indices in 0 .. {n_layers}")
+    return frozenset(out)
+
+
 @torch.no_grad()
 def layerwise_curvature_entropy(
     model: nn.Module,
@@ -137,6 +148,7 @@ def layerwise_curvature_entropy(
     eps: float = 1e-8,
     show_progress: bool | None = None,
     group=None,
+    layers=None,
 ) -> CurvatureEntropyAnalysis:
     """Curvature-entropy statistics at every layer of a Hugging Face causal LM.
 
@@ -157,6 +169,9 @@ def layerwise_curvature_entropy(
         eps: zero-length threshold of the turning angles.
         show_progress: progress bar (default: only on a terminal).
         group: the process group to shard the corpus over (default: the default group, if any).
+        layers: the ``hidden_states`` indices (``0 .. L``) to analyse; ``None`` (default): every layer.
+            The others keep their place in every per-layer array, as NaN (their angles are not computed:
+            on a deep model most of the analysis' time is the angles of every layer).
     """
     from icml26.common.distributed import all_gather_objects, world
 
@@ -172,6 +187,7 @@ def layerwise_curvature_entropy(
     if model.training:
         log.warning("layerwise_curvature_entropy on a model in train mode; dropout perturbs the states")
     n_layers = num_layers(model)
+    selected = _check_layers(layers, n_layers)
     device = next(model.parameters()).device
     if token_log_frequency is None:
         token_log_frequency = unigram_log_frequency(input_ids[mask], _vocab_size(model))
@@ -197,6 +213,9 @@ def layerwise_curvature_entropy(
         vertex_ok = (m[:, :-2] & m[:, 1:-1] & m[:, 2:]).to(device) if T >= 3 else None
         kappa_rows, angle_sum, angle_count = [], np.zeros(n_layers + 1), np.zeros(n_layers + 1)
         for layer, hidden in enumerate(out.hidden_states):
+            if layer not in selected:
+                kappa_rows.append(np.full(int(keep.sum()), np.nan))
+                continue
             # the angles once, for kappa and for the mean curvature (contextual_curvature computes the same)
             angles = turning_angles(hidden, eps=eps) if T >= 3 else None
             kappa = contextual_curvature(hidden, window, eps=eps) if angles is None else \
