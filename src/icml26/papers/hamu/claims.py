@@ -116,7 +116,7 @@ ARMS = declare_arms(
             trials=5 * len(_STEPS), select_on=_SELECT,
             note=_SHARED + "One simultaneous step on the authors' equivalent gradient with their alpha = 0.001, "
                  "gamma = 0.99 (not tuned), not the original alternating max/min schedule; it also receives the "
-                 "original model's outputs (the KL terms). Reached the window in 43 % of replicates "
+                 "original model's outputs (the KL terms). Reached the window in 65 % of draws "
                  "(committed result). " + _FULL),
     ArmSpec("pcgrad", "baseline",
             space={"lr": (0.01, 0.03, 0.1, 0.3, 1.0), "checkpoint_step": _STEPS},
