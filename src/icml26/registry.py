@@ -276,8 +276,8 @@ for _spec in (
             "At 40 % of the full visual-token budget, allocating resolution by graph-modulated energy answers "
             "multi-hop digit questions over a memory graph at least 10 points more often than uniform and 3 more "
             "than priority-only allocation (all policies equal at 100 %), and graph-guided credit assignment "
-            "(GGPO) reaches 80 % success on a two-hop search task in at most 0.75x GRPO's iterations with at most "
-            "0.7x its redundant searches."
+            "(GGPO, masked steps dropped from the loss) learns a two-hop search task faster than outcome-only "
+            "GRPO: a larger area under the success curve, averaged over learning rates 0.01, 0.02 and 0.05."
         ),
         status="implemented",
     ),
