@@ -379,7 +379,8 @@ for _spec in (
         claim=(
             "Conflict-aware fusion of per-view Dirichlet opinions keeps accuracy under EOG "
             "misalignment and flags corrupted epochs by their uncertainty better than "
-            "Dempster's rule and the RCML average rule."
+            "Dempster's rule (the strongest of TMC's reduced rule, the same with the common-space "
+            "conflict, and set-valued Dempster-Shafer) and the RCML average rule."
         ),
         status="implemented",
     ),
