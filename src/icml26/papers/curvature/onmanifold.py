@@ -37,8 +37,7 @@ from icml26.common.argcheck import check_int
 from icml26.papers.curvature.baselines import misaligned
 from icml26.papers.curvature.entropy import next_token_entropy
 from icml26.papers.curvature.geometry import turning_angles
-from icml26.papers.curvature.hooks import patch_hidden_state
-from icml26.papers.curvature.perturb import _cached_passes, _check_inputs
+from icml26.papers.curvature.perturb import _check_inputs, _passes
 
 __all__ = ["NAMED_DIRECTIONS", "OnManifoldSweep", "onmanifold_directions", "onmanifold_sweep", "top_components"]
 
@@ -159,15 +158,7 @@ def onmanifold_sweep(model: nn.Module, input_ids: Tensor, layer: int, epsilons, 
         raise ValueError(f"epsilons={epsilons!r} must be a non-empty sequence of positive finite sizes")
     layer = _check_inputs(model, input_ids, layer)
     input_ids = input_ids.to(next(model.parameters()).device)
-    if use_cache:
-        hidden, clean_logits, patched_logits = _cached_passes(model, input_ids, layer)
-    else:
-        clean = model(input_ids=input_ids, output_hidden_states=True)
-        hidden, clean_logits = clean.hidden_states[layer], clean.logits[:, -1]
-
-        def patched_logits(patched: Tensor) -> Tensor:
-            with patch_hidden_state(model, layer, patched):
-                return model(input_ids=input_ids).logits[:, -1]
+    hidden, clean_logits, patched_logits = _passes(model, input_ids, layer, use_cache)
     names, dirs = onmanifold_directions(hidden, n_random=n_random, generator=generator, components=components,
                                         pc_draws=pc_draws, select_epsilon=min(eps))
     x = hidden.float() if hidden.dtype not in (torch.float32, torch.float64) else hidden

@@ -256,15 +256,7 @@ def perturbation_sweep(
     layer = _check_inputs(model, input_ids, layer)
     device = next(model.parameters()).device
     input_ids = input_ids.to(device)
-    if use_cache:
-        hidden, clean_logits, patched_logits = _cached_passes(model, input_ids, layer)
-    else:
-        clean = model(input_ids=input_ids, output_hidden_states=True)
-        hidden, clean_logits = clean.hidden_states[layer], clean.logits[:, -1]
-
-        def patched_logits(patched: Tensor) -> Tensor:
-            with patch_hidden_state(model, layer, patched):
-                return model(input_ids=input_ids).logits[:, -1]
+    hidden, clean_logits, patched_logits = _passes(model, input_ids, layer, use_cache)
     h_clean = next_token_entropy(clean_logits)
     state = generator.get_state() if generator is not None else None
     out: dict[str, list[Tensor]] = {"aligned": [], "misaligned": []}
@@ -282,6 +274,21 @@ def perturbation_sweep(
     return PerturbationSweep(epsilons=eps, aligned=torch.stack(out["aligned"]), misaligned=torch.stack(out["misaligned"]),
                              state_norm=torch.linalg.vector_norm(last, dim=-1),
                              target_distance=torch.linalg.vector_norm(target - last, dim=-1))
+
+
+def _passes(model: nn.Module, input_ids: Tensor, layer: int, use_cache: bool):
+    """``hidden_states[layer]``, the last position's clean logits, and a function giving the last
+    position's logits with ``hidden_states[layer]`` patched: through the prefix's KV cache
+    (:func:`_cached_passes`) or by full passes."""
+    if use_cache:
+        return _cached_passes(model, input_ids, layer)
+    clean = model(input_ids=input_ids, output_hidden_states=True)
+
+    def patched_logits(patched: Tensor) -> Tensor:
+        with patch_hidden_state(model, layer, patched):
+            return model(input_ids=input_ids).logits[:, -1]
+
+    return clean.hidden_states[layer], clean.logits[:, -1], patched_logits
 
 
 def _cached_passes(model: nn.Module, input_ids: Tensor, layer: int):
