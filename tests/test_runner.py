@@ -154,15 +154,15 @@ def test_the_runner_alone_sets_threads_capped_by_what_the_experiment_declares(fa
 
 def test_no_paper_sets_torch_threads_itself():
     """The runner sets threads (an experiment declares THREADS or a config field ``threads``); the two
-    exceptions are measurement protocols: stream_spr's own worker processes and its Atari CPU benchmark (one
-    process per arm, one thread each), subspace_path's timings."""
+    exceptions are measurement protocols: stream_spr's own worker processes, its Atari CPU benchmark and its
+    Atari further run (one process per arm or run, one thread each), subspace_path's timings."""
     import re
     from pathlib import Path
 
     import icml26
 
     allowed = {("stream_spr", "runs.py"), ("stream_spr", "experiment.py"), ("stream_spr", "atari_bench.py"),
-               ("subspace_path", "experiment.py")}
+               ("stream_spr", "atari_runs.py"), ("subspace_path", "experiment.py")}
     found = set()
     for path in (Path(icml26.__file__).parent / "papers").rglob("*.py"):
         if re.search(r"set_num_threads\(|torch_threads\(", path.read_text(encoding="utf-8")):
