@@ -29,6 +29,12 @@ counts draws. Each aggregated check records its ``half_width`` and, when unresol
 ``n_to_resolve``: the number of units that would bring the interval off the target if the mean
 and spread stayed as observed.
 
+**Preconditions.** A check may declare the checks it ``requires`` (e.g. "the model beats its
+bigram" before a representation effect is read off that model). When one of them does not hold,
+the check is *gated* (:func:`gate` records ``gated_by``): its value and interval are reported, but
+it counts as neither held nor not held, since its premise failed. A gated headline check leaves the
+claim inconclusive.
+
 **The claim.** Only *headline* checks (``role="headline"``, the abstract's central claim) decide
 it: **supported** when every headline check holds, **refuted** when one does not hold,
 **inconclusive** otherwise (:func:`claim_status`). Supporting checks are scored and counted;
@@ -55,6 +61,9 @@ __all__ = [
     "check_against_seeds",
     "check_aggregate",
     "claim_status",
+    "effective_verdict",
+    "failed_preconditions",
+    "gate",
     "mean_interval",
     "n_to_resolve",
     "role_counts",
@@ -181,16 +190,45 @@ def aggregate_check(per_seed: Sequence[Mapping[str, Any]], *, role: str | None =
     return out
 
 
-def _verdict_of(c: Mapping[str, Any]) -> str:
+def _own_verdict(c: Mapping[str, Any]) -> str:
+    """The check's verdict from its own value or interval, preconditions aside."""
     return c["verdict"] if "verdict" in c else ("held" if c["passed"] else "not held")
+
+
+def effective_verdict(c: Mapping[str, Any]) -> str:
+    """``"gated"`` when a precondition of the check did not hold (:func:`gate`), else its own verdict
+    (``"held"``, ``"not held"`` or, over seeds, ``"unresolved"``)."""
+    return "gated" if c.get("gated_by") else _own_verdict(c)
+
+
+def failed_preconditions(c: Mapping[str, Any], checks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ids among ``c``'s ``requires`` whose own verdict in ``checks`` is not *held* (a precondition
+    missing from the result counts as not held)."""
+    own = {(x.get("id") or x["name"]): _own_verdict(x) for x in checks}
+    return [r for r in c.get("requires", ()) if own.get(r) != "held"]
+
+
+def gate(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Mark, in place, each check whose preconditions (its ``requires``) did not all hold: ``gated_by``
+    lists them, and :func:`effective_verdict` then reads ``"gated"``. A check whose preconditions hold
+    loses any stale ``gated_by``. Returns ``checks``."""
+    for c in checks:
+        failed = failed_preconditions(c, checks)
+        if failed:
+            c["gated_by"] = failed
+        else:
+            c.pop("gated_by", None)
+    return checks
 
 
 def role_counts(checks: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, int]]:
     """``{role: {"held", "not held", "unresolved"}}`` over a result's checks (a missing role counts as
-    ``supporting``)."""
+    ``supporting``), with a ``"gated"`` count in a role only where a check of it is gated."""
     counts = {r: {"held": 0, "not held": 0, "unresolved": 0} for r in ROLES}
     for c in checks:
-        counts[c.get("role") or "supporting"][_verdict_of(c)] += 1
+        role = counts[c.get("role") or "supporting"]
+        v = effective_verdict(c)
+        role[v] = role.get(v, 0) + 1
     return counts
 
 
@@ -212,10 +250,13 @@ def claim_status(checks: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     headline = [c for c in checks if c.get("role") == "headline"]
     if not headline:
         return "inconclusive", "no headline check is declared, so nothing decides the claim"
-    failed = [c for c in headline if _verdict_of(c) == "not held"]
+    failed = [c for c in headline if effective_verdict(c) == "not held"]
     if failed:
         return "refuted", "headline not held: " + "; ".join(_describe(c) for c in failed)
-    open_ = [c for c in headline if _verdict_of(c) == "unresolved"]
+    gated = [c for c in headline if effective_verdict(c) == "gated"]
+    gated_text = "gated (a precondition did not hold): " + "; ".join(
+        _describe(c) + f" (requires {', '.join(c['gated_by'])})" for c in gated)
+    open_ = [c for c in headline if effective_verdict(c) == "unresolved"]
     if open_:
         parts = []
         for c in open_:
@@ -224,7 +265,9 @@ def claim_status(checks: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
             parts.append(_describe(c) + f" (n = {c.get('n')} {unit}s; "
                          + (f"about {need} would resolve it at this spread)" if need else "more units alone would "
                             "not resolve it at this mean)"))
-        return "inconclusive", "headline unresolved: " + "; ".join(parts)
+        return "inconclusive", "headline unresolved: " + "; ".join(parts) + (f"; {gated_text}" if gated else "")
+    if gated:
+        return "inconclusive", f"headline {gated_text}"
     return "supported", "every headline check held: " + "; ".join(_describe(c) for c in headline)
 
 
@@ -288,6 +331,10 @@ def aggregate_results(results: Sequence[Mapping[str, Any]], failed: Sequence[Map
         budget = getattr(spec, "budget", None) if spec is not None else per_seed[0].get("budget")
         if budget:  # the training-budget field the report reads a further run's budget from
             checks[-1]["budget"] = budget
+        requires = tuple(spec.requires) if spec is not None else tuple(per_seed[0].get("requires", ()))
+        if requires:
+            checks[-1]["requires"] = list(requires)
+    gate(checks)  # preconditions read at the aggregate's verdicts, not per seed
     curves, dropped = aggregate_curves([r["curves"] for r in results])
     notes = [f"Aggregate of {len(results)} seed(s) {seeds}. {VERDICT_RULE}"]
     if failed:

@@ -10,6 +10,7 @@ import re
 from typing import Any, Mapping
 
 from icml26.aggregate import claim_status as _claim_status
+from icml26.aggregate import effective_verdict as _effective_verdict
 from icml26.contract import OPS as _OPS
 from icml26.results import _is_number
 
@@ -93,7 +94,7 @@ def claim_across_budgets(data: Mapping[str, Any],
             if o is None:
                 missing.append(f"{c.get('id')} ({name})")
                 continue
-            mine, theirs = _verdict_of_check(c), _verdict_of_check(o)
+            mine, theirs = _effective_verdict(c), _effective_verdict(o)
             if mine == theirs:
                 continue
             where = (f"{c.get('id')} {mine} at {c['budget']}={data['config'].get(c['budget'])}, {theirs} at "
@@ -117,10 +118,6 @@ def claim_across_budgets(data: Mapping[str, Any],
     if not notes:
         notes.append(f"the same at the larger budget: {', '.join(sorted(larger))}")
     return status, reason + " (" + "; ".join(notes) + ")"
-
-
-def _verdict_of_check(c: Mapping[str, Any]) -> str:
-    return c["verdict"] if "verdict" in c else ("held" if c["passed"] else "not held")
 
 
 def _holds(value: Any, c: Mapping[str, Any]) -> bool | None:

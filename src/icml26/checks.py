@@ -88,6 +88,7 @@ class Check:
     role: str = ""
     units: tuple[float, ...] | None = None
     budget: str = ""
+    requires: tuple[str, ...] = ()
 
     @property
     def passed(self) -> bool:
@@ -108,6 +109,8 @@ class Check:
             out["role"] = self.role
         if self.budget:
             out["budget"] = self.budget
+        if self.requires:
+            out["requires"] = list(self.requires)
         if self.units is not None:
             out["units"] = [float(u) if math.isfinite(u) else None for u in self.units]
         if self.note:
@@ -139,6 +142,10 @@ class CheckSpec:
         budget: for a comparison of trained models, the config field that sets their training
             budget (steps, epochs …); the verdict is then also read at a larger budget in a further
             run (``results/<key>/budget_x<k>/``) and marked budget-dependent if it differs there.
+        requires: the ids of the checks that must hold for this one to mean anything (its
+            preconditions, e.g. "the model beats its bigram" before a representation effect is read
+            off it). When one of them does not hold, the check is *gated*: reported with its value,
+            not scored as held or not held (:func:`icml26.aggregate.gate`).
     """
 
     id: str
@@ -151,6 +158,7 @@ class CheckSpec:
     role: Role = "supporting"
     compares: tuple[str, ...] = ()
     budget: str | None = None
+    requires: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -181,6 +189,12 @@ class CheckSpec:
         object.__setattr__(self, "compares", compares)
         if self.budget is not None and (not isinstance(self.budget, str) or not self.budget.isidentifier()):
             raise ValueError(f"check {self.id!r}: budget {self.budget!r} must name a config field")
+        requires = (self.requires,) if isinstance(self.requires, str) else tuple(self.requires)
+        if any(not isinstance(r, str) or not _ID.match(r) for r in requires) or len(set(requires)) != len(requires):
+            raise ValueError(f"check {self.id!r}: requires {self.requires!r} must be distinct check ids")
+        if self.id in requires:
+            raise ValueError(f"check {self.id!r}: requires names the check itself; a precondition is another check")
+        object.__setattr__(self, "requires", requires)
 
     def measure(self, value: float, note: str = "", *, units: Iterable[float] | None = None) -> Check:
         """The measured :class:`Check` of this spec (``value`` may be NaN: not held).
@@ -209,7 +223,7 @@ class CheckSpec:
                                  "measure the units' mean, or leave units out")
         return Check(name=self.name, value=value, op=self.op, target=self.target, note=note,
                      id=self.id, source=self.source, ref=self.ref, role=self.role, units=per_unit,
-                     budget=self.budget or "")
+                     budget=self.budget or "", requires=self.requires)
 
     def not_measured(self, reason: str) -> Check:
         """The check recorded as not held because this run did not measure it."""
@@ -219,6 +233,7 @@ class CheckSpec:
         out = dataclasses.asdict(self)
         out["settings"] = list(self.settings)
         out["compares"] = list(self.compares)
+        out["requires"] = list(self.requires)
         return out
 
 
@@ -235,24 +250,43 @@ def _id_table(items: tuple, kind: type, caller: str, noun: str) -> dict[str, Any
 
 
 def declare(*specs: CheckSpec) -> dict[str, CheckSpec]:
-    """The ordered table ``{id: spec}`` of a paper's checks; ids must be unique."""
-    return _id_table(specs, CheckSpec, "declare", "check")
+    """The ordered table ``{id: spec}`` of a paper's checks; ids must be unique and every
+    precondition (``requires``) a declared check."""
+    table = _id_table(specs, CheckSpec, "declare", "check")
+    _check_requires(table, "declare()")
+    return table
+
+
+def _check_requires(table: Mapping[str, CheckSpec], where: str) -> None:
+    """Every ``requires`` id names a declared check, and no precondition is itself gated (one level:
+    a precondition is a plain fact about the run, e.g. a model beating its bigram)."""
+    for spec in table.values():
+        unknown = [r for r in spec.requires if r not in table]
+        if unknown:
+            raise ValueError(f"{where}: check {spec.id!r} requires undeclared check(s) {', '.join(unknown)}")
+        chained = [r for r in spec.requires if table[r].requires]
+        if chained:
+            raise ValueError(f"{where}: check {spec.id!r} requires {', '.join(chained)}, which has preconditions "
+                             "of its own; require the underlying precondition directly")
 
 
 def annotate(table: Mapping[str, CheckSpec], *, headline: Iterable[str] = (), diagnostic: Iterable[str] = (),
              compares: Mapping[str, Iterable[str]] | None = None,
-             budget: Mapping[str, str] | None = None) -> dict[str, CheckSpec]:
+             budget: Mapping[str, str] | None = None,
+             requires: Mapping[str, Iterable[str]] | None = None) -> dict[str, CheckSpec]:
     """``table`` with roles, compared arms and budget fields set, in one place per paper.
 
     ``headline``: the ids of the one to three checks that state the abstract's central claim;
     ``diagnostic``: preconditions, sanity figures and checks true by construction; every other
     check is ``supporting``. ``compares``: ``{check id: (method arm, baseline arm, …)}``;
-    ``budget``: ``{check id: config field}`` for comparisons of trained models. Unknown ids raise.
+    ``budget``: ``{check id: config field}`` for comparisons of trained models; ``requires``:
+    ``{check id: (precondition ids)}``, the checks that must hold for it to be scored (see
+    :attr:`CheckSpec.requires`). Unknown ids raise.
     """
     headline, diagnostic = tuple(headline), tuple(diagnostic)
-    compares, budget = dict(compares or {}), dict(budget or {})
+    compares, budget, requires = dict(compares or {}), dict(budget or {}), dict(requires or {})
     for name, ids in (("headline", headline), ("diagnostic", diagnostic), ("compares", compares),
-                      ("budget", budget)):
+                      ("budget", budget), ("requires", requires)):
         unknown = [i for i in ids if i not in table]
         if unknown:
             raise ValueError(f"annotate(): {name} names undeclared check(s) {', '.join(unknown)}")
@@ -263,7 +297,8 @@ def annotate(table: Mapping[str, CheckSpec], *, headline: Iterable[str] = (), di
     for i, spec in table.items():
         role = "headline" if i in headline else "diagnostic" if i in diagnostic else spec.role
         out[i] = dataclasses.replace(spec, role=role, compares=tuple(compares.get(i, spec.compares)),
-                                     budget=budget.get(i, spec.budget))
+                                     budget=budget.get(i, spec.budget), requires=requires.get(i, spec.requires))
+    _check_requires(out, "annotate()")
     return out
 
 

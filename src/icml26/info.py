@@ -62,7 +62,8 @@ def describe(spec: registry.PaperSpec, results: str | Path = "results") -> None:
                 print(f"      {'; '.join(extra)}")
             got = done.get(c.id)
             if got is not None and "verdict" in got:
-                line = (f"      committed: {got['verdict']}, {_num(got.get('value'))} [{_num((got.get('ci') or [None])[0])}, "
+                gate = f" (requires {', '.join(got['gated_by'])})" if got.get("gated_by") else ""
+                line = (f"      committed: {'gated' if gate else got['verdict']}{gate}, {_num(got.get('value'))} [{_num((got.get('ci') or [None])[0])}, "
                         f"{_num((got.get('ci') or [None, None])[1])}], half-width {_num(got.get('half_width'))}, "
                         f"n = {got.get('n')} {got.get('unit', 'master seed')}s")
                 need = got.get("n_to_resolve")

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from icml26.aggregate import claim_status as _claim_status
+from icml26.aggregate import effective_verdict as _effective_verdict
 from icml26.aggregate import role_counts as _role_counts
 from icml26.budgets import claim_across_budgets
 from icml26.results import (
@@ -101,7 +102,7 @@ def _measured(c: Mapping[str, Any]) -> str:
     return f"{_fmt(c['value'])} [{_fmt(ci[0])}, {_fmt(ci[1])}]"
 
 
-_VERDICT_MARK = {"held": "✅", "not held": "❌", "unresolved": "❔"}
+_VERDICT_MARK = {"held": "✅", "not held": "❌", "unresolved": "❔", "gated": "⏸"}
 _STATUS_MARK = {"supported": "✅ supported", "refuted": "❌ refuted", "inconclusive": "❔ inconclusive",
                 "budget-dependent": "❔ budget-dependent"}
 _ROLE_ORDER = {"headline": 0, "supporting": 1, "diagnostic": 2}
@@ -127,16 +128,24 @@ def checks_table(data: Mapping[str, Any]) -> str:
         rows = [[c.get("role", "–"), c["name"], _measured(c), f"{c['op']} {_fmt(c['target'])}", _units_text(c),
                  f"{c['held_on']}/{c['seeds']}",
                  ("(diagnostic) " if c.get("role") == "diagnostic" else "")
-                 + f"{_VERDICT_MARK[c['verdict']]} {c['verdict']}", _source_text(c)] for c in checks]
+                 + _verdict_text(c), _source_text(c)] for c in checks]
         return _markdown_table(["role", "check", "mean [95% CI]", "target", "units", "held on seeds", "verdict",
                                 "target's source"], rows)
     rows = [
         [c.get("role", "–"), c["name"], c.get("value"), f"{c['op']} {_fmt(c['target'])}",
-         ("(diagnostic) " if c.get("role") == "diagnostic" else "") + ("✅" if c["passed"] else "❌"),
+         ("(diagnostic) " if c.get("role") == "diagnostic" else "") + (
+             _verdict_text(c) if c.get("gated_by") else ("✅" if c["passed"] else "❌")),
          _source_text(c)]
         for c in checks
     ]
     return _markdown_table(["role", "check", "measured", "target", "held", "target's source"], rows)
+
+
+def _verdict_text(c: Mapping[str, Any]) -> str:
+    """``✅ held`` …, or for a check whose precondition did not hold ``⏸ gated (requires …)``."""
+    v = _effective_verdict(c)
+    text = f"{_VERDICT_MARK[v]} {v}"
+    return text + f" (requires {', '.join(c['gated_by'])})" if v == "gated" else text
 
 
 def claim_line(data: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]] | None = None) -> str:
@@ -160,8 +169,8 @@ def counts_text(data: Mapping[str, Any]) -> str:
         c = counts.get(role, {})
         total = sum(c.values())
         if total:
-            parts.append(f"{role} {c.get('held', 0)}/{total}"
-                         + (f" ({c['unresolved']} unresolved)" if c.get("unresolved") else ""))
+            open_ = [f"{c[v]} {v}" for v in ("unresolved", "gated") if c.get(v)]
+            parts.append(f"{role} {c.get('held', 0)}/{total}" + (f" ({', '.join(open_)})" if open_ else ""))
     diag = sum(counts.get("diagnostic", {}).values())
     if diag:
         parts.append(f"diagnostic {diag}")
@@ -188,11 +197,12 @@ def verdict_table(data: Mapping[str, Any]) -> str:
     for c in _by_role(data["claim"]["checks"]):
         role = (c.get("role") or "supporting")[:4]
         if "verdict" in c:
-            mark = {"held": "PASS", "not held": "FAIL", "unresolved": "UNRESOLVED"}[c["verdict"]]
+            mark = {"held": "PASS", "not held": "FAIL", "unresolved": "UNRESOLVED", "gated": "GATED"}[
+                _effective_verdict(c)]
             lines.append(f"  {role} [{mark}] {c['name']}: {_measured(c)} {c['op']} {_fmt(c['target'])} "
                          f"(held on {c['held_on']}/{c['seeds']} seeds; {_units_text(c)})")
         else:
-            mark = "PASS" if c["passed"] else "FAIL"
+            mark = "GATED" if c.get("gated_by") else ("PASS" if c["passed"] else "FAIL")
             lines.append(f"  {role} [{mark}] {c['name']}: {_fmt(c.get('value'))} {c['op']} {_fmt(c['target'])}")
     if "seeds" in data:
         lines.append(f"({len(data['seeds'])} seeds {data['seeds']}; {data['claim'].get('rule', '')})")
@@ -284,8 +294,8 @@ def _deciding(data: Mapping[str, Any], status: str) -> str:
     for c in data["claim"]["checks"]:
         if c.get("role") != "headline":
             continue
-        v = c["verdict"] if "verdict" in c else ("held" if c["passed"] else "not held")
-        if want is None or v == want:
+        v = _effective_verdict(c)
+        if want is None or v == want or (status == "inconclusive" and v == "gated"):
             ids.append(str(c.get("id") or c["name"]))
     return ", ".join(ids)
 

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from icml26.aggregate import check_aggregate as _check_aggregate
 from icml26.aggregate import claim_status as _claim_status
+from icml26.aggregate import failed_preconditions as _failed_preconditions
 from icml26.aggregate import role_counts as _role_counts
 from icml26.aggregate import verdict as _verdict
 from icml26.atomic import (
@@ -245,6 +246,14 @@ def validate(data: Mapping[str, Any], *, source: str = "result") -> None:
             if item["passed"] != held:
                 raise ResultError(f"{where}.passed' is {item['passed']} but {value} {item['op']} "
                                   f"{item['target']} is {held}")
+        for name in ("requires", "gated_by"):
+            if name in item and not (isinstance(item[name], list) and all(isinstance(r, str) for r in item[name])):
+                raise ResultError(f"{where}.{name}' must be a list of check ids")
+        # a precondition's verdict is recomputed: a gate cannot be added or dropped by hand
+        gated = _failed_preconditions(item, claim["checks"])
+        if item.get("gated_by", []) != gated:
+            raise ResultError(f"{where}.gated_by' is {item.get('gated_by', [])} but its preconditions "
+                              f"{item.get('requires', [])} give {gated}")
         if "source" in item and item["source"] not in ("paper", "issue", "ours"):
             raise ResultError(f"{where}.source' must be paper, issue or ours, got {item['source']!r}")
     if data["schema"] >= 3:

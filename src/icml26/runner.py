@@ -354,8 +354,9 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
 def claim_block(text: str, checks: list[dict[str, Any]]) -> dict[str, Any]:
     """The ``claim`` object of a result: its checks, its status (supported / refuted / inconclusive,
     decided by the headline checks only), the reason, and the verdict counts per role."""
-    from icml26.aggregate import CLAIM_RULE, claim_status, role_counts
+    from icml26.aggregate import CLAIM_RULE, claim_status, gate, role_counts
 
+    gate(checks)  # a check whose precondition did not hold on this run is gated, not scored
     status, reason = claim_status(checks)
     return {"text": text, "checks": checks, "claim_rule": CLAIM_RULE, "status": status, "reason": reason,
             "counts": role_counts(checks), "passed": status == "supported"}
