@@ -152,17 +152,23 @@ def anti_alias_filter(
     return _low_pass(x, c, dim)
 
 
+@functools.lru_cache(maxsize=256)
+def _keep_mask(n_f: int, c: int, device: torch.device, ndim: int, dim: int) -> Tensor:
+    """The 0/1 mask ``j < c`` over ``n_f`` rFFT bins, shaped to broadcast along ``dim`` of an ``ndim``-d
+    tensor. Cached: a network's layers ask for the same few masks on every forward pass."""
+    shape = [1] * ndim
+    shape[dim] = n_f
+    with torch.inference_mode(False):  # a normal tensor even when first asked for during evaluation
+        return (torch.arange(n_f, device=device) < c).view(shape)
+
+
 def _low_pass(x: Tensor, c: int, dim: int) -> Tensor:
     """The filter of :func:`anti_alias_filter` without the argument checks (for layers inside a network)."""
     n = x.shape[dim]
-    n_f = n // 2 + 1
+    dim = dim % x.ndim
     spec = torch.fft.rfft(x, dim=dim)
     # F_j <- 0 for j >= c  (everything below c passes untouched)
-    keep = torch.arange(n_f, device=x.device) < c
-    shape = [1] * x.ndim
-    shape[dim] = n_f
-    spec = spec * keep.view(shape)
-    return torch.fft.irfft(spec, n=n, dim=dim)
+    return torch.fft.irfft(spec * _keep_mask(n // 2 + 1, c, x.device, x.ndim, dim), n=n, dim=dim)
 
 
 @_numpy_in_out
@@ -308,9 +314,16 @@ def _split_nyquist(spec: Tensor, n: int, length: int) -> Tensor:
     """
     if n % 2 or length <= n:
         return spec
-    half = torch.ones(spec.shape[-1], dtype=spec.real.dtype, device=spec.device)
-    half[-1] = 0.5
-    return spec * half
+    return spec * _nyquist_halver(spec.shape[-1], spec.real.dtype, spec.device)
+
+
+@functools.lru_cache(maxsize=64)
+def _nyquist_halver(n_bins: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """``[1, …, 1, 0.5]`` over ``n_bins`` bins (cached: every forward pass of a network multiplies by it)."""
+    with torch.inference_mode(False):  # autograd saves it for backward; an inference tensor would be refused
+        half = torch.ones(n_bins, dtype=dtype, device=device)
+        half[-1] = 0.5
+    return half
 
 
 @_numpy_in_out
