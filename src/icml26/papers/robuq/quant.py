@@ -33,6 +33,7 @@ from torch import Tensor, nn
 
 from icml26.common.argcheck import check_real
 from icml26.papers.robuq.hadamard import DENSE_MAX, _resolve, hadamard, hadamard_transform
+from icml26.papers.robuq.ste import straight_through_round
 from icml26.papers.robuq.ternary import ternarize, ternarize_ste
 
 __all__ = [
@@ -246,13 +247,8 @@ def quantize_tokens(x: Tensor, bits: int, *, scale: Scale = "gauss", grid: Grid 
         with torch.no_grad():
             r = torch.div(x, step).clamp_(lo - 0.5, hi + 0.5)
             return r.sub_(off).round_().add_(off).clamp_(lo, hi).mul_(step)
-    # y_c = clip(x / s, range of the grid's cells)
-    y = torch.clamp(x / step, lo - 0.5, hi + 0.5)
-    with torch.no_grad():
-        # nearest level k + offset, restricted to [lo, hi]; then round(y_c) − y_c (no graph: it is detached)
-        shift = (y.detach() - off).round_().add_(off).clamp_(lo, hi).sub_(y.detach())
-    # x̂ = s · (y_c + (round(y_c) − y_c).detach()): straight-through rounding
-    return step * (y + shift)
+    # x̂ = s · (y_c + (round(y_c) − y_c).detach()), y_c = clip(x / s): straight-through rounding (ste.py)
+    return straight_through_round(x, step, lo, hi, off)
 
 
 class RobustQuantizer(nn.Module):
