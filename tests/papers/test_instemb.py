@@ -1,6 +1,8 @@
-"""InstEmb: closed forms of the losses, causality of the look-ahead tokens, DAAP, the K = 0 / λ = 0
-reduction against a reference written here, encode invariances, the MiniLM wrapper against
-sentence-transformers, the metrics against hand computations."""
+"""InstEmb on tiny models: gradients and the KL variant, causality of the look-ahead tokens, DAAP pooling,
+the K = 0 / λ = 0 reduction against a reference written here, encode invariances, hostile input, the
+data, the method and baselines' API, the MiniLM wrapper against sentence-transformers, SFT of the
+teacher, save/load, the sentence-encoder and LoRA paths, and the chat prompt.
+"""
 
 from __future__ import annotations
 
@@ -23,17 +25,9 @@ from icml26.papers.instemb import (
     InstEmbModel,
     attrworld_tokenizer,
     attrworld_vocabulary,
-    daap_pool,
-    distill_loss,
-    info_nce,
-    inst_sts_pairs,
-    inst_sts_spearman,
-    instruction_nmi,
-    instruction_sensitivity,
-    kmeans_nmi,
-    spearman_ceiling,
     train_instemb,
 )
+
 
 pytestmark = pytest.mark.usefixtures("one_thread")
 
@@ -61,70 +55,6 @@ def tiny_qwen2(seed=0):
 @pytest.fixture(scope="module")
 def world():
     return AttrWorld.sample(12, np.random.default_rng(0))
-
-
-# ----------------------------------------------------------------------------- info_nce
-def test_info_nce_two_by_two_closed_form():
-    a, b, tau = 0.8, 0.6, 0.05
-    q = torch.tensor([[1.0, 0.0], [0.0, 1.0]], dtype=torch.float64)
-    k = torch.tensor([[a, b], [b, a]], dtype=torch.float64)  # unit rows: cos(q_i, k_i) = a, cos(q_i, k_j) = b
-    want = -math.log(math.exp(a / tau) / (math.exp(a / tau) + math.exp(b / tau)))
-    assert info_nce(q, k, tau).item() == pytest.approx(want, rel=1e-6)
-
-
-def test_info_nce_all_equal_similarities_give_log_batch():
-    q = torch.ones(7, 3)
-    assert info_nce(q, q.clone(), 0.1).item() == pytest.approx(math.log(7), rel=1e-6)
-
-
-def test_info_nce_agrees_with_cross_entropy_on_cosines():
-    g = torch.Generator().manual_seed(0)
-    q, k = torch.randn(9, 5, generator=g), torch.randn(9, 5, generator=g)
-    cos = torch.tensor([[float(F.cosine_similarity(q[i], k[j], dim=0)) for j in range(9)] for i in range(9)])
-    want = F.cross_entropy(cos / 0.05, torch.arange(9))
-    assert info_nce(q, k, 0.05).item() == pytest.approx(want.item(), rel=1e-5)
-
-
-# ----------------------------------------------------------------------------- distillation
-def test_distill_mse_zero_iff_normalised_means_match():
-    g = torch.Generator().manual_seed(0)
-    t = torch.randn(3, 5, 8, generator=g)
-    s = t.mean(1, keepdim=True).repeat(1, 4, 1) * 2.5  # K = 4 states whose mean points along the teacher's
-    assert distill_loss(s, t).item() == pytest.approx(0.0, abs=1e-10)
-    other = torch.randn(3, 4, 8, generator=g)
-    assert distill_loss(other, t).item() > 0.1
-    # the closed form: 2 - 2 cos of the means
-    cos = F.cosine_similarity(other.mean(1), t.mean(1), dim=-1)
-    assert distill_loss(other, t).item() == pytest.approx((2 - 2 * cos).mean().item(), rel=1e-5)
-    # a position-wise term is zero only when positions match too
-    assert distill_loss(s, t, positionwise=1.0).item() > 0.01
-    assert distill_loss(t[:, :4], t[:, :4], positionwise=1.0).item() == pytest.approx(0.0, abs=1e-10)
-
-
-def test_distill_mse_ignores_masked_output_positions():
-    g = torch.Generator().manual_seed(1)
-    t = torch.randn(2, 3, 6, generator=g)
-    mask = torch.tensor([[1, 1, 0], [1, 1, 1]])
-    padded = t.clone()
-    padded[0, 2] = 1e3
-    s = torch.randn(2, 4, 6, generator=g)
-    assert distill_loss(s, padded, teacher_mask=mask).item() == pytest.approx(
-        distill_loss(s, t, teacher_mask=mask).item(), rel=1e-6)
-    want0 = 2 - 2 * F.cosine_similarity(s[0].mean(0), t[0, :2].mean(0), dim=0)
-    want1 = 2 - 2 * F.cosine_similarity(s[1].mean(0), t[1].mean(0), dim=0)
-    assert distill_loss(s, t, teacher_mask=mask).item() == pytest.approx(((want0 + want1) / 2).item(), rel=1e-5)
-
-
-def test_distill_kl_zero_iff_matched_and_equals_scipy():
-    from scipy.stats import entropy
-
-    g = torch.Generator().manual_seed(2)
-    t = torch.randn(2, 3, 11, generator=g)
-    assert distill_loss(t.clone(), t, "kl").item() == pytest.approx(0.0, abs=1e-7)
-    s = torch.randn(2, 4, 11, generator=g)  # K = 4 > L = 3: only positions 0..2 compare
-    want = np.mean([entropy(F.softmax(t[b, k], -1).numpy(), F.softmax(s[b, k], -1).numpy())
-                    for b in range(2) for k in range(3)])
-    assert distill_loss(s, t, "kl").item() == pytest.approx(want, rel=1e-5)
 
 
 def test_gradients_reach_student_and_lookahead_not_teacher(tok, world):
@@ -165,21 +95,6 @@ def test_lookahead_tokens_leave_h_eos_unchanged(build, tok, world):
     # the look-ahead states do depend on the look-ahead vectors
     other = InstEmbModel.wrap(lm, 4, tokenizer=tok, with_teacher=False, seed=4)
     assert (other.embed_rows(rows, "eos").h_la - with_la.embed_rows(rows, "eos").h_la).abs().max() > 1e-3
-
-
-# ----------------------------------------------------------------------------- DAAP
-def test_daap_unit_norm_and_eos_at_zero_weight():
-    g = torch.Generator().manual_seed(0)
-    h_eos, h_la = torch.randn(5, 8, generator=g) * 3, torch.randn(5, 4, 8, generator=g)
-    for mode in ("sum", "concat"):
-        e = daap_pool(h_eos, h_la, 0.7, mode)
-        assert torch.allclose(e.norm(dim=-1), torch.ones(5), atol=1e-6)
-    assert torch.allclose(daap_pool(h_eos, h_la, 0.0), F.normalize(h_eos, dim=-1), atol=1e-7)
-    cat0 = daap_pool(h_eos, h_la, 0.0, "concat")
-    assert torch.allclose(cat0[:, :8], F.normalize(h_eos, dim=-1), atol=1e-7) and cat0[:, 8:].abs().max() == 0
-    # hand computation of one row, w = 1
-    a, b = F.normalize(h_eos[0], dim=0), F.normalize(h_la[0].mean(0), dim=0)
-    assert torch.allclose(daap_pool(h_eos, h_la)[0], (a + b) / (a + b).norm(), atol=1e-6)
 
 
 def test_encode_daap_equals_pool_of_eos_and_lookahead(tok, world):
@@ -285,57 +200,6 @@ def test_attrworld_examples_and_vocabulary(tok):
     assert all(e.output == f"it is {ATTRIBUTES['colour'][w.values['colour'][i]]}" for i, e in enumerate(ex[:50]))
     again = AttrWorld.sample(50, np.random.default_rng(3))
     assert again.texts == w.texts
-
-
-# ----------------------------------------------------------------------------- analysis
-def test_kmeans_nmi_hand_cases():
-    x = np.array([[0, 0], [0.1, 0], [10, 10], [10.1, 10], [0, 10], [0, 10.1]], dtype=float)
-    assert kmeans_nmi(x, [0, 0, 1, 1, 2, 2]) == pytest.approx(1.0)
-    # clusters {01}{23}{45} against labels [0,1,0,1,0,1]: independent, NMI = 0
-    assert kmeans_nmi(x, [0, 1, 0, 1, 0, 1], n_clusters=3) == pytest.approx(0.0, abs=1e-12)
-    # clusters {0,1}{2,3} (k = 2) vs labels [0,0,0,1]: I = H(C) + H(Y) - H(C,Y)
-    x4 = np.array([[0.0], [0.1], [5.0], [5.1]])
-    hc, hy, hcy = math.log(2), -(0.75 * math.log(0.75) + 0.25 * math.log(0.25)), 1.5 * math.log(2)
-    mi = hc + hy - hcy
-    assert kmeans_nmi(x4, [0, 0, 0, 1], n_clusters=2) == pytest.approx(mi / ((hc + hy) / 2), rel=1e-9)
-    per = instruction_nmi(np.stack([x, x]), np.array([[0, 0, 1, 1, 2, 2], [0, 1, 0, 1, 0, 1]]))
-    assert per == pytest.approx([1.0, 0.0], abs=1e-12)
-
-
-def test_inst_sts_spearman_hand_case():
-    from scipy.stats import spearmanr
-
-    e = np.array([[[1.0, 0.0], [0.6, 0.8], [0.0, 1.0], [-1.0, 0.0]]])
-    pairs = np.array([[0, 0, 1, 1], [0, 0, 2, 0], [0, 1, 2, 1], [0, 0, 3, 0]])
-    cos = [0.6, 0.0, 0.8, -1.0]  # by hand
-    assert inst_sts_spearman(e, pairs) == pytest.approx(spearmanr(cos, [1, 0, 1, 0]).statistic)
-    # ranks of cos: 3, 2, 4, 1 against gold 1, 0, 1, 0 (ranks 3.5, 1.5, 3.5, 1.5): Pearson by hand
-    r = np.array([3, 2, 4, 1.0]) - 2.5
-    gld = np.array([1, -1, 1, -1.0])
-    assert inst_sts_spearman(e, pairs) == pytest.approx((r @ gld) / np.sqrt((r @ r) * (gld @ gld)))
-
-
-def test_inst_sts_pairs_balanced_and_correct():
-    labels = np.random.default_rng(0).integers(0, 5, size=(3, 40))
-    pairs = inst_sts_pairs(labels, 200, np.random.default_rng(1))
-    assert pairs.shape == (200, 4) and pairs[:, 3].sum() == 100
-    assert all(int(labels[p[0], p[1]] == labels[p[0], p[2]]) == p[3] and p[1] != p[2] for p in pairs)
-
-
-def test_instruction_sensitivity_hand_case():
-    e = np.array([[[1.0, 0.0], [0.0, 2.0]],      # instruction 0 (group a)
-                  [[0.0, 1.0], [0.0, 1.0]],      # instruction 1 (group b)
-                  [[1.0, 1.0], [3.0, 0.0]]])     # instruction 2 (group a): not compared with 0
-    # pairs (0,1): cos 0 and 1 -> 0.5; (1,2): cos 1/sqrt2 and 0 -> 0.3536
-    want = (0.5 + (1 / math.sqrt(2)) / 2) / 2
-    assert instruction_sensitivity(e, ["a", "b", "a"]) == pytest.approx(want)
-
-
-def test_spearman_ceiling_closed_form():
-    gold = np.array([0, 1] * 500)
-    assert spearman_ceiling(gold) == pytest.approx(math.sqrt(3 * 0.25), abs=1e-3)
-    # n = 4 by hand: ranks 1..4 against gold ranks 2, 2, 2, 4 -> Pearson 3 / sqrt(5 * 3)
-    assert spearman_ceiling([0, 0, 0, 1]) == pytest.approx(3 / math.sqrt(15), rel=1e-12)
 
 
 # ----------------------------------------------------------------------------- API shape
@@ -466,31 +330,6 @@ def test_a_sentence_encoder_answers_the_encode_call_of_st_and_mteb_loops(tok, wo
     assert torch.equal(enc.encode(texts[0], convert_to_tensor=True), model.encode(texts[:1], "what colour is it")[0])
     with pytest.raises(ValueError, match="instruction"):
         model.as_sentence_encoder("  ")
-
-
-def test_an_evaluator_of_a_subset_reads_those_instructions_from_full_embeddings():
-    """An attribute held out: the evaluator of its 3 instructions gives the same metrics from the (12, n, d)
-    embeddings as from its own (3, n, d) ones, equal to NMI and Spearman computed by hand on those rows; with
-    one attribute the sensitivity is undefined (NaN); unknown instructions are refused."""
-    from icml26.papers.instemb import AttrWorld
-    from icml26.papers.instemb.analysis import inst_sts_spearman, instruction_nmi
-    from icml26.papers.instemb.evaluation import EVAL_INSTRUCTIONS, AttrWorldEval
-
-    world = AttrWorld.sample(40, np.random.default_rng(0))
-    subset = [("position", p) for p in range(3)]
-    evaluator = AttrWorldEval(world, 200, np.random.default_rng(1), instructions=subset)
-    full = np.random.default_rng(2).normal(size=(len(EVAL_INSTRUCTIONS), 40, 8))
-    rows = full[[EVAL_INSTRUCTIONS.index(i) for i in subset]]
-    a, b = evaluator.metrics(full), evaluator.metrics(rows)
-    assert (a.nmi, a.spearman) == (b.nmi, b.spearman) and math.isnan(a.sensitivity)
-    labels = np.stack([world.values["position"]] * 3)
-    assert a.nmi == pytest.approx(float(instruction_nmi(rows, labels, seed=0).mean()))
-    assert a.spearman == pytest.approx(inst_sts_spearman(rows, evaluator.pairs))
-    assert int(evaluator.pairs[:, 0].max()) <= 2  # pairs index the subset's instructions
-    with pytest.raises(ValueError, match="instructions"):
-        AttrWorldEval(world, 10, np.random.default_rng(1), instructions=[("weight", 0)])
-    with pytest.raises(ValueError, match="cover 5 instructions"):
-        evaluator.metrics(full[:5])
 
 
 def test_lora_trains_adapters_only_and_the_teacher_is_the_backbone_with_adapters_off(tok, world, tmp_path):
