@@ -21,6 +21,7 @@ Vocabulary: ``[0, V)`` content, ``[V, V + T)`` topic tokens, then ``MARK``, ``QU
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 import torch
@@ -124,10 +125,21 @@ class TopicRetrievalTask:
             initial[topic, block] = rng.dirichlet(np.full(k, self.concentration))
         return initial, transition
 
-    def _segments(self, topics: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Content tokens ``(n, S, G)`` for topic indices ``(n, S)``."""
+    @functools.cached_property
+    def _cumulative_chains(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(initial, transition)`` of :meth:`chains`, cumulated over the last axis, read-only.
+
+        Computed once per task: every :meth:`sample` call (one per training step) draws from the same
+        chains, and :meth:`chains` is deterministic (its own generator, seeded by ``seed``).
+        """
         initial, transition = self.chains()
         cum_init, cum_trans = initial.cumsum(-1), transition.cumsum(-1)
+        cum_init.flags.writeable = cum_trans.flags.writeable = False
+        return cum_init, cum_trans
+
+    def _segments(self, topics: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Content tokens ``(n, S, G)`` for topic indices ``(n, S)``."""
+        cum_init, cum_trans = self._cumulative_chains
         n, s = topics.shape
         g = self.segment_tokens
         out = np.empty((n, s, g), dtype=np.int64)

@@ -40,7 +40,8 @@ from icml26.papers.hici.data import TopicRetrievalTask
 from icml26.papers.hici.modules import GlobalIntegrator, LocalConstructor
 from icml26.papers.hici.patch import hici_parameters, patch, set_inference_mode
 from icml26.papers.hici.stdlib_ppl import stdlib_perplexity
-from icml26.papers.hici.training import lora_extension, pretrain_on_documents, topic_accuracy, train_steps
+from icml26.papers.hici.training import (lora_extension, pretrain_on_documents, sample_batches, topic_accuracy,
+                                         train_steps)
 
 __all__ = ["CHECKS", "Config", "STREAMS", "run"]
 
@@ -108,7 +109,7 @@ def _leak(model, task: TopicRetrievalTask, config: Config, ctx: RunContext) -> f
     half = x.shape[1] // 2
     y = x.clone()
     y[:, half:] = torch.as_tensor(rng.integers(0, task.content_vocab, size=(4, x.shape[1] - half)), device=ctx.device)
-    with torch.no_grad():
+    with torch.inference_mode():
         a, b = model(input_ids=x, use_cache=False).logits, model(input_ids=y, use_cache=False).logits
     return float((a[:, :half] - b[:, :half]).abs().max())
 
@@ -153,6 +154,9 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     train_seconds: dict[str, float] = {}
     losses: dict[str, list[float]] = {}
     leak = float("nan")
+    # every arm trains on the same documents in the same order (one "finetune" stream): drawn once
+    finetune_batches = sample_batches(task, steps=config.finetune_steps, batch_size=config.finetune_batch,
+                                      num_segments=config.extension_factor, rng=ctx.rng("finetune"))
     for arm in ARMS:
         ctx.stage(f"extension x{config.extension_factor}: arm {arm}")
         model = _make_arm(arm, base, config, seed=ctx.seed_for("hici_init"))
@@ -162,7 +166,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                                                 lr=config.lr, hici_lr=config.hici_lr, hici_params=extra)
         trainable = sum(p.numel() for p in wrapped.parameters() if p.requires_grad)
         log = train_steps(wrapped, optimizer, task, steps=config.finetune_steps, batch_size=config.finetune_batch,
-                          num_segments=config.extension_factor, rng=ctx.rng("finetune"),
+                          num_segments=config.extension_factor, batches=finetune_batches,
                           answer_weight=config.answer_weight, device=device,
                           progress=lambda it, arm=arm: ctx.progress(it, desc=f"extend {arm}"))
         losses[arm] = log.answer_loss

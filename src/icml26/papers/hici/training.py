@@ -7,6 +7,8 @@ Library-grade helpers the experiment composes (they import nothing from ``experi
 * :func:`pretrain_on_documents`: AdamW (warm-up, cosine) on freshly drawn documents;
 * :func:`lora_extension`: wraps a (patched) model with PEFT LoRA on q/k/v/o, makes embeddings and
   norms trainable (LongLoRA's "LoRA+") and HiCI's modules trainable at their own learning rate;
+* :func:`sample_batches`: a run's training documents drawn once, so that arms trained on the same
+  stream (the same documents in the same order) share them instead of drawing them again;
 * :func:`train_steps` and :func:`topic_accuracy` (which computes only what the logits at ``QUERY``
   need: cache-sized batches, the attention's receptive field, the last layer on the last positions).
 """
@@ -15,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-from typing import Callable
+from typing import Callable, Sequence
 
 import numpy as np
 import torch
@@ -28,7 +30,7 @@ from icml26.papers.hici.data import TopicDocuments, TopicRetrievalTask
 from icml26.papers.hici.readout import last_layer_window
 
 __all__ = ["EVAL_BATCH_TOKENS", "TrainLog", "lora_extension", "pretrain_on_documents", "retrieval_loss",
-           "topic_accuracy", "train_steps"]
+           "sample_batches", "topic_accuracy", "train_steps"]
 
 
 @dataclasses.dataclass
@@ -52,14 +54,33 @@ def retrieval_loss(logits: torch.Tensor, docs: TopicDocuments, answer_weight: fl
     return lm, answer
 
 
+def sample_batches(task: TopicRetrievalTask, *, steps: int, batch_size: int, num_segments: int | tuple[int, ...],
+                   rng: np.random.Generator) -> list[TopicDocuments]:
+    """The ``steps`` batches :func:`train_steps` draws from ``rng``, in its order, drawn up front.
+
+    ``train_steps(..., batches=sample_batches(task, ..., rng=rng))`` trains on the same documents as
+    ``train_steps(..., rng=rng)``; arms that each start a generator of one stream can share one list.
+    A tuple ``num_segments`` cycles through its values, one per step.
+    """
+    cycle = tuple(num_segments) if isinstance(num_segments, (tuple, list)) else (num_segments,)
+    return [task.sample(batch_size, cycle[step % len(cycle)], rng) for step in range(steps)]
+
+
 def train_steps(model: nn.Module, optimizer: torch.optim.Optimizer, task: TopicRetrievalTask, *, steps: int,
-                batch_size: int, num_segments: int | tuple[int, ...], rng: np.random.Generator, answer_weight: float,
-                warmup: int = 10, grad_clip: float = 1.0, progress: Callable | None = None,
-                device="cpu") -> TrainLog:
+                batch_size: int, num_segments: int | tuple[int, ...], rng: np.random.Generator | None = None,
+                answer_weight: float, warmup: int = 10, grad_clip: float = 1.0, progress: Callable | None = None,
+                device="cpu", batches: Sequence[TopicDocuments] | None = None) -> TrainLog:
     """``steps`` AdamW steps on fresh documents of ``num_segments`` segments (warm-up, cosine decay).
 
     A tuple ``num_segments`` cycles through its values, one per step (a curriculum of lengths).
+    The documents come from ``rng`` (drawn step by step) or, pre-drawn, from ``batches``
+    (:func:`sample_batches`, ``steps`` of them); give exactly one of the two.
     """
+    if (rng is None) == (batches is None):
+        raise ValueError("give exactly one of rng (draw each step's documents) and batches (pre-drawn documents)")
+    if batches is not None and len(batches) != steps:
+        raise ValueError(f"batches holds {len(batches)} batches for steps={steps}; draw them with "
+                         "sample_batches(task, steps=steps, ...)")
     cycle = tuple(num_segments) if isinstance(num_segments, (tuple, list)) else (num_segments,)
     peaks = [group["lr"] for group in optimizer.param_groups]
     params = [p for group in optimizer.param_groups for p in group["params"]]
@@ -72,7 +93,7 @@ def train_steps(model: nn.Module, optimizer: torch.optim.Optimizer, task: TopicR
     for step in loop:
         for group, peak in zip(optimizer.param_groups, peaks):
             group["lr"] = warmup_cosine(step, steps, warmup=warmup, floor=0.1, peak=peak)
-        docs = task.sample(batch_size, cycle[step % len(cycle)], rng).to(device)
+        docs = (task.sample(batch_size, cycle[step % len(cycle)], rng) if batches is None else batches[step]).to(device)
         logits = model(input_ids=docs.input_ids, use_cache=False).logits
         lm, answer = retrieval_loss(logits, docs, answer_weight)
         optimizer.zero_grad(set_to_none=True)
@@ -128,13 +149,14 @@ def lora_extension(model: nn.Module, *, rank: int, alpha: float, lr: float, hici
 EVAL_BATCH_TOKENS = 8192
 
 
-@torch.no_grad()
+@torch.inference_mode()
 def topic_accuracy(model: nn.Module, docs: TopicDocuments, task: TopicRetrievalTask, *, batch_size: int | None = None,
                    device="cpu", context: int | None = None, window: int | None = None) -> np.ndarray:
     """Per document, whether the argmax over the T topic tokens at ``QUERY`` is the answer: ``(n,)`` bool.
 
     Documents are independent (no padding, no cross-document attention), so the batch size changes
-    only the speed.
+    only the speed. Runs under ``torch.inference_mode`` (no autograd records, no version counters):
+    the model stays trainable afterwards, as the base model is before its arms are fine-tuned.
 
     Args:
         batch_size: documents per forward pass (default: ``EVAL_BATCH_TOKENS`` tokens' worth, at least one).
