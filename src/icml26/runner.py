@@ -19,6 +19,7 @@ atomically: a run that fails writes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import logging
@@ -33,6 +34,7 @@ import torch
 
 from icml26 import provenance as _prov
 from icml26 import registry
+from icml26.common.alloc import heap_allocations
 from icml26.common.config import apply_overrides, config_to_dict
 from icml26.common.extras import MissingExtraError
 from icml26.common.seeding import default_threads, resolve_device, seed_everything, set_threads
@@ -310,7 +312,8 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
     log.info("running %s (%s, seed %d) on %s", key, setting, seed, dev)
     code = _prov.git_commit()
     start = time.perf_counter()
-    outcome = module.run(config, ctx)
+    with _allocations():
+        outcome = module.run(config, ctx)
     wall = time.perf_counter() - start
     if not isinstance(outcome, Outcome):
         raise TypeError(f"{spec.experiment_module}.run must return an Outcome, got {type(outcome)!r}")
@@ -349,6 +352,15 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
     data["figures"] = sorted(figures)
     validate(data)
     return data, figures
+
+
+def _allocations():
+    """The run's allocator setting: tensors kept mapped between passes (:func:`icml26.common.alloc.heap_allocations`;
+    changes speed, never a number), unless ``ICML26_HEAP_ALLOCATIONS=0`` leaves glibc's defaults."""
+    flag = os.environ.get("ICML26_HEAP_ALLOCATIONS", "1").strip()
+    if flag not in ("0", "1"):
+        raise ValueError(f"ICML26_HEAP_ALLOCATIONS={flag!r} must be 1 (the default) or 0 (glibc's own thresholds)")
+    return heap_allocations() if flag == "1" else contextlib.nullcontext(False)
 
 
 def claim_block(text: str, checks: list[dict[str, Any]]) -> dict[str, Any]:

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from icml26.papers.robuq import LinearSchedule, TinyDiT, TinyDiTConfig, quantize_dit, quantize_tokens, train_denoiser
-from icml26.papers.robuq import alloc, quant
-from icml26.papers.robuq.alloc import heap_allocations
+from icml26.papers.robuq import quant
+from icml26.common.alloc import heap_allocations
 from icml26.papers.robuq.quant import grid_levels
 from icml26.papers.robuq.ste import StraightThroughRound, straight_through_reference, straight_through_round
 
@@ -107,20 +107,6 @@ def test_heap_allocations_change_no_bit():
     assert isinstance(applied, bool)
     assert plain[0] == inside[0]
     assert all(torch.equal(plain[1][k], inside[1][k]) for k in plain[1])
-
-
-def test_heap_allocations_without_glibc_do_nothing(monkeypatch):
-    monkeypatch.setattr(alloc, "_glibc", lambda: None)
-    with heap_allocations() as applied:
-        assert applied is False
-
-
-@pytest.mark.parametrize("kwargs", [{"mmap_threshold": 0}, {"mmap_threshold": 64 * 1024 * 1024},
-                                    {"trim_threshold": -1}, {"trim_threshold": 2.5}, {"mmap_threshold": True}])
-def test_heap_allocations_refuse_bad_thresholds(kwargs):
-    with pytest.raises(ValueError):
-        with heap_allocations(**kwargs):
-            pass
 
 
 def test_a_quantized_dit_trains_through_the_one_node_rounding():

@@ -45,7 +45,6 @@ from icml26.papers.robuq import (
     quantize_dit,
     train_denoiser,
 )
-from icml26.papers.robuq.alloc import heap_allocations
 from icml26.papers.robuq.analysis import excess_removed, fp_best_ratio, gain_points, mean_excess_kurtosis, ratio
 from icml26.papers.robuq.claims import CHECKS
 from icml26.papers.robuq.config import Config
@@ -185,12 +184,6 @@ def _ampn(a4_model: torch.nn.Module, data: DigitImages, config: Config, ctx: Run
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    # the same computation with its tensors kept mapped between passes (no page faults; see alloc.py)
-    with heap_allocations():
-        return _run(config, ctx)
-
-
-def _run(config: Config, ctx: RunContext) -> Outcome:
     split_seed = ctx.seed_for("split") % (2 ** 31)
     data = load_digit_images(config.test_fraction, seed=split_seed)
     ctx.stage("digits classifier")

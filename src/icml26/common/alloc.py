@@ -1,19 +1,18 @@
-"""Keeping the reproduction's tensor memory mapped between forward passes (glibc's ``malloc``).
+"""Keeping a run's tensor memory mapped between passes (glibc's ``malloc``).
 
-On one CPU thread the reproduction allocates and frees the same few tensors of 0.25-4 MiB thousands
-of times (a 64-image QAT step: 1024 tokens × 256 floats = 1 MiB; a guided DDIM chunk: 4096 × 256 =
-4 MiB). glibc serves blocks above its mmap threshold (128 KiB, raised on the fly to the largest block
+On CPU a training or sampling loop allocates and frees the same few tensors of 0.25-32 MiB thousands
+of times. glibc serves blocks above its mmap threshold (128 KiB, raised on the fly to the largest block
 freed) with a fresh ``mmap`` and returns freed heap tops above its trim threshold to the kernel, so the
-next tensor of that size is paged in again: about 25,000 page faults per guided DDIM step and 300-800
-per QAT step, measured with ``getrusage`` (a guided DDIM step ran 25-45 % faster without them here).
+next tensor of that size is paged in again: robuq measured about 25,000 page faults per guided DDIM step
+and 300-800 per QAT step with ``getrusage``, and a guided DDIM step ran 25-45 % faster without them.
 
 :func:`heap_allocations` raises both thresholds for the duration of a run (allocations up to 32 MiB,
 glibc's largest mmap threshold, come from the heap; freed memory stays mapped for the next tensor)
 and afterwards leaves them where glibc's own rule would after freeing a 32 MiB block, returning the free
-memory to the kernel. It changes where tensors
-live, not what is computed: PyTorch aligns every CPU tensor to 64 bytes wherever it comes from, and the
-tests check that training inside and outside it gives the same bits. Off glibc (macOS, musl) it does
-nothing.
+memory to the kernel. It changes where tensors live, not what is computed: PyTorch aligns every CPU
+tensor to 64 bytes wherever it comes from, and the tests check that training inside and outside it
+gives the same bits. Off glibc (macOS, musl) it does nothing. :func:`icml26.runner.execute_plan` runs
+every reproduction inside it unless ``ICML26_HEAP_ALLOCATIONS=0``.
 """
 
 from __future__ import annotations
