@@ -214,7 +214,6 @@ def test_stopping_on_the_criterion_is_a_prefix_of_the_full_run():
     xf, yf = x[:8], (y[:8] + 1) % 3
     base = nn.Sequential(nn.Linear(5, 8), nn.ReLU(), nn.Linear(8, 3))
     full_model, stop_model = copy.deepcopy(base), copy.deepcopy(base)
-    params = []
     full = unlearn(full_model, [(x, y)], [(xf, yf)], steps=60, lr=2.0, method="hamu_q", progress=False,
                    eval_fn=lambda m: {"params": [p.detach().clone() for p in m.parameters()]}, eval_every=1)
     first = next((i for i, info in enumerate(full.hamu_logs) if info.stop), None)
