@@ -25,7 +25,7 @@ from torch import Tensor, nn
 
 from icml26.common.argcheck import check_int
 from icml26.common.progress import progress
-from icml26.papers.curvature.entropy import next_token_entropy
+from icml26.papers.curvature.entropy import _entropy_and_log_prob
 from icml26.papers.curvature.geometry import contextual_curvature, curvature_from_angles, turning_angles
 from icml26.papers.curvature.hooks import num_layers
 from icml26.papers.curvature.stats import partial_correlation, pearson, spearman
@@ -225,12 +225,14 @@ def layerwise_curvature_entropy(
                 ok = vertex_ok & torch.isfinite(angles)
                 angle_sum[layer] = float(angles[ok].double().sum())
                 angle_count[layer] = float(ok.sum())
-        logits = out.logits.float()
+        # the entropy at every position and -log p(next token) from one log-softmax of each row
+        logits = out.logits if out.logits.dtype in (torch.float32, torch.float64) else out.logits.float()
+        next_ids = torch.cat([ids[:, 1:], torch.full_like(ids[:, :1], -1)], dim=1)
+        entropy_all, log_prob = _entropy_and_log_prob(logits.contiguous(), next_ids)
         pair = (m[:, :-1] & m[:, 1:]).to(device)
-        nll = torch.nn.functional.cross_entropy(logits[:, :-1].transpose(1, 2), ids[:, 1:].to(device),
-                                                reduction="none")
+        nll = -log_prob[:, :-1]
         rows = torch.arange(start, start + ids.shape[0])[:, None].expand_as(ids)
-        batches[start] = (kappa_rows, next_token_entropy(out.logits)[keep_dev].double().cpu().numpy(),
+        batches[start] = (kappa_rows, entropy_all[keep_dev].double().cpu().numpy(),
                           position[start : start + batch_size][keep].numpy(),
                           log_freq[ids[keep].cpu()].numpy(), angle_sum, angle_count,
                           rows[keep].numpy(), float(nll[pair].double().sum()), float(pair.sum()))

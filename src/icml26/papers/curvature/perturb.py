@@ -295,7 +295,9 @@ def _cached_passes(model: nn.Module, input_ids: Tensor, layer: int):
     """``hidden_states[layer]`` and the last position's logits of a clean pass over ``input_ids``, run as
     ``T - 1`` cached tokens plus the last one, and a function that reruns only the last token with its
     ``hidden_states[layer]`` patched (the cache is cropped back to ``T - 1`` after every pass). The prefix
-    pass skips the LM head where the model allows (:func:`_last_logits_only`): nothing reads its logits."""
+    pass skips the LM head where the model allows (:func:`_last_logits_only`): nothing reads its logits. On a
+    Llama-type model a patched pass runs only the blocks from ``layer`` up (:func:`_upper_blocks`): the blocks
+    below it see the unpatched last token, as in the clean pass."""
     n_prefix = input_ids.shape[1] - 1
     head = model(input_ids=input_ids[:, :-1], output_hidden_states=True, use_cache=True,
                  **_last_logits_only(model))
@@ -314,11 +316,62 @@ def _cached_passes(model: nn.Module, input_ids: Tensor, layer: int):
     tail = model(input_ids=last_ids, **{kw: cache}, output_hidden_states=True, use_cache=True)
     crop()
     hidden = torch.cat([head.hidden_states[layer], tail.hidden_states[layer]], dim=1)
+    upper = _upper_blocks(model, layer, cache)
 
     def patched_logits(patched: Tensor) -> Tensor:
+        if upper is not None:
+            return _logits_from_block(model, upper, patched[:, -1:], cache, kw, n_prefix)
         with patch_hidden_state(model, layer, patched[:, -1:]):
             logits = model(input_ids=last_ids, **{kw: cache}, use_cache=True).logits[:, -1]
         crop()
         return logits
 
     return hidden, tail.logits[:, -1], patched_logits
+
+
+_PASSTHROUGH_EMBEDS = ("llama",)
+"""``config.model_type`` of the models whose ``forward(inputs_embeds=x)`` feeds ``x`` to the first block
+unchanged (no position embedding added, no scaling), so a block stack that starts at block ``l`` fed the
+patched ``hidden_states[l]`` computes exactly what the full stack with a patch hook on block ``l`` does."""
+
+
+def _upper_blocks(model: nn.Module, layer: int, cache):
+    """Blocks ``layer .. L-1`` of ``model`` when the patched passes may start there (else ``None``).
+
+    A patch at ``hidden_states[layer]`` of the last token leaves that token's blocks ``0 .. layer-1``
+    unchanged, so rerunning them for every patch (what the hook path does) is wasted work: at SmolLM2's
+    layer 22 of 30 it is most of each patched pass. Only for a Llama-type model (the patch enters as
+    ``inputs_embeds``, see ``_PASSTHROUGH_EMBEDS``), an inner layer ``0 < layer < L``, and a cache whose
+    per-layer entries can be cropped one by one (``cache.layers``).
+    """
+    n = num_layers(model)
+    inner = getattr(model, "model", None)
+    blocks = getattr(inner, "layers", None)
+    if (getattr(model.config, "model_type", None) not in _PASSTHROUGH_EMBEDS or not 0 < layer < n
+            or not isinstance(blocks, nn.ModuleList) or len(blocks) != n
+            or len(getattr(cache, "layers", ())) != n or not all(hasattr(c, "crop") for c in cache.layers)):
+        return None
+    return nn.ModuleList(list(blocks)[layer:])
+
+
+def _logits_from_block(model: nn.Module, upper: nn.ModuleList, patched_last: Tensor, cache, kw: str,
+                       n_prefix: int) -> Tensor:
+    """The last position's logits with ``hidden_states[layer]`` of the last token replaced by
+    ``patched_last`` ``(batch, 1, d)``: the blocks ``upper`` (``layer .. L-1``) alone run, fed the patch as
+    ``inputs_embeds``, against the prefix's cache (positions and mask come from the cache's first layer,
+    which holds the prefix, as in a full pass); the upper layers' caches are cropped back to the prefix
+    after it. The same numbers as the hook path (:func:`patch_hidden_state` on a full pass), bit for bit
+    (tested): the same modules on the same inputs."""
+    inner = model.model
+    full = inner.layers
+    embeds = patched_last.to(device=model.get_input_embeddings().weight.device,
+                             dtype=model.get_input_embeddings().weight.dtype)
+    inner.layers = upper
+    try:
+        logits = model(inputs_embeds=embeds, **{kw: cache}, use_cache=True).logits[:, -1]
+    finally:
+        inner.layers = full
+        for entry in cache.layers:  # drop the last token's keys and values where a block ran
+            if entry.get_seq_length() > n_prefix:
+                entry.crop(n_prefix - entry.get_seq_length())
+    return logits
