@@ -4,7 +4,6 @@ folder. A block preceded by ``<!-- not-run: reason -->`` is skipped (the reason 
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 

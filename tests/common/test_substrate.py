@@ -3,8 +3,6 @@ unpickler, the verified cache, extras' install lines."""
 
 from __future__ import annotations
 
-import gzip
-import io
 import json
 import os
 import pickle

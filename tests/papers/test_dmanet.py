@@ -34,7 +34,6 @@ from icml26.papers.dmanet import (
     channel_schedule,
     cutoff_bin,
     filtered_downsample,
-    fit_forecaster,
     fourier_upsample,
     frequency_loss,
     fredf_loss,

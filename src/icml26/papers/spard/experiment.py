@@ -126,7 +126,7 @@ def _checks(metrics: dict[str, dict[str, float]], reps: list[Replicate], cfg: Co
 def _notes(metrics: dict[str, dict[str, float]], cfg: Config) -> list[str]:
     """What the ablation and sensitivity arms say, in numbers."""
     p = f"p={cfg.headline_ratio:.0%}"
-    spard, sft = metrics[f"SPARD {p}"], metrics["SFT"]
+    spard = metrics[f"SPARD {p}"]
 
     def fig(name: str) -> str:
         row = metrics[name]

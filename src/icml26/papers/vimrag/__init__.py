@@ -41,7 +41,7 @@ from icml26.papers.vimrag.budget import (
     DEFAULT_MIN_PIXELS,
     DEFAULT_PATCH_AREA,
     DEFAULT_TOTAL_PIXELS,
-    Allocation,
+    Allocation,  # noqa: F401  (an alias kept out of __all__, see below)
     PixelAllocation,
     allocate_budget,
     graph_modulated_allocation,
