@@ -134,6 +134,9 @@ def test_committed_result_records_the_declared_arms_and_roles(key):
     assert data["schema"] >= 3, f"{key}: rebuild the committed result (`icml26 aggregate {key}`)"
     for c in data["claim"]["checks"]:
         assert c["role"] == declared[c["id"]].role, f"{key}: {c['id']} has role {c['role']} in the result"
+        assert tuple(c.get("requires", ())) == declared[c["id"]].requires, (
+            f"{key}: {c['id']} requires {c.get('requires', [])} in the result, {list(declared[c['id']].requires)} in "
+            f"claims.py; rebuild it (`icml26 aggregate {key}`)")
     arms = spec.load_arms()
     assert set(data.get("arms", {})) == set(arms), f"{key}: the result's arms differ from claims.py ARMS"
     for arm_id, arm in arms.items():
