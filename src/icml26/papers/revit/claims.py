@@ -39,7 +39,8 @@ _MLP_MERGE = ("Its backbone's merge and expand still use the learned-MLP offset 
 _EQUAL_STEPS = ("Trained for the same number of steps as ReViT, which steps at 0.48-0.53x the ViT's rate, so "
                 "it gets about half ReViT's wall time (the arm vit_aug_equal_time gets the same wall time). "
                 "The verdict depends on the budget: ReViT / ViT+aug at rotation 0 is 1.10 after 400 steps and "
-                "1.52 after 1,200 (budget_x3, an earlier version of the code); the budget curve (steps=1200 budgets=400,2400) is a further run not yet made. "
+                "1.52 after 1,200 (budget_x3, an earlier version of the code); on the rotated flows the budget curve "
+                "(results/revit/budget_curve, seeds 0-2) gives 1.08 at 400 steps, 1.50 at 1,200 and 1.82 at 2,400. "
                 + _MLP_MERGE)
 ARMS = declare_arms(
     ArmSpec("revit", "method", space={**_TRAIN, "local_kernel": ("bilinear",), "merge_expand_kernel": ("bilinear",),
