@@ -53,6 +53,26 @@ def test_sweep_settings_refuse_a_scored_tuning_game_and_unknown_arms():
         AtariSweep(arms=("stream_q",))
     with pytest.raises(ValueError, match="games"):
         AtariSweep(games=("space_invaders",))
+    with pytest.raises(ValueError, match="tune_seeds=\\(0, 0\\) must be distinct"):
+        AtariSweep(tune_game="pong", tune_seeds=(0, 0))
+
+
+def test_tuning_reads_only_the_tuning_seeds_and_keeps_each_arms_best_preset(tmp_path):
+    from icml26.papers.stream_spr.atari_runs import PRESETS, AtariSweep, _tune
+
+    sweep = AtariSweep(games=("breakout",), arms=("spr_orth2", "stream_q"), seeds=(0, 1, 2), tune_game="boxing",
+                       tune_steps=10, tune_seeds=(5,))
+    settings = {"steps": 10, "exploration_fraction": 0.10, "curve_points": 50}
+    scores = {("spr_orth2", "elsayed"): 1.0, ("spr_orth2", "official"): 3.0,
+              ("stream_q", "elsayed"): 2.0, ("stream_q", "official"): 2.0}  # a tie keeps the first preset
+    for (arm, preset), score in scores.items():
+        path = tmp_path / "tuning" / "runs" / "boxing" / arm / preset / "seed5.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps({"score": score, "lr_preset": preset, "settings": settings}))
+    assert PRESETS[0] == "elsayed"
+    assert _tune(sweep, tmp_path, workers=1) == {"spr_orth2": "official", "stream_q": "elsayed"}
+    choice = json.loads((tmp_path / "tuning" / "choice.json").read_text())
+    assert choice["seeds"] == [5] and choice["mean_score"]["spr_orth2"] == {"elsayed": 1.0, "official": 3.0}
 
 
 @needs_atari

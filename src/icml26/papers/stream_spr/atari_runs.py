@@ -9,8 +9,9 @@ written with other settings is refused). The score of a run is the mean raw game
 games that end in the last 10 % of its steps (the authors' "final score"; whole games, not lives).
 
 Step sizes are chosen alike for every arm, never on a scored game: with ``tune_game`` set, each arm
-runs each ``lr_preset`` on that held-out game for ``tune_steps`` and keeps its best (the choice is
-stored); otherwise every arm uses ``lr_preset`` (the MinAtar configuration's).
+runs each ``lr_preset`` on that held-out game for ``tune_steps`` over ``tune_seeds`` (default: ``seeds``)
+and keeps its best mean score, the first preset on a tie (the choice is stored); otherwise every arm
+uses ``lr_preset`` (the MinAtar configuration's).
 
 :func:`summarize` reads the runs into ``<out>/result.json`` (per game and arm: the raw score over
 seeds with its t interval; human-normalised scores; per arm the IQM over every (seed, game) with its
@@ -56,6 +57,7 @@ class AtariSweep:
     lr_preset: str = "elsayed"
     tune_game: str | None = None
     tune_steps: int = 20_000
+    tune_seeds: tuple[int, ...] | None = None
     curve_points: int = 50
 
     def __post_init__(self) -> None:
@@ -71,8 +73,12 @@ class AtariSweep:
             raise ValueError(f"arms={self.arms} must include {METHOD!r} and be among {', '.join(ARMS)}")
         if self.lr_preset not in PRESETS:
             raise ValueError(f"lr_preset={self.lr_preset!r} must be one of {', '.join(PRESETS)}")
-        if not self.seeds or len(set(self.seeds)) != len(self.seeds) or any(s < 0 for s in self.seeds):
-            raise ValueError(f"seeds={self.seeds} must be distinct non-negative ints")
+        for name in ("seeds", "tune_seeds"):
+            seeds = getattr(self, name)
+            if seeds is None and name == "tune_seeds":
+                continue
+            if not seeds or len(set(seeds)) != len(seeds) or any(s < 0 for s in seeds):
+                raise ValueError(f"{name}={seeds} must be distinct non-negative ints")
 
     def run_settings(self) -> dict[str, Any]:
         """What a run's result depends on besides its (game, arm, seed, preset)."""
@@ -155,20 +161,22 @@ def _tune(sweep: AtariSweep, out: Path, workers: int) -> dict[str, str]:
     settings = {"steps": sweep.tune_steps, "exploration_fraction": sweep.exploration_fraction,
                 "curve_points": sweep.curve_points}
     tune_dir = out / "tuning"
+    tune_seeds = sweep.tune_seeds if sweep.tune_seeds is not None else sweep.seeds
     jobs = [(tune_dir / "runs" / sweep.tune_game / arm / preset / f"seed{seed}.json",
              dict(game=sweep.tune_game, arm=arm, seed=seed, steps=sweep.tune_steps, lr_preset=preset,
                   exploration_fraction=sweep.exploration_fraction, curve_points=sweep.curve_points))
-            for arm in sweep.arms for preset in PRESETS for seed in sweep.seeds]
+            for arm in sweep.arms for preset in PRESETS for seed in tune_seeds]
     _execute(jobs, settings, workers)
     chosen: dict[str, str] = {}
     table: dict[str, dict[str, float]] = {}
     for arm in sweep.arms:
         means = {p: float(np.mean([json.loads((tune_dir / "runs" / sweep.tune_game / arm / p / f"seed{s}.json")
-                                               .read_text())["score"] for s in sweep.seeds])) for p in PRESETS}
+                                               .read_text())["score"] for s in tune_seeds])) for p in PRESETS}
         chosen[arm] = max(PRESETS, key=lambda p: means[p])
         table[arm] = means
-    atomic_write_text(tune_dir / "choice.json", json.dumps({"game": sweep.tune_game, "steps": sweep.tune_steps,
-                                                            "mean_score": table, "chosen": chosen}, indent=2) + "\n")
+    choice = {"game": sweep.tune_game, "steps": sweep.tune_steps, "seeds": list(tune_seeds),
+              "mean_score": table, "chosen": chosen}
+    atomic_write_text(tune_dir / "choice.json", json.dumps(choice, indent=2) + "\n")
     return chosen
 
 
@@ -210,13 +218,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--lr-preset", choices=PRESETS, default="elsayed")
     parser.add_argument("--tune-game", help="a held-out Atari-100k game on which every arm picks its preset")
     parser.add_argument("--tune-steps", type=int, default=20_000)
+    parser.add_argument("--tune-seeds", help="the tuning seeds (default: --seeds), a range or a list")
     parser.add_argument("--workers", type=int, default=1)
     parser.add_argument("--summarize-only", action="store_true", help="only rebuild result.json from the runs")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     sweep = AtariSweep(games=tuple(args.games.split(",")), arms=tuple(args.arms.split(",")),
                        seeds=_seeds(args.seeds), steps=args.steps, exploration_fraction=args.exploration_fraction,
-                       lr_preset=args.lr_preset, tune_game=args.tune_game, tune_steps=args.tune_steps)
+                       lr_preset=args.lr_preset, tune_game=args.tune_game, tune_steps=args.tune_steps,
+                       tune_seeds=_seeds(args.tune_seeds) if args.tune_seeds else None)
     result = summarize(sweep, args.out) if args.summarize_only else run_sweep(sweep, args.out, workers=args.workers)
     print(json.dumps(result["overall"], indent=2))
 
