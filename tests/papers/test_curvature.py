@@ -488,7 +488,8 @@ def test_config_validation():
     assert Config.tiny().checkpoints[-1] == Config.tiny().steps
     for bad in ({"checkpoints": (10, 1000)}, {"checkpoints": (0, 500)}, {"epsilons": (0.0, 0.1)},
                 {"epsilons": (0.1, 0.1)}, {"epsilons": ()}, {"pretrained_tokens": -1}, {"reg_layers": (9,)},
-                {"window": 0}, {"perturb_layer": 7}, {"perturb_length": 2}, {"reg_weight": 0.0}):
+                {"window": 0}, {"perturb_layer": 7}, {"perturb_length": 2}, {"reg_weight": 0.0},
+                {"pretrained_layers": (3, 3)}, {"pretrained_layers": (-1,)}):
         with pytest.raises(ValueError):
             Config(**bad)
 
@@ -660,6 +661,21 @@ def test_pretrained_arm_on_smollm2_measures_rho_and_the_cached_perturbation_stud
     assert metrics["valid_loss"] < metrics["bigram_valid_loss"] - 0.2
     assert study is not None and study.delta["aligned"].shape == (4, 6) and np.isfinite(study.delta["aligned"]).all()
     assert 1 <= study.layer <= 29 and study.tests["aligned"].n == 6
+
+
+def test_pretrained_arm_analyses_only_the_selected_layers(smollm2):
+    from icml26.contract import RunContext
+    from icml26.common.corpus import stdlib_corpus
+    from icml26.papers.curvature.experiment import STREAMS, Config
+    from icml26.papers.curvature.sections import pretrained_arm
+
+    config = Config(pretrained_tokens=300, pretrained_context=96, pretrained_batch=4, bootstrap=20,
+                    pretrained_perturb_positions=0, pretrained_layers=(0, 22))
+    ctx = RunContext(seed=0, device=torch.device("cpu"), setting="quick", threads=1, streams=STREAMS)
+    metrics, study = pretrained_arm(config, stdlib_corpus(), ctx)
+    rho = metrics["curves"].series["Spearman rho(kappa, H)"]
+    assert study is None and len(rho) == 31  # every layer keeps its place; only the selected ones are measured
+    assert [i for i, r in enumerate(rho) if r is not None] == [0, 22] and metrics["best_layer"] in (0, 22)
 
 
 def test_initial_slope_recovers_the_linear_term():

@@ -166,7 +166,8 @@ def pretrained_arm(config: Config, corpus, ctx: RunContext) -> tuple[dict[str, A
         raise ValueError(f"pretrained_tokens={config.pretrained_tokens}: {exc}") from None
     analysis = layerwise_curvature_entropy(model, windows, config.window,
                                            token_log_frequency=unigram_log_frequency(rest, vocab),
-                                           batch_size=config.pretrained_batch, show_progress=ctx.show_progress)
+                                           batch_size=config.pretrained_batch, show_progress=ctx.show_progress,
+                                           layers=config.pretrained_layers or None)
     low, high = cluster_bootstrap_spearman(analysis.curvature, analysis.entropy, analysis.row,
                                            n_boot=config.bootstrap, rng=ctx.rng("bootstrap"))
     best = int(np.nanargmax(analysis.spearman))
