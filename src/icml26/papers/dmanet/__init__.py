@@ -33,6 +33,7 @@ from icml26.papers.dmanet.data import (
     sliding_windows,
     standardized_splits,
 )
+from icml26.papers.dmanet.folding import alias_frequency, folding_tones
 from icml26.papers.dmanet.layers import AntiAliasDownsample, MultiScaleEncoder, RevIN, channel_schedule
 from icml26.papers.dmanet.losses import fredf_loss, frequency_loss, mse_loss
 from icml26.papers.dmanet.model import DMANet
@@ -67,6 +68,7 @@ __all__ = [
     "MultiScaleEncoder",
     "PatchTST",
     "RevIN",
+    "alias_frequency",
     "aliasing_leakage",
     "aliasing_lorenz",
     "anti_alias_filter",
@@ -77,6 +79,7 @@ __all__ = [
     "evaluate",
     "filtered_downsample",
     "fit_forecaster",
+    "folding_tones",
     "fourier_upsample",
     "fredf_loss",
     "frequency_loss",

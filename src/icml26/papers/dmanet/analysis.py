@@ -7,7 +7,9 @@
 * :func:`mse_ratio`: a method's mean MSE over a baseline's;
 * :func:`paired_ratio`: the geometric-mean ratio of per-seed errors with its paired 95 % interval;
 * :func:`ridge_aliasing_check` (with :func:`ridge_fit`): the model-free aliasing check:
-  ridge forecasters on naively strided vs filtered-then-strided input windows.
+  ridge forecasters on naively strided vs filtered-then-strided input windows;
+* :func:`units_to_exclude`: how many units a per-unit mean needs before its t interval leaves a
+  reference value (e.g. a ratio of 1), at the observed mean and spread.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from icml26.common.stats import log_ratio_interval, ratio
 from icml26.papers.dmanet.spectral import aliasing_leakage
 
 __all__ = ["HorizonSummary", "PairedRatio", "RidgeAliasing", "cascade_leakage", "mse_ratio", "paired_ratio",
-           "ridge_aliasing_check", "ridge_fit", "spectrum_bands", "summarize_fits"]
+           "ridge_aliasing_check", "ridge_fit", "spectrum_bands", "summarize_fits", "units_to_exclude"]
 
 
 def cascade_leakage(signal: torch.Tensor, operators: Mapping[str, Callable], levels: int) -> dict[str, list[float]]:
@@ -203,3 +205,29 @@ def paired_ratio(method: Sequence[float], baseline: Sequence[float], confidence:
     interval = log_ratio_interval(a, b, confidence)
     ci = (interval.low, interval.high) if interval.n > 1 else None
     return PairedRatio(ratio=interval.mean, ci=ci, wins=int((a < b).sum()), n=interval.n)
+
+
+def units_to_exclude(values: Sequence[float], reference: float = 1.0, confidence: float = 0.95,
+                     limit: int = 100_000) -> int | None:
+    """The fewest units ``n >= 2`` whose Student-t interval excludes ``reference``, if the mean and the
+    standard deviation (``ddof = 1``) of ``values`` stayed as observed.
+
+    ``n`` is the smallest with ``t_{(1+confidence)/2, n-1} * sd / sqrt(n) < |mean - reference|``;
+    ``None`` when the mean equals the reference or more than ``limit`` units would be needed. E.g. the
+    per-seed ratios 1.028, 1.100, 1.168 (mean 1.099, sd 0.070) need 5 units to exclude 1.
+    """
+    from scipy import stats as _stats
+
+    x = np.asarray(values, dtype=np.float64)
+    if x.ndim != 1 or x.size < 2 or not np.isfinite(x).all():
+        raise ValueError("values must be at least two finite numbers (one per unit)")
+    if not (math.isfinite(reference) and 0.0 < confidence < 1.0):
+        raise ValueError(f"reference={reference} must be finite and confidence={confidence} in (0, 1)")
+    distance, sd = abs(float(x.mean()) - reference), float(x.std(ddof=1))
+    if distance == 0.0:
+        return None
+    n = np.arange(2, max(2, int(limit)) + 1)
+    # half-width t_{q, n-1} sd / sqrt(n), q = (1 + confidence) / 2
+    half = _stats.t.ppf((1.0 + confidence) / 2.0, n - 1) * sd / np.sqrt(n)
+    enough = np.flatnonzero(half < distance)
+    return int(n[enough[0]]) if enough.size else None

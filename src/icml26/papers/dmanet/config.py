@@ -8,10 +8,12 @@ from typing import Literal
 
 from icml26.common.config import validate_numbers
 
-__all__ = ["DATASETS", "MODELS", "Config"]
+__all__ = ["DATASETS", "MODELS", "SYNTHETIC", "TIME_CUTOFFS", "Config"]
 
 MODELS = ("dmanet", "dmanet_no_filter", "dmanet_nyquist", "timemixer_pool", "dlinear", "patchtst")
-DATASETS = ("chaotic", "taylor", "sunspots")
+DATASETS = ("chaotic", "taylor", "sunspots", "folding")
+SYNTHETIC = ("chaotic", "folding")
+TIME_CUTOFFS = ("authors", "nyquist")
 
 
 @dataclasses.dataclass
@@ -19,13 +21,15 @@ class Config:
     """DMANet reproduction settings; defaults are the paper's scale (authors' ``run.py`` and scripts)."""
 
     datasets: tuple[str, ...] = ("chaotic", "taylor")
-    """Forecasting data sets: ``chaotic`` (aliasing Lorenz), ``taylor``, ``sunspots``."""
+    """Forecasting data sets: ``chaotic`` (aliasing Lorenz), ``taylor``, ``sunspots``, ``folding`` (fast tones
+    that fold onto the predictive slow tone, :func:`~icml26.papers.dmanet.folding.folding_tones`). The first
+    synthetic one listed (``chaotic`` or ``folding``) is also the one the diagnostics use (:attr:`synthetic`)."""
     horizons: tuple[int, ...] = dataclasses.field(default=(48, 96), metadata={"min": 1})
     """Forecast horizons H (brief §4: 48 and 96 for both data sets)."""
     chaotic_length: int = dataclasses.field(default=8000, metadata={"min": 1})
-    """Samples of the aliasing-Lorenz series (brief §4)."""
+    """Samples of the aliasing-Lorenz series (brief §4); also the folding series' length."""
     chaotic_seq_len: int = dataclasses.field(default=96, metadata={"min": 1})
-    """Input length L on the chaotic set (96, the paper's L)."""
+    """Input length L on the chaotic set (96, the paper's L); also on the folding set."""
     taylor_seq_len: int = dataclasses.field(default=336, metadata={"min": 1})
     """Input length L on Taylor (one week of half-hours, brief §4); also used for sunspots."""
     seeds: int = dataclasses.field(default=3, metadata={"min": 1})
@@ -64,11 +68,11 @@ class Config:
     threads: int = 0
     """The most torch intra-op threads the runner gives this run (0: no limit). Tiny models run faster on one."""
     time_family_seeds: int = 8
-    """Seeds of the ``filter_axis="time"`` family on the chaotic set (DMANet and its no-filter
+    """Seeds of the ``filter_axis="time"`` family on the ``synthetic`` set (DMANet and its no-filter
     ablation, paired by seed; at least 8 so the paired interval can resolve). 0 skips the family."""
     strided_seeds: int = 4
     """Seeds of the strided-only diagnostic (:class:`~icml26.papers.dmanet.sections.StridedOnlyDMANet`:
-    no full-resolution path, filter vs no filter per level, chaotic set, first horizon). 0 skips it."""
+    no full-resolution path, filter vs no filter per level, ``synthetic`` set, first horizon). 0 skips it."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -81,9 +85,9 @@ class Config:
         if not self.horizons:
             raise ValueError(f"horizons={self.horizons!r} must hold at least one horizon")
         for name in ("time_family_seeds", "strided_seeds"):
-            if getattr(self, name) and ("chaotic" not in self.datasets or self.chaotic_seq_len % 2 ** self.levels):
-                raise ValueError(f"{name} > 0 needs the chaotic data set and chaotic_seq_len divisible by "
-                                 f"2**levels = {2 ** self.levels}; set {name}=0 otherwise")
+            if getattr(self, name) and (self.synthetic not in self.datasets or self.chaotic_seq_len % 2 ** self.levels):
+                raise ValueError(f"{name} > 0 needs the chaotic or folding data set in datasets and "
+                                 f"chaotic_seq_len divisible by 2**levels = {2 ** self.levels}; set {name}=0 otherwise")
         if self.filter_axis not in ("latent", "time"):
             raise ValueError(f"filter_axis={self.filter_axis!r} must be 'latent' or 'time'")
         axis_len = {"latent": [self.d_model], "time": [self.chaotic_seq_len, self.taylor_seq_len]}
@@ -97,6 +101,22 @@ class Config:
             raise ValueError(f"loss={self.loss!r} must be 'frequency' or 'mse'")
         if not self.dropout < 1 or self.lr <= 0:
             raise ValueError(f"need 0 <= dropout < 1 and lr > 0, got dropout={self.dropout}, lr={self.lr}")
+
+    # synthetic and time_cutoffs are read off datasets (properties, not fields): a new field would change the
+    # committed quick run's recorded config, which tests/test_reproductions.py compares with Config.quick().
+    @property
+    def synthetic(self) -> str:
+        """The synthetic data set the leakage table, the ridge check, the time-axis family and the strided-only
+        diagnostic use: the first of ``datasets`` among ``chaotic`` (aliasing Lorenz: the folded band is
+        unforecastable noise, the "no harm" case) and ``folding`` (it folds onto the predictive tone); ``chaotic``
+        when neither is listed."""
+        return next((d for d in self.datasets if d in SYNTHETIC), "chaotic")
+
+    @property
+    def time_cutoffs(self) -> tuple[str, ...]:
+        """Cutoffs of the time-axis family's filtered arms: the authors' per-level rho/2 always, and on the folding
+        tones also the new Nyquist bin (rho = 2/s), each paired by seed with the no-filter arm."""
+        return TIME_CUTOFFS if self.synthetic == "folding" else ("authors",)
 
     @classmethod
     def quick(cls) -> "Config":

@@ -15,6 +15,12 @@ Two parts, one run:
    paired by seed (geometric-mean ratio with its 95 % interval).
 4. Model-free: ridge forecasters on naively strided vs filtered-then-strided
    input windows per level (:func:`~icml26.papers.dmanet.analysis.ridge_aliasing_check`).
+
+Parts 1, 3 and 4 and the strided-only diagnostic run on ``config.synthetic`` (the first synthetic set
+in ``datasets``): the aliasing Lorenz (``chaotic``, the default: its folded band is unforecastable
+noise, so aliasing does little harm) or the folding tones (``folding``, :mod:`~icml26.papers.dmanet.folding`:
+the fast tones fold onto the predictive slow tone). On the folding tones (``config.time_cutoffs``) the
+time-axis family also trains the filter with its cutoff at the new Nyquist bin beside the authors' rho/2.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ from icml26.papers.dmanet.data import (
     standardized_splits,
 )
 from icml26.papers.dmanet.figures import plot
+from icml26.papers.dmanet.folding import folding_tones
 from icml26.papers.dmanet.sections import (
     Forecasts,
     StridedOnly,
@@ -59,12 +66,15 @@ log = logging.getLogger(__name__)
 
 STREAMS: dict[str, str] = {
     "chaotic": "initial states of the aliasing-Lorenz series",
+    "folding": "envelopes and noise of the folding-tones series",
     "batches": "mini-batch order of every fit; index = replicate",
     "time_batches": "mini-batch order of the filter_axis='time' family; index = replicate",
     "strided_batches": "mini-batch order of the strided family; index = replicate",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
+
+SERIES_TITLES = {"chaotic": "aliasing Lorenz", "folding": "folding tones"}
 
 OPERATORS = {"filter+stride": filtered_downsample, "naive slicing": naive_downsample,
              "avg pooling": avgpool_downsample}
@@ -73,6 +83,8 @@ OPERATORS = {"filter+stride": filtered_downsample, "naive slicing": naive_downsa
 def _load(name: str, config: Config, ctx: RunContext) -> tuple[np.ndarray, int]:
     if name == "chaotic":
         return aliasing_lorenz(config.chaotic_length, rng=ctx.rng("chaotic")), config.chaotic_seq_len
+    if name == "folding":
+        return folding_tones(config.chaotic_length, rng=ctx.rng("folding")), config.chaotic_seq_len
     if name == "taylor":
         return load_taylor(), config.taylor_seq_len
     return load_sunspots(), config.taylor_seq_len
@@ -81,11 +93,11 @@ def _load(name: str, config: Config, ctx: RunContext) -> tuple[np.ndarray, int]:
 def run(config: Config, ctx: RunContext) -> Outcome:
     series = {name: _load(name, config, ctx) for name in config.datasets}
     splits = {name: standardized_splits(values, seq_len) for name, (values, seq_len) in series.items()}
-    chaotic = series["chaotic"][0] if "chaotic" in series else aliasing_lorenz(config.chaotic_length,
-                                                                               rng=ctx.rng("chaotic"))
-    # 1. model-free leakage on the chaotic series (all channels, full length)
+    syn = config.synthetic
+    synth = series[syn][0] if syn in series else _load(syn, config, ctx)[0]
+    # 1. model-free leakage on the synthetic series (all channels, full length)
     start = time.perf_counter()
-    leakage = cascade_leakage(torch.as_tensor(chaotic.T.copy()), OPERATORS, config.levels)
+    leakage = cascade_leakage(torch.as_tensor(synth.T.copy()), OPERATORS, config.levels)
     leak_seconds = time.perf_counter() - start
     # 2. forecasting; 3. the filter_axis="time" family and the strided-only diagnostic, paired by seed
     fc = forecasts(config, ctx, splits, series)
@@ -93,8 +105,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     strided = strided_only(config, ctx, splits, series) if config.strided_seeds else None
     # 4. model-free: ridge forecasters on naively strided vs filtered-then-strided windows
     ridge = {}
-    if "chaotic" in splits:
-        data = splits["chaotic"]
+    if syn in splits:
+        data = splits[syn]
         ridge = {h: ridge_aliasing_check(data.train, data.val, data.test, config.chaotic_seq_len, h, config.levels)
                  for h in config.horizons}
     ridge_ratios = [float(np.mean([r.ratios[level] for r in ridge.values()])) for level in range(config.levels)] \
@@ -103,7 +115,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     metrics = _metrics(config, ctx, fc, leakage, ridge, ridge_ratios, family, strided)
     return Outcome(metrics=metrics,
                    checks=_checks(config, metrics, leakage, ridge_ratios, family, strided),
-                   curves=_curves(config, metrics, leakage, chaotic, fc, ridge, strided, family),
+                   curves=_curves(config, metrics, leakage, synth, fc, ridge, strided, family),
                    notes=_notes(config, metrics, leakage, leak_seconds, ridge, ridge_ratios, strided, family))
 
 
@@ -134,18 +146,25 @@ def _metrics(config: Config, ctx: RunContext, fc: Forecasts, leakage: dict[str, 
     if ridge:
         metrics["ridge"] = {}
         for h, r in ridge.items():
-            metrics["ridge"][f"chaotic_h{h}_full_mse"] = r.full_mse
+            metrics["ridge"][f"{config.synthetic}_h{h}_full_mse"] = r.full_mse
             for s_, n_mse, f_mse, ratio_ in zip(r.strides, r.naive_mse, r.filtered_mse, r.ratios):
-                metrics["ridge"].update({f"chaotic_h{h}_stride{s_}_naive_mse": n_mse,
-                                         f"chaotic_h{h}_stride{s_}_filtered_mse": f_mse,
-                                         f"chaotic_h{h}_stride{s_}_filter_ratio": ratio_})
+                metrics["ridge"].update({f"{config.synthetic}_h{h}_stride{s_}_naive_mse": n_mse,
+                                         f"{config.synthetic}_h{h}_stride{s_}_filtered_mse": f_mse,
+                                         f"{config.synthetic}_h{h}_stride{s_}_filter_ratio": ratio_})
         metrics["ridge"].update({f"filter_ratio_l{l + 1}": v for l, v in enumerate(ridge_ratios)})
     if family is not None:
         p = family.paired
+        syn = config.synthetic
         metrics["time_family"] = {
-            "dmanet_chaotic_mse": float(np.mean(family.method)), "no_filter_chaotic_mse": float(np.mean(family.baseline)),
+            f"dmanet_{syn}_mse": float(np.mean(family.method)), f"no_filter_{syn}_mse": float(np.mean(family.baseline)),
             "ratio": p.ratio, "ratio_ci_low": p.ci[0] if p.ci else p.ratio,
             "ratio_ci_high": p.ci[1] if p.ci else p.ratio, "wins": float(p.wins), "seeds": float(p.n)}
+        if family.nyquist is not None:
+            metrics["time_family"][f"nyquist_{syn}_mse"] = float(np.mean(family.nyquist))
+            for name, q in (("nyquist_ratio", family.nyquist_paired), ("nyquist_vs_authors", family.nyquist_vs_authors)):
+                metrics["time_family"].update({name: q.ratio, f"{name}_ci_low": q.ci[0] if q.ci else q.ratio,
+                                               f"{name}_ci_high": q.ci[1] if q.ci else q.ratio,
+                                               f"{name}_wins": float(q.wins)})
     if strided is not None:
         metrics["strided_only"] = {}
         for stride, f, u, p in zip(strided.strides, strided.filtered, strided.unfiltered, strided.paired):
@@ -153,6 +172,22 @@ def _metrics(config: Config, ctx: RunContext, fc: Forecasts, leakage: dict[str, 
                 f"stride{stride}_filtered_mse": float(np.mean(f)), f"stride{stride}_no_filter_mse": float(np.mean(u)),
                 f"stride{stride}_ratio": p.ratio, f"stride{stride}_wins": float(p.wins)})
     return metrics
+
+
+# Ids of the checks read off the sections that run on config.synthetic, per synthetic set.
+SYNTHETIC_CHECKS = {
+    "chaotic": {"latent": "no_filter_ratio_chaotic", "time": "time_no_filter_ratio_chaotic",
+                "ridge": "ridge_filter_ratio_coarsest", "strided": "strided_filter_ratio_coarsest"},
+    "folding": {"latent": "no_filter_ratio_folding", "time": "time_no_filter_ratio_folding",
+                "ridge": "ridge_filter_ratio_folding", "strided": "strided_filter_ratio_folding",
+                "nyquist": "time_nyquist_no_filter_ratio_folding", "nyquist_vs_authors": "time_nyquist_vs_authors_folding"},
+}
+"""``{synthetic set: {section: check id}}``; ``latent`` is measured whenever the set is among ``datasets``."""
+
+
+def _paired_note(p, what: str) -> str:
+    ci = f", paired 95% interval {p.ci[0]:.3f}-{p.ci[1]:.3f}" if p.ci else ""
+    return f"geometric mean over {p.n} seeds{ci}; {what} lower on {p.wins}/{p.n}"
 
 
 def _checks(config: Config, metrics: dict[str, dict[str, float]], leakage: dict[str, list[float]],
@@ -163,41 +198,46 @@ def _checks(config: Config, metrics: dict[str, dict[str, float]], leakage: dict[
         checks += [CHECKS["naive_leakage_l2"].measure(leakage["naive slicing"][1]),
                    CHECKS["naive_leakage_l3"].measure(leakage["naive slicing"][2])]
     dm = metrics["dmanet"]
-    if "chaotic" in config.datasets and "dmanet_no_filter" in metrics:
-        checks.append(CHECKS["no_filter_ratio_chaotic"].measure(
-            mse_ratio(dm["chaotic_mse"], metrics["dmanet_no_filter"]["chaotic_mse"])))
+    for dataset, ids in SYNTHETIC_CHECKS.items():
+        if dataset in config.datasets and "dmanet_no_filter" in metrics:
+            checks.append(CHECKS[ids["latent"]].measure(
+                mse_ratio(dm[f"{dataset}_mse"], metrics["dmanet_no_filter"][f"{dataset}_mse"])))
     for dataset in ("chaotic", "taylor"):
         if dataset in config.datasets and "dlinear" in metrics:
             checks.append(CHECKS[f"dlinear_ratio_{dataset}"].measure(
                 mse_ratio(dm[f"{dataset}_mse"], metrics["dlinear"][f"{dataset}_mse"])))
+    ids = SYNTHETIC_CHECKS[config.synthetic]
     if family is not None:
-        p = family.paired
-        ci = f", paired 95% interval {p.ci[0]:.3f}-{p.ci[1]:.3f}" if p.ci else ""
-        checks.append(CHECKS["time_no_filter_ratio_chaotic"].measure(
-            p.ratio, note=f"geometric mean over {p.n} seeds{ci}; DMANet lower on {p.wins}/{p.n}"))
+        checks.append(CHECKS[ids["time"]].measure(family.paired.ratio, note=_paired_note(family.paired, "DMANet")))
+        if family.nyquist is not None and "nyquist" in ids:
+            checks.append(CHECKS[ids["nyquist"]].measure(
+                family.nyquist_paired.ratio, note=_paired_note(family.nyquist_paired, "the Nyquist-cutoff arm")))
+            checks.append(CHECKS[ids["nyquist_vs_authors"]].measure(
+                family.nyquist_vs_authors.ratio, note=_paired_note(family.nyquist_vs_authors, "the Nyquist cutoff")))
     if ridge_ratios:
-        checks.append(CHECKS["ridge_filter_ratio_coarsest"].measure(
+        checks.append(CHECKS[ids["ridge"]].measure(
             ridge_ratios[-1], note=f"stride {2 ** config.levels}, mean over horizons "
                                    f"{', '.join(map(str, config.horizons))}"))
     if strided is not None:
         p = strided.paired[-1]
-        checks.append(CHECKS["strided_filter_ratio_coarsest"].measure(
+        checks.append(CHECKS[ids["strided"]].measure(
             p.ratio, note=f"stride {strided.strides[-1]}, H={config.horizons[0]}, geometric mean over {p.n} seeds, "
                           f"filter lower on {p.wins}/{p.n}"))
     return checks
 
 
 def _curves(config: Config, metrics: dict[str, dict[str, float]], leakage: dict[str, list[float]],
-            chaotic: np.ndarray, fc: Forecasts, ridge: dict, strided: StridedOnly | None,
+            synth: np.ndarray, fc: Forecasts, ridge: dict, strided: StridedOnly | None,
             family: TimeFamily | None) -> dict[str, Curve]:
-    x, y = spectrum_bands(chaotic)
+    x, y = spectrum_bands(synth)
+    syn = config.synthetic
     curves = {
         "leakage": Curve(x=list(range(1, config.levels + 1)),
                          series={name: [max(v, 1e-35) for v in values] for name, values in leakage.items()},
                          xlabel="level (total stride 2^l)", ylabel="leakage ||D(x_hi)||^2 / ||D(x)||^2",
-                         title="aliasing leakage on the chaotic series", logy=True),
+                         title=f"aliasing leakage on the {syn} series", logy=True),
         "spectrum": Curve(x=x, series={"power share": y}, xlabel="frequency (cycles / sample)",
-                          ylabel="power share per bin", title="aliasing Lorenz: spectrum", logx=True, logy=True),
+                          ylabel="power share per bin", title=f"{SERIES_TITLES[syn]}: spectrum", logx=True, logy=True),
     }
     for dataset in config.datasets:
         curves[f"mse_{dataset}"] = Curve(
@@ -231,10 +271,12 @@ def _curves(config: Config, metrics: dict[str, dict[str, float]], leakage: dict[
             xlabel="total stride (levels, no full-resolution path)", ylabel="test MSE ratio (geometric mean)",
             title=f"strided-only DMANet: filter / no filter, H={config.horizons[0]}", logx=True)
     if family is not None:
+        arms = {"dmanet (time axis)": list(family.method), "no filter (time axis)": list(family.baseline)}
+        if family.nyquist is not None:
+            arms["dmanet, Nyquist cutoff (time axis)"] = list(family.nyquist)
         curves["time_family"] = Curve(
-            x=list(range(family.paired.n)),
-            series={"dmanet (time axis)": list(family.method), "no filter (time axis)": list(family.baseline)},
-            xlabel="seed", ylabel="chaotic test MSE (mean over horizons)", title="filter_axis='time': paired by seed")
+            x=list(range(family.paired.n)), series=arms,
+            xlabel="seed", ylabel=f"{syn} test MSE (mean over horizons)", title="filter_axis='time': paired by seed")
     return curves
 
 
@@ -251,14 +293,20 @@ def _notes(config: Config, metrics: dict[str, dict[str, float]], leakage: dict[s
     if strided is not None:
         ps = strided.paired
         notes.append("Strided-only DMANet (no residual, only the coarsest level reaches the embedding; ours), "
-                     f"chaotic, H={config.horizons[0]}, {ps[0].n} seeds: filter / no-filter MSE " + ", ".join(
+                     f"{config.synthetic}, H={config.horizons[0]}, {ps[0].n} seeds: filter / no-filter MSE " + ", ".join(
                          f"stride {s_} {p.ratio:.3f}" + (f" [{p.ci[0]:.3f}, {p.ci[1]:.3f}]" if p.ci else "")
                          + f" (filter lower on {p.wins}/{p.n})" for s_, p in zip(strided.strides, ps)) + ".")
     if family is not None:
         p = family.paired
-        notes.append(f"filter_axis='time' family ({p.n} seeds, chaotic, mean over horizons): DMANet / no-filter MSE "
-                     f"{p.ratio:.3f}" + (f" (paired 95% interval {p.ci[0]:.3f}-{p.ci[1]:.3f})" if p.ci else "")
+        notes.append(f"filter_axis='time' family ({p.n} seeds, {config.synthetic}, mean over horizons): DMANet / "
+                     f"no-filter MSE {p.ratio:.3f}" + (f" (paired 95% interval {p.ci[0]:.3f}-{p.ci[1]:.3f})" if p.ci else "")
                      + f", DMANet lower on {p.wins}/{p.n} seeds.")
+        if family.nyquist is not None:
+            q, r = family.nyquist_paired, family.nyquist_vs_authors
+            notes.append("Time-axis filter with the cutoff at the new Nyquist bin (rho = 2/s): Nyquist / no-filter MSE "
+                         f"{q.ratio:.3f}" + (f" [{q.ci[0]:.3f}, {q.ci[1]:.3f}]" if q.ci else "")
+                         + f" (lower on {q.wins}/{q.n}); Nyquist / authors' rho/2 cutoff {r.ratio:.3f}"
+                         + (f" [{r.ci[0]:.3f}, {r.ci[1]:.3f}]" if r.ci else "") + f" (lower on {r.wins}/{r.n}).")
     dm = metrics["dmanet"]
     ratio = mse_ratio(dm.get("chaotic_mse", math.nan), metrics.get("dmanet_no_filter", {}).get("chaotic_mse", math.nan))
     notes.append(
@@ -278,6 +326,11 @@ def _notes(config: Config, metrics: dict[str, dict[str, float]], leakage: dict[s
                          "strided kernels let the no-filter network use or ignore the fast band anyway, and the "
                          "authors' cutoff (rho/2 of the spectrum, stricter than Nyquist) also removes in-band "
                          "content; see the dmanet_nyquist arm.")
+    if "folding" in config.datasets and "dmanet_no_filter" in metrics:
+        arms = [m for m in ("dmanet_no_filter", "dmanet_nyquist", "dlinear") if m in metrics]
+        notes.append("Folding tones (fast tones that fold onto the predictive slow tone), mean over horizons: DMANet "
+                     "(latent axis, authors' cutoff) MSE / " + ", ".join(
+                         f"{m} {mse_ratio(dm['folding_mse'], metrics[m]['folding_mse']):.3f}" for m in arms) + ".")
     for dataset in ("chaotic", "taylor"):
         if dataset in config.datasets and "dlinear" in metrics:
             r = mse_ratio(dm[f"{dataset}_mse"], metrics["dlinear"][f"{dataset}_mse"])

@@ -94,22 +94,32 @@ def forecasts(config: Config, ctx: RunContext, splits, series) -> Forecasts:
 
 @dataclasses.dataclass(frozen=True)
 class TimeFamily:
-    """The ``filter_axis="time"`` family: per-seed chaotic test MSE (mean over horizons) of DMANet
-    (``method``) and its no-filter ablation (``baseline``), and their :class:`PairedRatio`."""
+    """The ``filter_axis="time"`` family on the ``synthetic`` set: per-seed test MSE (mean over horizons) of
+    DMANet with the authors' cutoff (``method``) and its no-filter ablation (``baseline``), and their
+    :class:`PairedRatio`; with ``"nyquist"`` in ``config.time_cutoffs`` (the folding tones) also DMANet with the cutoff at the new Nyquist
+    bin (``nyquist``), paired with the no-filter arm (``nyquist_paired``) and with the authors' cutoff
+    (``nyquist_vs_authors``: Nyquist / authors)."""
 
     method: tuple[float, ...]
     baseline: tuple[float, ...]
     paired: PairedRatio
+    nyquist: tuple[float, ...] | None = None
+    nyquist_paired: PairedRatio | None = None
+    nyquist_vs_authors: PairedRatio | None = None
 
 
 def time_family(config: Config, ctx: RunContext, splits, series) -> TimeFamily:
-    data, seq_len = splits["chaotic"], series["chaotic"][1]
-    mse: dict[str, list[list[float]]] = {"dmanet": [], "dmanet_no_filter": []}
+    """Train the time-axis arms ``time_family_seeds`` times on ``config.synthetic``; every arm of one seed
+    index starts from the same torch seed and sees the same batches (stream ``time_batches``)."""
+    data, seq_len = splits[config.synthetic], series[config.synthetic][1]
+    mse: dict[str, list[float]] = {"dmanet": [], "dmanet_no_filter": []}
+    if "nyquist" in config.time_cutoffs:
+        mse["dmanet_nyquist"] = []  # cutoff_ratio = 2/s: the new Nyquist bin at every level
     jobs = [(m, s) for s in range(config.time_family_seeds) for m in mse]
     for model_name, seed_index in ctx.progress(jobs, desc="time-axis family"):
         per_h = []
         for horizon in config.horizons:
-            torch.manual_seed(ctx.seed * 1000 + 500 + seed_index)  # same initial seed for both arms
+            torch.manual_seed(ctx.seed * 1000 + 500 + seed_index)  # same initial seed for every arm
             model = build_model(model_name, seq_len, horizon, data.n_channels, config, filter_axis="time").to(ctx.device)
             fit = fit_forecaster(
                 model, data, horizon, epochs=config.epochs, batch_size=config.batch_size, lr=config.lr,
@@ -119,7 +129,11 @@ def time_family(config: Config, ctx: RunContext, splits, series) -> TimeFamily:
             per_h.append(fit.test_mse)
         mse[model_name].append(float(np.mean(per_h)))
     method, baseline = tuple(mse["dmanet"]), tuple(mse["dmanet_no_filter"])
-    return TimeFamily(method, baseline, paired_ratio(method, baseline))
+    if "dmanet_nyquist" not in mse:
+        return TimeFamily(method, baseline, paired_ratio(method, baseline))
+    nyquist = tuple(mse["dmanet_nyquist"])
+    return TimeFamily(method, baseline, paired_ratio(method, baseline), nyquist=nyquist,
+                      nyquist_paired=paired_ratio(nyquist, baseline), nyquist_vs_authors=paired_ratio(nyquist, method))
 
 
 class StridedOnlyDMANet(DMANet):
@@ -147,7 +161,7 @@ class StridedOnlyDMANet(DMANet):
 
 @dataclasses.dataclass(frozen=True)
 class StridedOnly:
-    """The strided-only diagnostic: per level (total stride ``2^l``), per-seed chaotic test MSE with and
+    """The strided-only diagnostic: per level (total stride ``2^l``), per-seed test MSE (``synthetic`` set) with and
     without the filter (first horizon), and their :class:`PairedRatio`."""
 
     strides: tuple[int, ...]
@@ -158,9 +172,9 @@ class StridedOnly:
 
 def strided_only(config: Config, ctx: RunContext, splits, series) -> StridedOnly:
     """Train :class:`StridedOnlyDMANet` at levels ``1 .. config.levels``, with and without the filter,
-    ``config.strided_seeds`` seeds each (same initial seed for both arms), on the chaotic set at the
+    ``config.strided_seeds`` seeds each (same initial seed for both arms), on the ``synthetic`` set at the
     first horizon."""
-    data, seq_len = splits["chaotic"], series["chaotic"][1]
+    data, seq_len = splits[config.synthetic], series[config.synthetic][1]
     horizon = config.horizons[0]
     levels = range(1, config.levels + 1)
     mse: dict[tuple[int, bool], list[float]] = {(lv, f): [] for lv in levels for f in (True, False)}
