@@ -102,6 +102,12 @@ ARMS = declare_arms(
             metrics="time_family",
             note="dmanet_time with anti_alias=False, same initial seed and batches; metrics key time_family "
                  "(no_filter_chaotic_mse). " + _SHARED),
+    ArmSpec("dmanet_time_nyquist", "method", space={**_NET, "filter_axis": ("time",), "cutoff_ratio": (1.0,)},
+            trials=1, select_on=_FIXED, metrics="time_family",
+            note="The time-axis family's third arm on the folding tones (folding_run.py): DMANet with the cutoff at "
+                 "the new Nyquist bin at every level (cutoff_ratio = 2/s = 1) instead of the authors' rho/2, same "
+                 "initial seed and batches as dmanet_time and dmanet_time_no_filter; metrics key time_family "
+                 "(nyquist_folding_mse, nyquist_ratio, nyquist_vs_authors). " + _SHARED),
     ArmSpec("strided_filter", "method", space=_NET, trials=1, select_on=_FIXED, metrics="strided_only",
             note="StridedOnlyDMANet (ours, not the paper's model: no residual, only the coarsest level reaches the "
                  "embedding) with the filter, trained at levels 1-3 (each reported, none selected; the check reads "
@@ -133,7 +139,9 @@ CHECKS = annotate(
               "ridge_filter_ratio_folding": ("ridge_filtered", "ridge_naive"),
               "no_filter_ratio_folding": ("dmanet", "dmanet_no_filter"),
               "time_no_filter_ratio_folding": ("dmanet_time", "dmanet_time_no_filter"),
-              "strided_filter_ratio_folding": ("strided_filter", "strided_no_filter")},
+              "strided_filter_ratio_folding": ("strided_filter", "strided_no_filter"),
+              "time_nyquist_no_filter_ratio_folding": ("dmanet_time_nyquist", "dmanet_time_no_filter"),
+              "time_nyquist_vs_authors_folding": ("dmanet_time_nyquist", "dmanet_time")},
     budget={"no_filter_ratio_chaotic": "epochs", "dlinear_ratio_chaotic": "epochs", "dlinear_ratio_taylor": "epochs",
             "time_no_filter_ratio_chaotic": "epochs", "strided_filter_ratio_coarsest": "epochs",
             "no_filter_ratio_folding": "epochs", "time_no_filter_ratio_folding": "epochs",
