@@ -11,7 +11,8 @@ __all__ = ["plot"]
 
 def plot(data: dict[str, Any]) -> dict[str, Any]:
     """``budget.png`` (accuracy and critical density vs budget), ``sweep.png`` (the 40 % gain vs relevance noise
-    and vs structure) and ``ggpo.png`` (success and redundant searches)."""
+    and vs structure) and ``ggpo.png`` (success and redundant searches; with a redundant-search penalty also the penalised return and
+    the steps per episode)."""
     curves = data["curves"]
     figures: dict[str, Any] = {}
     if "accuracy_vs_budget" in curves:
@@ -33,9 +34,11 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
             ax.legend(fontsize="small")
         figures["sweep.png"] = fig
     if "ggpo_success" in curves:
-        fig, axes = subplots(1, 2, panel=(5.5, 4.0))
+        extra = [name for name in ("ggpo_return", "ggpo_steps") if name in curves]  # the penalised run's
+        fig, axes = subplots(1, 2 + len(extra), panel=(5.5, 4.0))
         draw_curve(axes[0][0], curves["ggpo_success"])
         axes[0][0].axhline(0.8, color="gray", ls=":", lw=1)
-        draw_curve(axes[0][1], curves["ggpo_redundant"])
+        for ax, name in zip(axes[0][1:], ["ggpo_redundant", *extra]):
+            draw_curve(ax, curves[name])
         figures["ggpo.png"] = fig
     return figures

@@ -3,8 +3,15 @@
 Reproduction code (not part of the library API). ``N`` documents; a question names document
 ``a``, which holds the key to document ``b``; ``b`` is locked without that key and holds the
 answer value. Every other document holds a distractor value. Actions: ``search(j)`` (``N``) and
-``answer(k)`` (``K`` values; only values read so far can be given, as in extractive QA). Reward 1
-for the right value, else 0; at most ``horizon`` steps.
+``answer(k)`` (``K`` values; only values read so far can be given, as in extractive QA). Success
+is 1 for the right value, else 0; at most ``horizon`` steps. The reward is the success less
+``redundant_penalty`` per redundant search of a successful rollout (0 by default, so reward = success):
+
+    r = 1[right answer] · max(0, 1 − c · #{searches not on P_ans})
+
+A failed rollout has no ``P_ans`` (every search of it would count) and keeps reward 0: penalising its
+searches taught the policy to answer at once, before finding anything (a pilot). GGPO's mask reads the
+success (its ``1[r=1]`` is the outcome), the advantages the reward.
 
 Each step creates a node of the rollout's memory graph. ``search(b)`` with the key builds on the
 node that revealed the key, an answer on the node that revealed its value; every other step
@@ -27,7 +34,7 @@ import torch
 
 from icml26.papers.vimrag.ggpo import ggpo_loss, ggpo_mask_from_membership, grpo_advantages
 
-__all__ = ["Rollouts", "SearchTask", "TrainCurve", "train"]
+__all__ = ["Rollouts", "SearchTask", "TrainCurve", "penalised_reward", "train"]
 
 
 def _bucket(token: tuple, size: int) -> int:
@@ -36,12 +43,23 @@ def _bucket(token: tuple, size: int) -> int:
 
 @dataclasses.dataclass(frozen=True)
 class SearchTask:
-    """The environment's sizes."""
+    """The environment's sizes and its reward's redundant-search penalty."""
 
     documents: int = 12
     values: int = 12
     horizon: int = 6
     features: int = 256
+    redundant_penalty: float = 0.0
+    """``c``: a successful rollout's reward is ``max(0, 1 − c·k)`` for ``k`` searches off its ``P_ans``."""
+
+    def __post_init__(self) -> None:
+        for name in ("documents", "values", "horizon", "features"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < (2 if name in ("documents", "values") else 1):
+                raise ValueError(f"{name}={v!r} must be an integer >= {2 if name in ('documents', 'values') else 1}")
+        c = self.redundant_penalty
+        if isinstance(c, bool) or not isinstance(c, (int, float)) or not 0 <= c < float("inf"):
+            raise ValueError(f"redundant_penalty={c!r} must be a finite number >= 0")
 
     @property
     def actions(self) -> int:
@@ -67,6 +85,9 @@ class Rollouts:
     logprobs: torch.Tensor
     token_step: torch.Tensor
     reward: torch.Tensor
+    """``(B,)``: ``success · max(0, 1 − redundant_penalty · redundant)`` (``success`` without a penalty)."""
+    success: torch.Tensor
+    """``(B,)``: 1 for the right answer, else 0."""
     on_path: torch.Tensor
     valuable: torch.Tensor
     searches: torch.Tensor
@@ -140,9 +161,20 @@ def rollout(task: SearchTask, weights: torch.Tensor, tables: dict[str, torch.Ten
         on_path[rows[ok], cur[ok]] = True
         cur = torch.where(ok, parent.gather(1, cur.clamp(min=0)[:, None]).squeeze(1), cur)
     search = act_kind == 1
-    return Rollouts(logprobs=logp, token_step=token_step, reward=reward, on_path=on_path, valuable=valuable,
-                    searches=search.sum(1).float(), redundant=(search & ~on_path).sum(1).float(), kind=act_kind,
-                    parent=parent)
+    redundant = (search & ~on_path).sum(1).float()
+    success = reward  # the loop's reward is the outcome; the penalty (if any) applies now that P_ans is known
+    return Rollouts(logprobs=logp, token_step=token_step,
+                    reward=penalised_reward(success, redundant, task.redundant_penalty), success=success,
+                    on_path=on_path, valuable=valuable, searches=search.sum(1).float(), redundant=redundant,
+                    kind=act_kind, parent=parent)
+
+
+def penalised_reward(success: torch.Tensor, redundant: torch.Tensor, penalty: float) -> torch.Tensor:
+    """``r = success · max(0, 1 − penalty · redundant)`` per rollout; ``success`` itself at ``penalty = 0`` (no
+    arithmetic, so the unpenalised task is bit-identical to the one before the penalty existed)."""
+    if penalty == 0:
+        return success
+    return success * (1.0 - penalty * redundant).clamp(min=0.0)
 
 
 @dataclasses.dataclass
@@ -153,6 +185,10 @@ class TrainCurve:
     redundant: list[float]
     searches: list[float]
     masked_share: list[float]
+    reward: list[float] = dataclasses.field(default_factory=list)
+    """The penalised return (equal to ``success`` without a penalty)."""
+    steps: list[float] = dataclasses.field(default_factory=list)
+    """Steps taken per rollout (searches and the answer, if any)."""
 
 
 def train(task: SearchTask, method: str, *, iterations: int, questions: int, group: int, lr: float,
@@ -161,7 +197,8 @@ def train(task: SearchTask, method: str, *, iterations: int, questions: int, gro
 
     ``reduction`` is :func:`ggpo_loss`'s: ``"sequence"`` divides each rollout by its kept steps,
     ``"generated"`` by all its steps (masked terms dropped, not renormalised); without a mask (GRPO) the
-    two are the same loss.
+    two are the same loss. The advantages are the group-normalised rewards (``task.redundant_penalty``
+    included); GGPO's mask reads the success.
     """
     if method not in ("ggpo", "grpo"):
         raise ValueError(f"method={method!r} must be 'ggpo' or 'grpo'")
@@ -173,7 +210,7 @@ def train(task: SearchTask, method: str, *, iterations: int, questions: int, gro
         ro = rollout(task, weights, tables, questions, group, gen)
         adv = grpo_advantages(ro.reward.view(questions, group)).flatten()
         if method == "ggpo":
-            mask = ggpo_mask_from_membership(ro.on_path, ro.valuable, ro.reward)
+            mask = ggpo_mask_from_membership(ro.on_path, ro.valuable, ro.success)
         else:
             mask = torch.zeros_like(ro.on_path)
         loss = ggpo_loss(ro.logprobs, ro.logprobs.detach(), adv, ro.token_step, mask, clip, reduction=reduction)
@@ -181,7 +218,9 @@ def train(task: SearchTask, method: str, *, iterations: int, questions: int, gro
         loss.backward()
         opt.step()
         taken = ro.token_step >= 0
-        curve.success.append(float(ro.reward.mean()))
+        curve.success.append(float(ro.success.mean()))
+        curve.reward.append(float(ro.reward.mean()))
+        curve.steps.append(float(taken.sum(1).float().mean()))
         curve.redundant.append(float(ro.redundant.mean()))
         curve.searches.append(float(ro.searches.mean()))
         curve.masked_share.append(float((mask & taken).sum() / taken.sum()))

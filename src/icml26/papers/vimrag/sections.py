@@ -121,10 +121,11 @@ class Credit:
 
 def credit(config: Config, ctx: RunContext) -> Credit:
     """Every :data:`METHODS` arm on the same question stream per replicate (``search`` stream, index =
-    replicate), at ``config.lr`` and at every ``config.extra_lrs`` entry."""
+    replicate), at ``config.lr`` and at every ``config.extra_lrs`` entry; the task's reward carries
+    ``config.redundant_penalty`` per redundant search."""
     ctx.stage("(B) GGPO vs GRPO")
     task = SearchTask(documents=config.documents, values=config.documents, horizon=config.horizon,
-                      features=config.features)
+                      features=config.features, redundant_penalty=config.redundant_penalty)
     start = time.perf_counter()
 
     def at(lr: float, rep: int) -> dict[str, TrainCurve]:
