@@ -74,6 +74,23 @@ def test_greedy_map_equals_naive_slogdet_greedy_on_50_random_psd_kernels():
         assert sign > 0 and abs(logdet - exact) <= 1e-8, f"trial {trial}: {logdet} vs {exact}"
 
 
+def test_gains_equal_up_to_rounding_are_ties_and_the_first_index_wins():
+    # a diagonal one ulp (2.2e-16) above the others is a tie: item 0 is picked first, not item 1
+    order, _ = greedy_map(np.diag([1.0, 1.0 + 2.2e-16, 1.0]), 3)
+    assert order.tolist() == [0, 1, 2]
+    # a real difference (relative 1e-9, far above TIE_RTOL = 1e-12) still wins
+    assert greedy_map(np.diag([1.0, 1.0 + 1e-9, 1.0]), 1)[0].tolist() == [1]
+
+
+def test_near_duplicate_normalised_embeddings_first_index_wins():
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=8)
+    x = np.stack([a, a * (1 + 1e-9) + 1e-13 * rng.normal(size=8), rng.normal(size=8)])
+    kernel = dpp_kernel(x, np.ones(3))
+    assert kernel[1, 1] - kernel[0, 0] == pytest.approx(2.220446049250313e-16, abs=0)  # rounding puts item 1 ahead
+    assert dpp_select(x, x, 2, power=0.0).order.tolist() == [0, 2]  # 0 first; its near-duplicate 1 never both
+
+
 def test_diagonal_kernel_gives_top_k_by_quality():
     q = np.array([0.3, 0.9, 0.1, 0.7, 0.5, 0.8])
     order, logdet = greedy_map(np.diag(q**2), 3)

@@ -26,6 +26,7 @@ from icml26.common.argcheck import as_tensor, check_int, check_real, require_fin
 
 __all__ = [
     "GAIN_FLOOR",
+    "TIE_RTOL",
     "Selection",
     "cosine_matrix",
     "dpp_kernel",
@@ -38,6 +39,10 @@ __all__ = [
 
 GAIN_FLOOR = 1e-6
 """Schur-complement gains below this are clamped to it (authors' code: ``gains[gains < eps] = eps``)."""
+TIE_RTOL = 1e-12
+"""Gains within this relative distance of the largest are ties, and the first index among them wins:
+rounding alone separates equal gains (a normalised embedding's self-cosine is 1 or 1 - 2.2e-16), and
+``argmax`` would otherwise hand the pick to whichever item rounded up."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,7 +161,9 @@ def greedy_map(kernel: Any, k: int, *, check_psd: bool = True) -> tuple[np.ndarr
     ``DPPSelector``: start at ``argmax_i L_ii``; each step adds the item with the largest
     Schur-complement gain ``d_i² = L_ii − ‖c_i‖²`` (``c_i`` solves ``C c_i = L_{Y,i}``,
     ``C`` the Cholesky factor of ``L_Y``), gains clamped at :data:`GAIN_FLOOR`. The first
-    index wins ties. ``O(n k²)`` time, ``O(n k)`` memory.
+    index wins ties, where gains within a relative :data:`TIE_RTOL` of the largest tie (equal
+    gains differ by rounding, e.g. near-duplicate normalised embeddings). ``O(n k²)`` time,
+    ``O(n k)`` memory.
 
     Args:
         kernel: ``(n, n)`` symmetric PSD matrix (tensor or array; computed in float64).
@@ -180,7 +187,9 @@ def greedy_map(kernel: Any, k: int, *, check_psd: bool = True) -> tuple[np.ndarr
     logdet = 0.0
     for t in range(k):
         masked = np.where(chosen, -np.inf, np.maximum(gains, GAIN_FLOOR))
-        j = int(np.argmax(masked))  # np.argmax returns the first maximum: the first index wins ties
+        top = float(masked.max())
+        # ties: every gain within a relative TIE_RTOL of the largest; np.argmax returns the first of them
+        j = int(np.argmax(masked >= top - TIE_RTOL * abs(top)))
         gain = float(masked[j])
         order[t], chosen[j] = j, True
         logdet += math.log(gain)
