@@ -78,6 +78,50 @@ def test_tau_auto_uses_the_model_loss_at_construction():
     assert SafetyProjection(model, safety, tau="auto", tau_floor=5.0).tau == 5.0
 
 
+def test_tau_base_is_the_base_models_own_safety_loss():
+    model = nn.Linear(5, 3)
+    with torch.no_grad():
+        model.weight.zero_()
+        model.bias.copy_(torch.tensor([0.0, 0.0, math.log(2.0)]))  # p(class 2) = 2/4: loss log 2
+    safety = [(torch.randn(4, 5), torch.full((4,), 2))]
+    proj = SafetyProjection(model, safety, tau="base", tau_floor=5.0)  # the floor belongs to 'auto' only
+    assert proj.base_loss == pytest.approx(math.log(2.0)) and proj.tau == pytest.approx(math.log(2.0))
+    assert SafetyProjection(model, safety, tau="auto", tau_floor=0.0, tau_factor=1.0).tau == pytest.approx(proj.tau)
+    with pytest.raises(ValueError, match="tau"):
+        SafetyProjection(model, safety, tau="pretrained")
+    with pytest.raises(ValueError, match="tau_factor"):
+        SafetyProjection(model, safety, tau="auto", tau_factor=0.0)
+
+
+def _drifting_run(tau):
+    """SPAG on a task that pulls the safety inputs to class 0; ``tau`` = SafetyProjection's."""
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(64, 5, generator=g)
+    task = [(x[i:i + 16], torch.zeros(16, dtype=torch.long)) for i in range(0, 64, 16)]
+    safety = [(x[:16], torch.full((16,), 2))]
+    torch.manual_seed(0)
+    model = nn.Linear(5, 3)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    projection = SafetyProjection(model, safety, tau=tau, tol=0.1, trust_radius=math.inf)
+    return projection, spag_finetune(model, task, safety, steps=12, optimizer=opt, projection=projection,
+                                     progress=False)
+
+
+def test_a_run_without_any_projection_warns_and_tau_base_projects():
+    import warnings
+
+    from icml26.papers.spard.training import NoProjectionWarning
+
+    with pytest.warns(NoProjectionWarning, match="no projection in 12 safety steps"):
+        projection, history = _drifting_run(tau=50.0)
+    assert not any(history.projected) and max(history.safety_loss) < projection.tau
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", NoProjectionWarning)
+        projection, history = _drifting_run(tau="base")
+    # τ = the untouched model's loss; the task raises the loss above τ + tol and the projection fires
+    assert history.safety_loss[0] > projection.tau and any(history.projected)
+
+
 def test_scheduler_steps_once_per_utility_safety_pair():
     model = nn.Linear(5, 3)
     opt = torch.optim.SGD(model.parameters(), lr=0.1)

@@ -15,8 +15,13 @@ that takes the utility steps (shared moments, scheduled learning rate). AdamW's 
 largely undoes the ``α`` scaling, so this is a safety-gradient step of about ``lr`` per
 coordinate, not a projection.
 
-``tau="auto"`` (ours, the brief's resolution of the loss-scale question): ``max(0.2, 1.5 ×``
-the model's safety loss when the projection is built, i.e. the aligned base model's).
+``τ`` from the base model's own safety loss ``L_b`` (the model's mean safety loss when the
+projection is built, i.e. the aligned base model's): ``tau="base"`` sets ``τ = L_b`` (the authors'
+README sets ``τ`` "by referencing the pretrained model's safety loss"): fine-tuning may not make the
+safety data more than ``tol`` costlier than the base model found it. ``tau="auto"`` (ours, the brief's
+resolution of the loss-scale question) sets ``max(0.2, 1.5 · L_b)``; on a model whose ``L_b`` is large
+(an LLM scored on its own refusals) it leaves room for the safety loss to grow by half before anything
+happens, and a run in which no projection fires is plain fine-tuning (:func:`spag_finetune` warns).
 """
 
 from __future__ import annotations
@@ -237,8 +242,9 @@ class SafetyProjection:
         model: any ``nn.Module`` (only parameters with ``requires_grad`` move; a PEFT model
             moves its adapters only).
         safety_loader: re-iterable batches of (harmful prompt, refusal) examples; cycled forever.
-        tau: ``τ ≥ 0``, or ``"auto"`` = ``max(tau_floor, 1.5 ×`` the model's mean safety loss over
-            (up to ``auto_batches`` of) ``safety_loader`` when the projection is built).
+        tau: ``τ ≥ 0``; ``"base"`` = the model's mean safety loss ``L_b`` over (up to
+            ``auto_batches`` of) ``safety_loader`` when the projection is built; or ``"auto"`` =
+            ``max(tau_floor, tau_factor · L_b)``.
         tol: hysteresis: steps only when ``ℓ > τ + tol`` (authors: 0.1).
         trust_radius: ``closed_form``: the radius ``r > 0`` of ``‖Δ‖`` (``math.inf``: none);
             ``reference_adamw``: ``α_max`` (authors: 1).
@@ -249,25 +255,28 @@ class SafetyProjection:
         auto_batches: batches that ``tau="auto"`` averages (default: one pass, at most 64).
         tau_floor: the floor of ``tau="auto"`` (default 0.2, the authors' LLM-scale ``τ``; see
             :func:`auto_tau`).
+        tau_factor: the factor of ``tau="auto"`` (default :data:`AUTO_TAU_FACTOR` = 1.5).
 
     ``step(optimizer)`` needs the utility optimizer in ``reference_adamw`` mode. The safety
     loss is averaged over ranks under ``torch.distributed`` (every rank takes the same
     decision; DDP averages the gradients).
     """
 
-    def __init__(self, model: nn.Module, safety_loader: Iterable, tau: float | Literal["auto"] = "auto",
+    def __init__(self, model: nn.Module, safety_loader: Iterable, tau: float | Literal["auto", "base"] = "auto",
                  tol: float = 0.1, trust_radius: float = 1.0,
                  mode: Literal["closed_form", "reference_adamw"] = "closed_form", *,
                  loss_fn: LossFn | None = None, accumulation: int = 1, max_grad_norm: float = 1.0,
-                 auto_batches: int | None = None, tau_floor: float = AUTO_TAU_FLOOR) -> None:
+                 auto_batches: int | None = None, tau_floor: float = AUTO_TAU_FLOOR,
+                 tau_factor: float = AUTO_TAU_FACTOR) -> None:
         if not isinstance(model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
         if mode not in ("closed_form", "reference_adamw"):
             raise ValueError(f"mode={mode!r} must be 'closed_form' or 'reference_adamw'")
-        if isinstance(tau, str) and tau != "auto":
-            raise ValueError(f"tau={tau!r} must be a non-negative number or 'auto'")
-        _, self.tol, self.trust_radius = _check_threshold(0.0 if tau == "auto" else tau, tol, trust_radius)
+        if isinstance(tau, str) and tau not in ("auto", "base"):
+            raise ValueError(f"tau={tau!r} must be a non-negative number, 'base' or 'auto'")
+        _, self.tol, self.trust_radius = _check_threshold(0.0 if isinstance(tau, str) else tau, tol, trust_radius)
         tau_floor = check_real(tau_floor, "tau_floor", low=0.0)
+        tau_factor = check_real(tau_factor, "tau_factor", low=0.0, low_open=True)
         if mode == "reference_adamw" and self.trust_radius == math.inf:
             raise ValueError("trust_radius (alpha_max) must be finite in mode='reference_adamw'")
         self.accumulation = check_int(accumulation, "accumulation", low=1)
@@ -283,10 +292,12 @@ class SafetyProjection:
         self._loader = safety_loader
         self._batches = cycle(safety_loader, "safety_loader")
         self.base_loss = float("nan")
-        if tau == "auto":
+        if isinstance(tau, str):
             self.base_loss = self.mean_loss(auto_batches)
-            self.tau = auto_tau(self.base_loss, floor=tau_floor)
-            log.info("tau='auto': base safety loss %.4f -> tau %.4f", self.base_loss, self.tau)
+            # 'base': τ = L_b ;  'auto': τ = max(floor, factor · L_b)
+            self.tau = self.base_loss if tau == "base" else auto_tau(self.base_loss, floor=tau_floor,
+                                                                     factor=tau_factor)
+            log.info("tau=%r: base safety loss %.4f -> tau %.4f", tau, self.base_loss, self.tau)
         else:
             self.tau = float(check_real(tau, "tau", low=0.0))
 

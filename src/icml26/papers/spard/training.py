@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import warnings
 from typing import Any, Iterable
 
 import torch
@@ -25,7 +26,11 @@ from icml26.common.argcheck import check_int, check_real
 from icml26.common.progress import progress as make_progress
 from icml26.papers.spard.projection import LossFn, SafetyProjection, cycle, default_loss, trainable_parameters
 
-__all__ = ["FinetuneHistory", "check_finetune_args", "spag_finetune", "utility_step"]
+__all__ = ["FinetuneHistory", "NoProjectionWarning", "check_finetune_args", "spag_finetune", "utility_step"]
+
+
+class NoProjectionWarning(UserWarning):
+    """A SPAG run in which no safety step fired: it was plain fine-tuning (``τ`` too high for the run)."""
 
 
 @dataclasses.dataclass
@@ -112,6 +117,11 @@ def spag_finetune(model: nn.Module, task_loader: Iterable, safety_loader: Iterab
 
     Returns:
         :class:`FinetuneHistory`. The model's train/eval mode is restored at the end.
+
+    Warns:
+        :class:`NoProjectionWarning` when no safety step fired over the whole run (the safety loss
+        never exceeded ``τ + tol``): SPAG then changed nothing against plain fine-tuning; lower
+        ``τ``, e.g. ``tau="base"`` (the base model's own safety loss).
     """
     steps, max_grad_norm = check_finetune_args(model, optimizer, steps, scheduler, loss_fn, max_grad_norm)
     loss_fn = loss_fn or default_loss
@@ -142,4 +152,10 @@ def spag_finetune(model: nn.Module, task_loader: Iterable, safety_loader: Iterab
                 bar.set_postfix(task=f"{history.task_loss[-1]:.3f}", safe=f"{safe.loss:.3f}")
     finally:
         model.train(was_training)
+    if not any(history.projected):
+        message = (f"SPAG took no projection in {steps} safety steps: the safety loss ranged "
+                   f"{min(history.safety_loss):.4g}-{max(history.safety_loss):.4g}, never above tau + tol = "
+                   f"{projection.tau:.4g} + {projection.tol:.4g}, so this run was plain fine-tuning; lower tau "
+                   "(tau='base' keeps the base model's own safety loss)")
+        warnings.warn(message, NoProjectionWarning, stacklevel=2)
     return history
