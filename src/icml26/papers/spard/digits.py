@@ -38,9 +38,10 @@ from icml26.papers.spard import (
 )
 from icml26.papers.spard.analysis import accuracy, attack_success_rate, category_coverage
 from icml26.papers.spard.config import Config
+from icml26.papers.spard.projection import AUTO_TAU_FACTOR
 
-__all__ = ["ATTACK_MIX", "HARM_CATEGORIES", "REFUSE", "ArmResult", "DigitsData", "Replicate", "augment",
-           "build_mlp", "make_data", "run_replicate", "shift"]
+__all__ = ["ATTACK_MIX", "HARM_CATEGORIES", "REFUSE", "ArmResult", "DigitsData", "Prepared", "Replicate", "augment",
+           "build_mlp", "finetune_arm", "make_data", "prepare_replicate", "run_replicate", "shift"]
 
 REFUSE = 10
 """The refusal output of the 11-way head."""
@@ -240,7 +241,8 @@ def _finetune(kind: str, base: nn.Module, data: DigitsData, order: np.ndarray | 
     if kind == "SPAG":
         projection = SafetyProjection(model, safety, tau="auto", tol=cfg.tol, trust_radius=cfg.trust_radius,
                                       mode=kwargs.get("mode", "closed_form"),
-                                      tau_floor=kwargs.get("tau_floor", cfg.tau_floor))
+                                      tau_floor=kwargs.get("tau_floor", cfg.tau_floor),
+                                      tau_factor=kwargs.get("tau_factor", AUTO_TAU_FACTOR))
         history = spag_finetune(model, tasks, safety, steps=steps, optimizer=opt, projection=projection,
                                 progress=False)
     else:
@@ -257,8 +259,21 @@ def _baseline_kwargs(cfg: Config) -> dict[str, dict[str, Any]]:
             "Lisa": {"rho": cfg.rho, "task_phase": cfg.lisa_phase, "safety_phase": cfg.lisa_phase}}
 
 
-def run_replicate(cfg: Config, ctx: RunContext, r: int) -> Replicate:
-    """Every arm on replicate ``r`` (same data, initialisation and batch order for all)."""
+@dataclasses.dataclass
+class Prepared:
+    """What every arm of replicate ``r`` starts from: its data, aligned base, and selected subsets."""
+
+    r: int
+    data: DigitsData
+    base: nn.Module
+    base_result: ArmResult
+    base_loss: float
+    selections: dict[tuple[str, float], SelectionInfo]
+
+
+def prepare_replicate(cfg: Config, ctx: RunContext, r: int) -> Prepared:
+    """Replicate ``r``'s data, aligned base model, its safety loss on the pool, and the DPP, top-k and
+    random subsets at every ``p`` (every stream drawn at index ``r``)."""
     data = make_data(cfg, ctx, r)
     base = train_base(cfg, data, ctx, r)
     base_result = evaluate(base, data, ctx.device)
@@ -283,7 +298,21 @@ def run_replicate(cfg: Config, ctx: RunContext, r: int) -> Replicate:
             selections[(name, p)] = SelectionInfo(
                 order=sel.order, categories=category_coverage(cats, HARM_CATEGORIES), logdet=sel.logdet,
                 share_by_category={c: float(np.mean(cats == c)) for c in HARM_CATEGORIES})
+    return Prepared(r=r, data=data, base=base, base_result=base_result, base_loss=base_loss, selections=selections)
 
+
+def finetune_arm(kind: str, prepared: Prepared, order: np.ndarray | None, cfg: Config, ctx: RunContext,
+                 **kwargs: Any) -> ArmResult:
+    """One arm on a prepared replicate: ``kind`` is ``"SPAG"`` or a key of ``BASELINES``; ``order``
+    indexes the safety pool (``None`` for SFT); ``kwargs`` go to the method (``tau_factor``,
+    ``tau_floor``, ``mode`` for SPAG)."""
+    return _finetune(kind, prepared.base, prepared.data, order, cfg, ctx, prepared.r, **kwargs)
+
+
+def run_replicate(cfg: Config, ctx: RunContext, r: int, prepared: Prepared | None = None) -> Replicate:
+    """Every arm on replicate ``r`` (same data, initialisation and batch order for all)."""
+    prepared = prepared if prepared is not None else prepare_replicate(cfg, ctx, r)
+    data, base, selections = prepared.data, prepared.base, prepared.selections
     head = cfg.headline_ratio
     arms: dict[str, ArmResult] = {}
     ctx.stage(f"replicate {r}: fine-tuning arms")
@@ -305,5 +334,5 @@ def run_replicate(cfg: Config, ctx: RunContext, r: int) -> Replicate:
             arms[f"Lisa rho={rho:g} (random data)"] = _finetune(
                 "Lisa", base, data, rnd, cfg, ctx, r, rho=rho, task_phase=cfg.lisa_phase, safety_phase=cfg.lisa_phase)
         arms["penalty lambda=10 (random data)"] = _finetune("penalty", base, data, rnd, cfg, ctx, r, lam=10.0)
-    return Replicate(arms=arms, selections=selections, base=base_result, base_safety_loss=base_loss,
-                     user_size=n_user, attack_size=int((data.user_attack_category > 0).sum()))
+    return Replicate(arms=arms, selections=selections, base=prepared.base_result, base_safety_loss=prepared.base_loss,
+                     user_size=len(data.user_x), attack_size=int((data.user_attack_category > 0).sum()))

@@ -24,17 +24,18 @@ import numpy as np
 
 from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.spard.analysis import accuracy_drop_points, ratio_to_best, worst_gap
-from icml26.papers.spard.claims import CHECKS
-from icml26.papers.spard.config import Config
-from icml26.papers.spard.digits import HARM_CATEGORIES, Replicate, run_replicate
+from icml26.papers.spard.claims import ARMS, CHECKS
+from icml26.papers.spard.config import Config, FrontConfig
+from icml26.papers.spard.digits import HARM_CATEGORIES, Replicate, prepare_replicate, run_replicate
 from icml26.papers.spard.figures import plot
+from icml26.papers.spard.front import TunedFront, front_metrics, run_front, scored_front
 
 __all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
 
 log = logging.getLogger(__name__)
 
 STREAMS: dict[str, str] = {
-    "split": "the digits split; index = replicate",
+    "split": "the digits split; index = replicate (development replicates of the front: 1000 + d)",
     "augment": "augmentation; index = replicate",
     "shift": "the user distribution's shift; index = replicate",
     "attack": "the harmful fine-tuning data; index = replicate",
@@ -48,6 +49,8 @@ STREAMS: dict[str, str] = {
     "lm_init": "the LM section's model initialisation",
     "lm_order": "the LM section's task batch order",
     "lm_safety_order": "the LM section's safety batch order",
+    "tune:front": "the shared tuner's stream for the front's arms when claims.py does not declare them; "
+                  "index = the arm's position in FRONT_ARMS (never drawn: every grid point is a trial)",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
@@ -83,6 +86,9 @@ def _aggregate(reps: list[Replicate], cfg: Config) -> dict[str, dict[str, float]
             "logdet": _mean([i.logdet for i in infos]),
             **{f"share_{c}": _mean([i.share_by_category[c] for i in infos]) for c in HARM_CATEGORIES},
         }
+    metrics["DPP minus random (SPAG)"] = {
+        f"asr_gap_p{100 * p:g}": _mean([rep.arms[f"SPARD p={p:.0%}"].asr - rep.arms[f"SPAG+random p={p:.0%}"].asr
+                                       for rep in reps]) for p in cfg.ratios}
     metrics["base model"] = {"asr": _mean([rep.base.asr for rep in reps]),
                              "task_acc": _mean([rep.base.task_acc for rep in reps]),
                              "pool_safety_loss": _mean([rep.base_safety_loss for rep in reps])}
@@ -187,13 +193,42 @@ def _text_section(cfg: Config, ctx: RunContext, metrics: dict, curves: dict, not
                  "random half in turn is the reference, the rest the candidates; means over the 5 areas.")
 
 
+def _front_section(front: TunedFront, cfg: FrontConfig, ctx: RunContext, metrics: dict, curves: dict, checks: list,
+                   notes: list[str]) -> None:
+    """The tuned front's rows, curves and notes; its checks where ``claims.py`` declares them."""
+    rows, front_curves, front_notes = front_metrics(front, cfg)
+    metrics.update(rows)
+    curves.update(front_curves)
+    notes.extend(front_notes)
+    if front.records:
+        ctx.provenance["front_tuning"] = front.records
+    summary, spard = rows["front summary"], rows["tuned SPARD"]
+    nan = float("nan")
+    values = {"spard_vs_best_tuned_baseline": (summary.get("spard_vs_best_tuned_baseline", nan),
+                                               "tuned on development replicates by one rule"),
+              "spard_vs_best_baseline_matched": (summary.get("spard_vs_best_baseline_matched", nan),
+                                                 f"fronts read at task accuracy {summary['matched_task_acc']:.3f}"),
+              "task_parity_tuned": (accuracy_drop_points(summary["sft_task_acc"], spard["task_acc"]),
+                                    f"SFT {summary['sft_task_acc']:.3f}, tuned SPARD {spard['task_acc']:.3f}")}
+    checks.extend(CHECKS[i].measure(v, note=n) for i, (v, n) in values.items() if i in CHECKS)
+
+
 def run(config: Config, ctx: RunContext) -> Outcome:
+    # the front runs with a FrontConfig (front_run) and, at its default grids, in the full setting
+    front_cfg = config if isinstance(config, FrontConfig) else \
+        FrontConfig.from_config(config) if ctx.setting == "full" else None
+    front = run_front(front_cfg, ctx, dict(ARMS)) if front_cfg is not None else None
     reps = []
     for r in ctx.progress(range(config.replicates), desc="spard replicates"):
-        reps.append(run_replicate(config, ctx, r))
+        prepared = prepare_replicate(config, ctx, r)
+        reps.append(run_replicate(config, ctx, r, prepared))
+        if front is not None:
+            scored_front(front, front_cfg, ctx, prepared)
     metrics = _aggregate(reps, config)
     checks, notes = _checks(metrics, reps, config)
     curves = _curves(metrics, config)
+    if front is not None:
+        _front_section(front, front_cfg, ctx, metrics, curves, checks, notes)
     ctx.provenance["user_set_size"] = reps[0].user_size
     ctx.provenance["attack_size"] = reps[0].attack_size
     ctx.provenance["arm_seconds"] = {name: round(_mean([rep.arms[name].seconds for rep in reps]), 2)
