@@ -17,6 +17,7 @@ Usage::
     model = patch(my_llama, HiCIConfig(segment_size=1024))      # per instance, in place
     optimizer = torch.optim.AdamW(hici_parameters(model), lr=2e-4)
     set_inference_mode(model, "full")                            # plain full attention
+    config = size_modules_for(my_llama, max_overhead=0.05, gated_prefix=True)  # sizes for a small model
 
 Baselines: ``s2attn.patch(model, group_size)`` (LongLoRA S²-Attn) and
 ``position_interpolation(model, factor)`` (linear RoPE interpolation, used by every arm).
@@ -32,15 +33,18 @@ from icml26.papers.hici.analysis import (
     loglog_slope,
     parameter_overhead,
 )
-from icml26.papers.hici.attention import block_local_attention, segment_attention, segment_mask
+from icml26.papers.hici.attention import (block_local_attention, gated_prefix_attention, segment_attention,
+                                         segment_mask)
 from icml26.papers.hici.baselines import position_interpolation
 from icml26.papers.hici.benchmark import AttentionTimings, time_attention_blocks
 from icml26.papers.hici.config import CAUSAL_MODES, LEAKING_MODES, HiCIConfig
 from icml26.papers.hici.data import TopicDocuments, TopicRetrievalTask
-from icml26.papers.hici.modules import GlobalIntegrator, LocalConstructor, cumulative_statistics, pooled_statistics
+from icml26.papers.hici.modules import (GlobalIntegrator, LocalConstructor, PrefixGate, cumulative_statistics,
+                                       pooled_statistics)
 from icml26.papers.hici.patch import attention_layers, hici_parameters, inference_mode, is_patched, patch, set_inference_mode
 from icml26.papers.hici.persist import from_pretrained, save_pretrained
 from icml26.papers.hici.s2attn import s2_attention
+from icml26.papers.hici.sizing import module_parameter_count, size_modules, size_modules_for
 
 BASELINES = {
     "s2attn": s2attn.patch,
@@ -55,6 +59,7 @@ __all__ = [
     "GlobalIntegrator",
     "HiCIConfig",
     "LocalConstructor",
+    "PrefixGate",
     "TopicDocuments",
     "TopicRetrievalTask",
     "accuracy",
@@ -63,11 +68,13 @@ __all__ = [
     "chunked_ceiling",
     "cumulative_statistics",
     "from_pretrained",
+    "gated_prefix_attention",
     "hici_parameter_count",
     "hici_parameters",
     "inference_mode",
     "is_patched",
     "loglog_slope",
+    "module_parameter_count",
     "parameter_overhead",
     "patch",
     "pooled_statistics",
@@ -78,5 +85,7 @@ __all__ = [
     "segment_attention",
     "segment_mask",
     "set_inference_mode",
+    "size_modules",
+    "size_modules_for",
     "time_attention_blocks",
 ]

@@ -5,6 +5,10 @@ one segment is ``[prefix_valid (broadcast over rows) | tril(G, G)]``: every quer
 slot and the segment's tokens up to itself. The mask is always passed explicitly; SDPA's
 ``is_causal=True`` would align the triangle top-left when kv_len != q_len, hiding the last
 slots from the first queries and letting queries see later tokens.
+
+:func:`gated_prefix_attention` is the optional zero-gated variant: the segment's causal attention
+(exactly :func:`segment_attention` without a prefix) plus a per-head gate times a separate softmax
+over the slots, so that a closed gate gives chunked attention bit for bit.
 """
 
 from __future__ import annotations
@@ -15,8 +19,8 @@ from torch import Tensor
 
 from icml26.common.argcheck import check_int, check_real
 
-__all__ = ["apply_rope", "block_local_attention", "repeat_kv", "rope", "rotate_half", "segment_attention",
-           "segment_mask"]
+__all__ = ["apply_rope", "block_local_attention", "gated_prefix_attention", "repeat_kv", "rope", "rotate_half",
+           "segment_attention", "segment_mask"]
 
 
 def rotate_half(x: Tensor) -> Tensor:
@@ -121,6 +125,59 @@ def segment_attention(query: Tensor, key: Tensor, value: Tensor, *, segment_size
     # softmax(q k^T * scaling + log mask) v, the mask given explicitly (never is_causal with q_len != kv_len)
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout, scale=scaling)
     return out.reshape(b, s, h, g, hd).transpose(1, 2).reshape(b, h, n, hd)
+
+
+def gated_prefix_attention(query: Tensor, key: Tensor, value: Tensor, *, segment_size: int, prefix_key: Tensor,
+                           prefix_value: Tensor, gate: Tensor, prefix_valid: Tensor | None = None,
+                           scaling: float | None = None, dropout: float = 0.0) -> Tensor:
+    """Segment attention plus a gated, separately normalised attention over the slot prefix.
+
+    ``out_i = softmax_causal(q k_i^T) v_i + gate_h * softmax(q k_p^T) v_p`` for the tokens of segment i
+    and its valid prefix slots p (a segment without valid slots adds nothing). With ``gate = 0`` the
+    output equals ``segment_attention(query, key, value, segment_size=G)`` exactly; the gradient with
+    respect to the gate is the slot attention's output, so a zero gate still learns to open.
+
+    Args:
+        query: ``(b, H, N, hd)``; key, value: ``(b, H_kv, N, hd)``.
+        segment_size: G, dividing N.
+        prefix_key, prefix_value: ``(b, H_kv, S, P, hd)`` slot keys/values (no RoPE).
+        gate: ``(H,)`` per-head gates (:class:`icml26.papers.hici.modules.PrefixGate`).
+        prefix_valid: ``(S, P)`` bool, which slots each segment may see (default: all).
+        scaling, dropout: as in :func:`segment_attention`.
+
+    Returns:
+        ``(b, H, N, hd)``.
+    """
+    local = segment_attention(query, key, value, segment_size=segment_size, scaling=scaling, dropout=dropout)
+    b, h, n, hd = query.shape
+    h_kv = key.shape[1]
+    s, g = n // segment_size, segment_size
+    if not isinstance(prefix_key, Tensor) or prefix_key.ndim != 5 or prefix_key.shape[:3] != (b, h_kv, s) \
+            or prefix_key.shape[4] != hd or not isinstance(prefix_value, Tensor) or prefix_value.shape != prefix_key.shape:
+        raise ValueError(f"prefix_key/prefix_value must have shape (b={b}, H_kv={h_kv}, S={s}, P, hd={hd})")
+    if not isinstance(gate, Tensor) or gate.shape != (h,):
+        raise ValueError(f"gate must be a tensor of shape (H={h},), one gate per query head")
+    p = prefix_key.shape[3]
+    if prefix_valid is None:
+        prefix_valid = torch.ones(s, p, dtype=torch.bool, device=query.device)
+    if prefix_valid.shape != (s, p) or prefix_valid.dtype != torch.bool:
+        raise ValueError(f"prefix_valid must be a bool tensor of shape (S={s}, P={p})")
+    scale = hd ** -0.5 if scaling is None else scaling
+    q = query.reshape(b, h, s, g, hd)
+    pk = repeat_kv(prefix_key.to(query.dtype), h // h_kv)  # (b, H, S, P, hd)
+    pv = repeat_kv(prefix_value.to(query.dtype), h // h_kv)
+    # scores of the slots alone: q k_p^T * scaling, the invalid slots masked
+    scores = torch.einsum("bhsgd,bhspd->bhsgp", q, pk) * scale
+    scores = scores.masked_fill(~prefix_valid[None, None, :, None, :], float("-inf"))
+    wide = scores.float() if scores.dtype in (torch.float16, torch.bfloat16) else scores  # at least float32
+    weights = torch.softmax(wide, dim=-1).to(query.dtype)
+    # a segment with no valid slot (segment 0 of the shift modes) contributes nothing (not NaN)
+    weights = torch.where(prefix_valid.any(-1)[None, None, :, None, None], weights, torch.zeros_like(weights))
+    if dropout > 0:
+        weights = F.dropout(weights, p=dropout)
+    slots = torch.einsum("bhsgp,bhspd->bhsgd", weights, pv).reshape(b, h, n, hd)
+    # out = local + gate_h * slots
+    return local + gate.to(local.dtype).view(1, h, 1, 1) * slots
 
 
 def block_local_attention(query: Tensor, key: Tensor, value: Tensor, *, group_size: int, offset: int = 0,

@@ -55,6 +55,12 @@ class HiCIConfig:
     """Qwen3: pass slot keys through the layer's ``k_norm`` like token keys (False: the authors' code)."""
     inference_mode: InferenceMode = "hici"
     """``hici``: chunked HiCI attention; ``full``: the model's own full attention, HiCI modules unused."""
+    gated_prefix: bool = False
+    """Zero-gated prefix (ours, after LLaMA-Adapter's zero-init attention): the queries attend to the slots
+    in a softmax of their own, scaled per head by tanh(alpha), alpha = 0 at initialisation, and added to the
+    segment's causal attention. At the start the model is then exactly chunked attention; the gate opens as
+    it trains. False: the authors' joint softmax over ``[slots ; tokens]``, where the untrained slots take
+    attention mass from the start."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -83,6 +89,10 @@ class HiCIConfig:
             raise ValueError(f"inference_mode={self.inference_mode!r} is unknown; use 'hici' or 'full'")
         if not isinstance(self.slot_qk_norm, bool):
             raise TypeError(f"slot_qk_norm={self.slot_qk_norm!r} must be a bool")
+        if not isinstance(self.gated_prefix, bool):
+            raise TypeError(f"gated_prefix={self.gated_prefix!r} must be a bool")
+        if self.gated_prefix and self.num_slots == 0:
+            raise ValueError("gated_prefix=True needs num_slots > 0: without slots there is no prefix to gate")
 
     @property
     def leaks(self) -> bool:

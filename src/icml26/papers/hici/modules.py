@@ -11,8 +11,13 @@ queries attend over the five statistic tokens, and a softplus gate (0.1 at initi
 scales the expansion back to d. ``forward_causal`` gives, per segment i, the integration of
 segments 0..i from cumulative statistics, exactly (not an approximation).
 
+Prefix gate (``PrefixGate``, ours, optional): one tanh gate per attention head, zero at
+initialisation, scaling the slots' separately normalised attention (LLaMA-Adapter's zero-init
+attention), so that a freshly patched model computes exactly chunked attention.
+
 Parameters per layer (no biases except LayerNorm's):
-``M d + 3 d B + B d`` (local) and ``d s + 2 s + s c + 2 c + K c + 4 c^2 + c d + 1`` (global).
+``M d + 3 d B + B d`` (local), ``d s + 2 s + s c + 2 c + K c + 4 c^2 + c d + 1`` (global) and, with
+the gate, one per attention head.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-__all__ = ["GlobalIntegrator", "LocalConstructor", "cumulative_statistics", "pooled_statistics"]
+__all__ = ["GlobalIntegrator", "LocalConstructor", "PrefixGate", "cumulative_statistics", "pooled_statistics"]
 
 _STD_FLOOR = 1e-6
 _NORM_EPS = 1e-6
@@ -248,3 +253,42 @@ class GlobalIntegrator(nn.Module):
         b, s = slots.shape[:2]
         stats = cumulative_statistics(slots).reshape(b * s, self.NUM_STATS, self.hidden_size)
         return self._integrate(stats).view(b, s, self.num_global, self.hidden_size)
+
+
+class PrefixGate(nn.Module):
+    """Per-head gates ``tanh(alpha_h)`` of the slot prefix, ``alpha = 0`` at initialisation (closed).
+
+    Used by the ``gated_prefix`` option: a segment's output is its causal attention plus
+    ``tanh(alpha_h)`` times its attention over the slots (a softmax of its own). tanh keeps the gate in
+    (-1, 1) and has slope 1 at 0, so the first gradient step opens it as fast as a plain scalar would.
+
+    Args:
+        num_heads: the model's attention heads (query heads).
+    """
+
+    def __init__(self, num_heads: int) -> None:
+        super().__init__()
+        if isinstance(num_heads, bool) or not isinstance(num_heads, int) or num_heads < 1:
+            raise ValueError(f"num_heads={num_heads!r} must be a positive integer")
+        self.alpha = nn.Parameter(torch.zeros(num_heads))
+
+    @property
+    def gate(self) -> Tensor:
+        """``(num_heads,)`` gate values tanh(alpha)."""
+        return torch.tanh(self.alpha)
+
+    def forward(self, local: Tensor, slots: Tensor) -> Tensor:
+        """``local + tanh(alpha_h) * slots``, per head.
+
+        Args:
+            local: ``(b, H, N, hd)``, the segments' causal attention.
+            slots: ``(b, H, N, hd)``, the attention over the slot prefix (same shape).
+        """
+        h = self.alpha.shape[0]
+        if not isinstance(local, Tensor) or local.ndim != 4 or local.shape[1] != h:
+            raise ValueError(f"local must have shape (b, H={h}, N, hd); got "
+                             f"{tuple(local.shape) if isinstance(local, Tensor) else type(local).__name__}")
+        if not isinstance(slots, Tensor) or slots.shape != local.shape:
+            raise ValueError(f"slots must have the shape of local {tuple(local.shape)}")
+        # out = local + tanh(alpha_h) * slots
+        return local + self.gate.to(local.dtype).view(1, h, 1, 1) * slots

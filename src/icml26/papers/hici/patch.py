@@ -14,7 +14,9 @@ The patched forward, in ``hici`` mode, for hidden states X ``(b, N, d)`` with G 
    (``causal_shift_g``), ``[G; L_i]`` (``none``), ``[G_i; L_i]`` (``causal_gi``); segment 0 of the shift
    modes sees no prefix (masked);
 5. prefix keys/values from the layer's ``k_proj``/``v_proj`` (Qwen3: ``k_norm`` when ``slot_qk_norm``), no RoPE;
-6. segment attention under ``[prefix_valid | tril(G, G)]``; ``o_proj``.
+6. segment attention under ``[prefix_valid | tril(G, G)]``; ``o_proj``. With ``gated_prefix`` instead: the
+   segment's causal attention plus ``tanh(alpha_h)`` times a separate softmax over the valid slots
+   (``self_attn.prefix_gate``, alpha = 0 at the start: exactly chunked attention until it trains).
 
 In ``full`` mode the class's own forward runs: the model's full attention, HiCI modules unused.
 """
@@ -31,9 +33,9 @@ from torch import Tensor, nn
 
 from icml26.common.argcheck import check_int
 from icml26.common.extras import require
-from icml26.papers.hici.attention import rope, segment_attention
+from icml26.papers.hici.attention import gated_prefix_attention, rope, segment_attention
 from icml26.papers.hici.config import INFERENCE_MODES, HiCIConfig
-from icml26.papers.hici.modules import GlobalIntegrator, LocalConstructor
+from icml26.papers.hici.modules import GlobalIntegrator, LocalConstructor, PrefixGate
 
 __all__ = ["attention_layers", "hici_attention", "hici_parameters", "is_patched", "patch", "set_inference_mode"]
 
@@ -177,9 +179,15 @@ def hici_attention(attn: nn.Module, hidden_states: Tensor, position_embeddings: 
         prefix_v = _project_heads(attn, attn.v_proj, prefix, "", False).permute(0, 3, 1, 2, 4)
         prefix_k, prefix_v = _tail(prefix_k, 2, first), _tail(prefix_v, 2, first)
         prefix_valid = _tail(prefix_valid, 0, first)
-    out = segment_attention(q, _tail(k, 2, start), _tail(v, 2, start), segment_size=g, prefix_key=prefix_k,
-                            prefix_value=prefix_v, prefix_valid=prefix_valid, scaling=attn.scaling,
-                            dropout=attn.attention_dropout if attn.training else 0.0)
+    dropout = attn.attention_dropout if attn.training else 0.0
+    if config.gated_prefix and prefix_k is not None:
+        out = gated_prefix_attention(q, _tail(k, 2, start), _tail(v, 2, start), segment_size=g, prefix_key=prefix_k,
+                                     prefix_value=prefix_v, prefix_valid=prefix_valid, gate=attn.prefix_gate.gate,
+                                     scaling=attn.scaling, dropout=dropout)
+    else:
+        out = segment_attention(q, _tail(k, 2, start), _tail(v, 2, start), segment_size=g, prefix_key=prefix_k,
+                                prefix_value=prefix_v, prefix_valid=prefix_valid, scaling=attn.scaling,
+                                dropout=dropout)
     out = out.transpose(1, 2).reshape(b, window, -1)
     return attn.o_proj(out)
 
@@ -224,6 +232,9 @@ def patch(model: nn.Module, config: HiCIConfig | None = None, *, seed: int | Non
                                         config.num_heads).to(device=weight.device, dtype=weight.dtype)
                 glob.init_queries_from_embeddings(embeddings)
                 attn.global_integrator = glob
+            if config.gated_prefix:
+                heads = attn.q_proj.out_features // attn.head_dim
+                attn.prefix_gate = PrefixGate(heads).to(device=weight.device, dtype=weight.dtype)
             attn.hici_config = config
             attn.hici_mode = config.inference_mode
             setattr(attn, _TAG, "hici")
@@ -256,13 +267,13 @@ def inference_mode(model: nn.Module, mode: str) -> Iterator[nn.Module]:
 
 
 def hici_parameters(model: nn.Module) -> list[nn.Parameter]:
-    """The parameters HiCI added (local constructors and global integrators of every layer)."""
+    """The parameters HiCI added (local constructors, global integrators and prefix gates of every layer)."""
     layers = attention_layers(model)
     if not all(getattr(a, _TAG, None) == "hici" for a in layers):
         raise ValueError("model is not patched with HiCI; call hici.patch(model, config) first")
     params: list[nn.Parameter] = []
     for attn in layers:
-        for name in ("local_constructor", "global_integrator"):
+        for name in ("local_constructor", "global_integrator", "prefix_gate"):
             module = getattr(attn, name, None)
             if module is not None:
                 params.extend(module.parameters())

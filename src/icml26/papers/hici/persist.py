@@ -22,7 +22,7 @@ from icml26.papers.hici.patch import _supported_model, attention_layers, is_patc
 
 __all__ = ["from_pretrained", "save_pretrained"]
 
-_HICI_KEYS = ("local_constructor.", "global_integrator.")
+_HICI_KEYS = ("local_constructor.", "global_integrator.", "prefix_gate.")
 
 
 def save_pretrained(model: nn.Module, path: str | os.PathLike, **kwargs: Any) -> None:

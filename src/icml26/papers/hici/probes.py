@@ -32,6 +32,13 @@ def _gpt2():
     return transformers.GPT2LMHeadModel(transformers.GPT2Config(n_layer=1, n_embd=8, n_head=2, vocab_size=8, bos_token_id=0, eos_token_id=0))
 
 
+def _opened_gate(heads: int):
+    gate = hici.PrefixGate(heads)
+    with torch.no_grad():
+        gate.alpha.fill_(0.5)
+    return gate
+
+
 def _patched(**kw):
     return hici.patch(_llama(), HiCIConfig(**{**_SMALL, **kw}), seed=0)
 
@@ -39,6 +46,8 @@ def _patched(**kw):
 MODULES = [
     ModuleCase("LocalConstructor", build=lambda: LocalConstructor(12, num_slots=3, bottleneck=8, num_heads=2),
                inputs=lambda g: (torch.randn(2, 3, 5, 12, generator=g),)),
+    ModuleCase("PrefixGate", build=lambda: _opened_gate(3),
+               inputs=lambda g: (torch.randn(2, 3, 4, 5, generator=g), torch.randn(2, 3, 4, 5, generator=g))),
     ModuleCase("GlobalIntegrator", build=lambda: GlobalIntegrator(12, num_global=2, bottleneck=8, stat_dim=4,
                                                                   num_heads=2),
                inputs=lambda g: (torch.randn(2, 3, 4, 12, generator=g),)),
@@ -88,6 +97,18 @@ HOSTILE = [
     Probe("one topic", lambda: TopicRetrievalTask(num_topics=1), match="num_topics"),
     Probe("zero documents", lambda: TopicRetrievalTask().sample(0, 4, np.random.default_rng(0)), match="n="),
     Probe("an int for rng", lambda: TopicRetrievalTask().sample(2, 4, 0), raises=TypeError, match="rng"),
+    Probe("gated prefix without slots", lambda: HiCIConfig(num_slots=0, num_global=0, gated_prefix=True),
+          match="gated_prefix"),
+    Probe("gated prefix not a bool", lambda: HiCIConfig(gated_prefix=1), raises=TypeError, match="gated_prefix"),
+    Probe("gate of the wrong shape", lambda: hici.gated_prefix_attention(*_qkv(6), segment_size=3,
+                                                                         gate=torch.zeros(3), **_prefix()),
+          match="gate"),
+    Probe("sizing below the smallest HiCI", lambda: hici.size_modules(576, 30, 134_515_008, max_overhead=0.001),
+          match="max_overhead"),
+    Probe("sizing given a bottleneck", lambda: hici.size_modules(64, 2, 10_000, bottleneck=32), match="bottleneck"),
+    Probe("gated count without heads", lambda: hici.module_parameter_count(64, HiCIConfig(gated_prefix=True)),
+          match="attention_heads"),
+    Probe("sizing a patched model", lambda: hici.size_modules_for(_patched()), match="already patched"),
     Probe("zero benchmark repeats", lambda: hici.time_attention_blocks((256, 512), repeats=0), match="repeats"),
 ]
 
@@ -108,6 +129,11 @@ def _slots() -> torch.Tensor:
 
 
 VALID = {
+    "PrefixGate": lambda: ((3,), {}),
+    "gated_prefix_attention": lambda: (_qkv(6), {"segment_size": 3, "gate": torch.full((2,), 0.5), **_prefix()}),
+    "module_parameter_count": lambda: ((16, HiCIConfig(**_SMALL, gated_prefix=True)), {"attention_heads": 2}),
+    "size_modules": lambda: ((64, 2, 100_000), {"max_overhead": 0.2, "attention_heads": 4, "max_bottleneck": 64}),
+    "size_modules_for": lambda: ((_llama(),), {"max_overhead": 0.5}),
     "GlobalIntegrator": lambda: ((12,), {"num_global": 2, "bottleneck": 8, "stat_dim": 4, "num_heads": 2,
                                          "gate_init": 0.1}),
     "LocalConstructor": lambda: ((12,), {"num_slots": 3, "bottleneck": 8, "num_heads": 2}),
@@ -152,8 +178,9 @@ _STATS = ("runs inside GlobalIntegrator's forward on every layer and step (a dev
 ALLOWED = {
     **{f"{fn}.{arg}": _HOT for fn in ("block_local_attention", "s2_attention", "segment_attention")
        for arg in ("query", "key", "value")},
-    "segment_attention.prefix_key": _HOT,
-    "segment_attention.prefix_value": _HOT,
+    **{f"{fn}.{arg}": _HOT for fn in ("segment_attention", "gated_prefix_attention")
+       for arg in ("prefix_key", "prefix_value")},
+    **{f"gated_prefix_attention.{arg}": _HOT for arg in ("query", "key", "value", "gate")},
     "pooled_statistics.slots": _STATS,
     "cumulative_statistics.slots": _STATS,
 }
