@@ -32,6 +32,7 @@ from icml26.papers.hici.analysis import (
     hici_parameter_count,
     loglog_slope,
     parameter_overhead,
+    round_slopes,
 )
 from icml26.papers.hici.attention import (block_local_attention, gated_prefix_attention, segment_attention,
                                          segment_mask)
@@ -79,6 +80,7 @@ __all__ = [
     "patch",
     "pooled_statistics",
     "position_interpolation",
+    "round_slopes",
     "s2_attention",
     "s2attn",
     "save_pretrained",

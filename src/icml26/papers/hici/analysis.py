@@ -2,6 +2,7 @@
 
 * :func:`accuracy`: fraction of argmax predictions equal to the labels;
 * :func:`loglog_slope`: least-squares slope of log(time) on log(N) (1: linear, 2: quadratic);
+* :func:`round_slopes`: that slope within each interleaved timing round, over the sizes from ``fit_from``;
 * :func:`hici_parameter_count`: the closed form of HiCI's parameters per layer;
 * :func:`parameter_overhead`: HiCI's share of base + HiCI parameters;
 * :func:`chunked_ceiling`: the best accuracy any model can reach on marked-segment topic retrieval
@@ -15,7 +16,8 @@ import numpy as np
 
 from icml26.common.argcheck import check_int
 
-__all__ = ["accuracy", "chunked_ceiling", "hici_parameter_count", "loglog_slope", "parameter_overhead"]
+__all__ = ["accuracy", "chunked_ceiling", "hici_parameter_count", "loglog_slope", "parameter_overhead",
+           "round_slopes"]
 
 
 def accuracy(predictions, labels) -> float:
@@ -44,6 +46,34 @@ def loglog_slope(sizes, times) -> float:
     # b = cov(x, y) / var(x)
     xc = x - x.mean()
     return float(np.sum(xc * (y - y.mean())) / np.sum(xc * xc))
+
+
+def round_slopes(sizes, samples, fit_from: int = 0) -> np.ndarray:
+    """Per timing round r, :func:`loglog_slope` of ``samples[:, r]`` over the sizes ``>= fit_from``.
+
+    When every round times all sizes moments apart (``time_attention_blocks(interleave_sizes=True)``),
+    load that comes and goes between rounds shifts a round's times together and leaves its slope
+    nearly unchanged; the median over rounds is then the load-robust slope.
+
+    Args:
+        sizes: N values, one per row of ``samples``.
+        samples: ``(sizes, rounds)`` positive times (round r's time at each size in column r).
+        fit_from: the smallest N in the fit (0: all); at least two distinct sizes must remain.
+
+    Returns:
+        ``(rounds,)`` slopes.
+    """
+    n, t = np.asarray(sizes, dtype=float), np.asarray(samples, dtype=float)
+    check_int(fit_from, "fit_from", low=0)
+    if t.ndim != 2 or n.ndim != 1 or t.shape[0] != n.size or t.shape[1] < 1:
+        raise ValueError(f"samples must have shape (len(sizes), rounds >= 1); got {t.shape} for {n.size} sizes")
+    for name, values in (("sizes", n), ("samples", t)):
+        if not (np.all(np.isfinite(values)) and np.all(values > 0)):
+            raise ValueError(f"{name} must be positive and finite")
+    keep = n >= fit_from
+    if np.unique(n[keep]).size < 2:
+        raise ValueError(f"fit_from={fit_from} leaves fewer than two distinct sizes of {n.tolist()}")
+    return np.array([loglog_slope(n[keep], t[keep, r]) for r in range(t.shape[1])])
 
 
 def hici_parameter_count(d: int, num_slots: int, num_global: int, bottleneck: int, stat_dim: int) -> int:

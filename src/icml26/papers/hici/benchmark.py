@@ -5,6 +5,12 @@ model's own attention, ``full`` mode), HiCI with a fixed segment length (cost ``
 linear in N) and HiCI at a fixed ratio (S segments, cost ``N^2 / S``). For each N the arms run in
 turn, interleaved, so that machine load affects them alike, and each arm keeps its fastest run: the
 run least slowed by other work on the machine (load only ever adds time).
+
+With ``interleave_sizes=True`` each of the ``repeats`` rounds times every size *and* every arm in
+turn (the arms' order rotating from round to round), so that one round's times at 1k and at 8k are
+taken moments apart: a slope or a ratio computed within each round, and its median over the rounds
+(:func:`icml26.papers.hici.analysis.round_slopes`), is not decided by load that came and went between
+sizes. Every timed run is kept in :attr:`AttentionTimings.samples`.
 """
 
 from __future__ import annotations
@@ -13,6 +19,7 @@ import copy
 import dataclasses
 import time
 
+import numpy as np
 import torch
 
 from icml26.common.argcheck import check_int
@@ -25,10 +32,16 @@ __all__ = ["AttentionTimings", "time_attention_blocks"]
 
 @dataclasses.dataclass
 class AttentionTimings:
-    """Seconds per forward+backward (the fastest of the repeats), ``{arm: [one per size]}``."""
+    """Seconds per forward+backward: ``seconds`` the fastest of the repeats, ``{arm: [one per size]}``;
+    ``samples`` every timed run, ``{arm: [[one per repeat] per size]}``."""
 
     sizes: list[int]
     seconds: dict[str, list[float]]
+    samples: dict[str, list[list[float]]] = dataclasses.field(default_factory=dict)
+
+    def median(self) -> dict[str, list[float]]:
+        """The median of the repeats, ``{arm: [one per size]}``."""
+        return {arm: [float(np.median(runs)) for runs in per_size] for arm, per_size in self.samples.items()}
 
 
 def _block_model(hidden: int, heads: int, seed: int):
@@ -44,7 +57,8 @@ def _block_model(hidden: int, heads: int, seed: int):
 
 def time_attention_blocks(sizes=(1024, 2048, 4096, 8192), *, hidden: int = 256, heads: int = 4,
                           segment_size: int = 256, num_segments: int = 4, hici: HiCIConfig | None = None,
-                          repeats: int = 3, device="cpu", seed: int = 0, progress=None) -> AttentionTimings:
+                          repeats: int = 3, device="cpu", seed: int = 0, progress=None,
+                          interleave_sizes: bool = False) -> AttentionTimings:
     """Fastest forward+backward seconds of the attention block at each N, for three arms.
 
     Arms: ``full`` (SDPA, causal), ``hici_fixed_g`` (``segment_size``), ``hici_ratio`` (``num_segments``).
@@ -56,12 +70,16 @@ def time_attention_blocks(sizes=(1024, 2048, 4096, 8192), *, hidden: int = 256, 
         hidden, heads: d and the model's heads.
         hici: the other HiCI sizes (default: the authors').
         repeats: timed runs per arm and size (the minimum is kept).
-        progress: optional callable wrapping the size loop (e.g. ``ctx.progress``).
+        progress: optional callable wrapping the size loop (the round loop with ``interleave_sizes``).
+        interleave_sizes: every round times every size and arm in turn (see the module docstring);
+            False: the rounds of one size run before the next size.
     """
     for name, value in (("hidden", hidden), ("heads", heads), ("segment_size", segment_size),
                         ("num_segments", num_segments), ("repeats", repeats)):
         check_int(value, name, low=1)
     check_int(seed, "seed", low=0)
+    if not isinstance(interleave_sizes, bool):
+        raise TypeError(f"interleave_sizes={interleave_sizes!r} must be a bool")
     sizes = [check_int(n, "sizes", low=1) for n in sizes]
     if not sizes:
         raise ValueError("sizes is empty; give at least one sequence length")
@@ -77,16 +95,26 @@ def time_attention_blocks(sizes=(1024, 2048, 4096, 8192), *, hidden: int = 256, 
     warm = torch.randn(1, min(sizes), hidden, generator=torch.Generator().manual_seed(seed)).to(device)
     for model in arms.values():
         _forward_backward(model, warm, device)
-    loop = progress(sizes) if progress is not None else sizes
-    for n in loop:
-        x = torch.randn(1, n, hidden, generator=gen).to(device)
-        samples: dict[str, list[float]] = {name: [] for name in arms}
-        for _ in range(repeats):
-            for name, model in arms.items():
-                samples[name].append(_forward_backward(model, x, device))
-        for name in arms:
-            seconds[name].append(min(samples[name]))
-    return AttentionTimings(sizes=sizes, seconds=seconds)
+    samples: dict[str, list[list[float]]] = {name: [[] for _ in sizes] for name in arms}
+    if interleave_sizes:
+        inputs = [torch.randn(1, n, hidden, generator=gen).to(device) for n in sizes]
+        names = list(arms)
+        rounds = range(repeats)
+        for r in (progress(rounds) if progress is not None else rounds):
+            order = names[r % len(names):] + names[:r % len(names)]
+            for i, x in enumerate(inputs):
+                for name in order:
+                    samples[name][i].append(_forward_backward(arms[name], x, device))
+    else:
+        loop = progress(list(enumerate(sizes))) if progress is not None else enumerate(sizes)
+        for i, n in loop:
+            x = torch.randn(1, n, hidden, generator=gen).to(device)
+            for _ in range(repeats):
+                for name, model in arms.items():
+                    samples[name][i].append(_forward_backward(model, x, device))
+    for name in arms:
+        seconds[name] = [min(runs) for runs in samples[name]]
+    return AttentionTimings(sizes=sizes, seconds=seconds, samples=samples)
 
 
 def _forward_backward(model, x: torch.Tensor, device) -> float:

@@ -181,7 +181,8 @@ class Config:
     bench_segment: int = 256
     """G of the fixed-segment HiCI arm of the benchmark."""
     bench_repeats: int = dataclasses.field(default=3, metadata={"min": 1})
-    """Timed forward+backward runs per arm and size, interleaved (the fastest is kept: load only adds time)."""
+    """Timing rounds; each times every size and arm in turn. Read twice: each arm's fastest run per size
+    (load only adds time), and the median over rounds of the slope and ratio within each round (5 or more)."""
     stdlib_steps: int = 300
     """Extension steps of the stdlib perplexity section (0: skipped)."""
 

@@ -10,8 +10,12 @@
    embeddings and norms for four arms: (a) HiCI ``causal_shift`` (G = 128; its modules train too),
    (b) LongLoRA S²-Attn (group 128, no-wrap partition), (c) chunked attention without slots (HiCI with
    M = K = 0), (d) full-attention fine-tuning.
-4. Accuracy on ``eval_docs`` documents at 512 and 1024 tokens, every arm in its chunked mode (HiCI,
-   S²-Attn, block-local; block-local for (d)) and in full mode. Only the logits at ``QUERY`` are read:
+4. Accuracy and the answer's NLL on ``eval_docs`` documents at 512 and 1024 tokens, every arm in its
+   chunked mode (HiCI, S²-Attn, block-local; block-local for (d)) and in full mode, and (e) the
+   pretrained base with position interpolation and no fine-tuning (``pi_only``) the same way. Each arm's
+   own mode (the one it trained in; full for (d) and (e)) is also reported as ``*_own``, and HiCI's
+   differences to (b), (d), (e) both with each arm in its own mode and with every arm in full mode.
+   Only the logits at ``QUERY`` are read:
    the block-local and S²-Attn modes see only their receptive field (:func:`_eval_context`) and the
    last layer computes the last segment only (:mod:`icml26.papers.hici.readout`), the same numbers.
 5. Strict causality of the trained HiCI model; the attention block (d = 256, forward + backward) timed
@@ -40,8 +44,7 @@ from icml26.papers.hici.data import TopicRetrievalTask
 from icml26.papers.hici.modules import GlobalIntegrator, LocalConstructor
 from icml26.papers.hici.patch import hici_parameters, patch, set_inference_mode
 from icml26.papers.hici.stdlib_ppl import stdlib_perplexity
-from icml26.papers.hici.training import (lora_extension, pretrain_on_documents, sample_batches, topic_accuracy,
-                                         train_steps)
+from icml26.papers.hici.training import lora_extension, pretrain_on_documents, sample_batches, topic_scores, train_steps
 
 __all__ = ["CHECKS", "Config", "STREAMS", "run"]
 
@@ -57,6 +60,8 @@ STREAMS: dict[str, str] = {
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
 ARMS = ("hici", "s2attn", "chunked", "full_ft")
+#: The mode each arm trained in (``pi_only``: the pretrained base with PI x4, no fine-tuning, full attention).
+OWN_MODE = {"hici": "chunked", "s2attn": "chunked", "chunked": "chunked", "full_ft": "full", "pi_only": "full"}
 LLAMA2_7B_PARAMS = 6_738_415_616  # LLaMA-2-7B, counted from its Hugging Face checkpoint
 LLAMA2_7B_LAYERS, LLAMA2_7B_WIDTH = 32, 4096
 
@@ -87,17 +92,33 @@ def _set_mode(arm: str, model, mode: str, config: Config):
 def _eval_context(arm: str, mode: str, config: Config) -> int | None:
     """Trailing tokens the last token depends on in the arm's ``mode``, or None (the whole document).
 
-    Chunked mode is block-local for ``chunked`` and ``full_ft`` (one segment) and S²-Attn for
+    Chunked mode is block-local for ``chunked``, ``full_ft`` and ``pi_only`` (one segment) and S²-Attn for
     ``s2attn`` (:func:`s2attn.receptive_field`); HiCI's global context and full attention see everything.
     Evaluating on that cut gives the same logits at ``QUERY`` for a fraction of the cost.
     """
     if mode != "chunked":
         return None
-    if arm in ("chunked", "full_ft"):
+    if arm in ("chunked", "full_ft", "pi_only"):
         return config.segment_tokens
     if arm == "s2attn":
         return s2attn.receptive_field(config.segment_tokens, config.n_layers)
     return None
+
+
+def _score(arm: str, model, config: Config, eval_docs: dict, task: TopicRetrievalTask, device) -> dict[str, float]:
+    """Accuracy and mean answer NLL per length, in chunked and full mode, and in the arm's own mode."""
+    row: dict[str, float] = {}
+    for mode in ("chunked", "full"):
+        evaluated = _set_mode(arm, model, mode, config)
+        for name, docs in eval_docs.items():
+            scores = topic_scores(evaluated, docs, task, device=device, context=_eval_context(arm, mode, config),
+                                  window=config.segment_tokens)
+            row[f"acc_{name}_{mode}"] = float(scores.hits.mean())
+            row[f"nll_{name}_{mode}"] = float(scores.nll.mean())
+    for name in eval_docs:
+        row[f"acc_{name}_own"] = row[f"acc_{name}_{OWN_MODE[arm]}"]
+        row[f"nll_{name}_own"] = row[f"nll_{name}_{OWN_MODE[arm]}"]
+    return row
 
 
 def _leak(model, task: TopicRetrievalTask, config: Config, ctx: RunContext) -> float:
@@ -121,6 +142,34 @@ def _overhead_7b() -> tuple[int, float]:
         glob = GlobalIntegrator(LLAMA2_7B_WIDTH, 4, 512, 128, 8)
     per_layer = sum(p.numel() for p in [*local.parameters(), *glob.parameters()])
     return per_layer, analysis.parameter_overhead(LLAMA2_7B_LAYERS * per_layer, LLAMA2_7B_PARAMS)
+
+
+def slope_fit_from(sizes) -> int:
+    """The smallest N of the within-round slope fits: the second size when three or more are timed (at
+    N = 1k the projections, linear in N, still weigh: 2k-8k for the default sizes), else the first."""
+    ordered = sorted(set(sizes))
+    return ordered[1] if len(ordered) >= 3 else ordered[0]
+
+
+def _timing_reads(timings) -> tuple[dict[str, float], float, dict[str, float], float]:
+    """Two reads of the same interleaved rounds.
+
+    ``fastest``: slopes over every size and the HiCI / full ratio at the largest N from each arm's fastest
+    run per size. ``rounds``: the slope (over N >= :func:`slope_fit_from`) and the ratio computed within
+    each round, every size and arm timed moments apart, and their median over the rounds.
+
+    Returns:
+        ``(fastest slopes, fastest ratio, rounds slopes, rounds ratio)``.
+    """
+    slopes = {arm: analysis.loglog_slope(timings.sizes, secs) for arm, secs in timings.seconds.items()}
+    ratio = timings.seconds["hici_fixed_g"][-1] / timings.seconds["full"][-1]
+    fit_from = slope_fit_from(timings.sizes)
+    round_slopes = {arm: float(np.median(analysis.round_slopes(timings.sizes, per_size, fit_from)))
+                    for arm, per_size in timings.samples.items()}
+    last = int(np.argmax(timings.sizes))
+    round_ratio = float(np.median(np.asarray(timings.samples["hici_fixed_g"][last])
+                                  / np.asarray(timings.samples["full"][last])))
+    return slopes, ratio, round_slopes, round_ratio
 
 
 def _seconds_note(timings, arm: str) -> str:
@@ -148,7 +197,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     short = str(config.extension_factor * g)
     eval_docs = {name: task.sample(config.eval_docs, s, eval_rng) for name, s in lengths.items()}
     pre_docs = pre_task.sample(config.eval_docs, config.pretrain_segments, eval_rng)
-    pretrained_acc = float(topic_accuracy(base, pre_docs, pre_task, device=device).mean())
+    pretrained_acc = float(topic_scores(base, pre_docs, pre_task, device=device).hits.mean())
 
     metrics: dict[str, dict[str, float]] = {}
     train_seconds: dict[str, float] = {}
@@ -178,25 +227,28 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             set_inference_mode(wrapped, "hici")
             leak = _leak(wrapped, task, config, ctx)
             row["hici_params"] = float(sum(p.numel() for p in extra))
-        for mode in ("chunked", "full"):
-            evaluated = _set_mode(arm, wrapped, mode, config)
-            for name, docs in eval_docs.items():
-                hits = topic_accuracy(evaluated, docs, task, device=device, context=_eval_context(arm, mode, config),
-                                      window=g)
-                row[f"acc_{name}_{mode}"] = float(hits.mean())
+        row.update(_score(arm, wrapped, config, eval_docs, task, device))
         metrics[arm] = row
+    ctx.stage("position interpolation without fine-tuning")
+    metrics["pi_only"] = _score("pi_only", _make_arm("pi_only", base, config, seed=0), config, eval_docs, task, device)
+    for other in ("s2attn", "full_ft", "pi_only"):  # HiCI minus each, every arm in its own mode and all in full
+        for name in lengths:
+            for how in ("own", "full"):
+                metrics["hici"][f"minus_{other}_acc_{name}_{how}"] = (metrics["hici"][f"acc_{name}_{how}"]
+                                                                      - metrics[other][f"acc_{name}_{how}"])
 
     ctx.stage("attention-block benchmark")
     timings = time_attention_blocks(config.bench_sizes, hidden=config.bench_hidden, heads=4,
                                     segment_size=config.bench_segment,
                                     repeats=config.bench_repeats, device=device, seed=ctx.seed,
-                                    progress=lambda it: ctx.progress(it, desc="benchmark"))
-    slopes = {arm: analysis.loglog_slope(timings.sizes, secs) for arm, secs in timings.seconds.items()}
-    ratio = timings.seconds["hici_fixed_g"][-1] / timings.seconds["full"][-1]
+                                    progress=lambda it: ctx.progress(it, desc="benchmark"), interleave_sizes=True)
+    slopes, ratio, round_slopes, round_ratio = _timing_reads(timings)
     # wall-clock figures differ between runs of one seed: provenance, curves and check notes, not metrics
     ctx.provenance["hici_train_seconds"] = train_seconds
     ctx.provenance["hici_attention_seconds"] = {"sizes": timings.sizes, **timings.seconds}
     ctx.provenance["hici_attention_slopes"] = slopes
+    ctx.provenance["hici_attention_rounds"] = {"fit_from": slope_fit_from(timings.sizes), "slopes": round_slopes,
+                                               "ratio_largest_n": round_ratio, "samples": timings.samples}
     per_layer_7b, overhead_7b = _overhead_7b()
     base_params = sum(p.numel() for p in base.parameters())
     overhead_tiny = analysis.parameter_overhead(int(metrics["hici"]["hici_params"]), base_params)
@@ -210,6 +262,10 @@ def run(config: Config, ctx: RunContext) -> Outcome:
              f"{analysis.chunked_ceiling(config.eval_extrapolation, config.num_topics):.4f}",
              f"HiCI parameters: {per_layer_7b:,} per LLaMA-2-7B layer ({overhead_7b:.2%} of base + HiCI); "
              f"{overhead_tiny:.1%} of the tiny model (B = {config.bottleneck} at d = {config.d_model})"]
+    notes.append(f"timing, median over {config.bench_repeats} interleaved rounds of the within-round read (slopes "
+                 f"over N >= {slope_fit_from(timings.sizes)}): full {round_slopes['full']:.3f}, HiCI G = "
+                 f"{config.bench_segment} {round_slopes['hici_fixed_g']:.3f}; HiCI / full at N = {max(timings.sizes)}: "
+                 f"{round_ratio:.3f}")
     if config.stdlib_steps > 0:
         ctx.stage("stdlib perplexity at 512")
         ppl = stdlib_perplexity(config, ctx)
@@ -231,6 +287,17 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         CHECKS["param_overhead_llama2_7b"].measure(overhead_7b, note=f"{per_layer_7b:,} per layer"),
         CHECKS["causal_shift_leak"].measure(leak),
     ]
+    # measured only where claims.py declares them (the own-mode / full-mode comparisons and the PI-only row)
+    optional = {
+        "pi_only_acc_512_full": metrics["pi_only"][f"acc_{short}_full"],
+        "hici_minus_s2attn_512_own": metrics["hici"][f"minus_s2attn_acc_{short}_own"],
+        "hici_minus_s2attn_512_all_full": metrics["hici"][f"minus_s2attn_acc_{short}_full"],
+        "hici_minus_full_ft_512_all_full": metrics["hici"][f"minus_full_ft_acc_{short}_full"],
+        "full_time_slope_rounds": round_slopes["full"],
+        "hici_time_slope_rounds": round_slopes["hici_fixed_g"],
+        "hici_full_time_ratio_8k_rounds": round_ratio,
+    }
+    checks += [CHECKS[name].measure(value) for name, value in optional.items() if name in CHECKS]
     step = max(1, config.finetune_steps // 30)
     curves = {
         "answer_loss": Curve(x=list(range(0, config.finetune_steps, step)), xlabel="extension step",
@@ -240,7 +307,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         "accuracy": Curve(x=[int(k) for k in lengths], xlabel="tokens", ylabel="topic accuracy",
                           title="topic retrieval (chance 1/8)",
                           series={f"{arm} ({mode})": [metrics[arm][f"acc_{n}_{mode}"] for n in lengths]
-                                  for arm in ARMS for mode in ("chunked", "full")}),
+                                  for arm in (*ARMS, "pi_only") for mode in ("chunked", "full")}),
         "attention_time": Curve(x=timings.sizes, xlabel="N", ylabel="seconds (forward + backward)",
                                 title=f"attention block, d = {config.bench_hidden}", logx=True, logy=True,
                                 series=timings.seconds),

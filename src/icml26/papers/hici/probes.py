@@ -109,6 +109,8 @@ HOSTILE = [
     Probe("gated count without heads", lambda: hici.module_parameter_count(64, HiCIConfig(gated_prefix=True)),
           match="attention_heads"),
     Probe("sizing a patched model", lambda: hici.size_modules_for(_patched()), match="already patched"),
+    Probe("slope fit from past the sizes", lambda: hici.round_slopes([1, 2], [[1.0], [2.0]], fit_from=4),
+          match="fit_from"),
     Probe("zero benchmark repeats", lambda: hici.time_attention_blocks((256, 512), repeats=0), match="repeats"),
 ]
 
@@ -152,6 +154,8 @@ VALID = {
     "is_patched": lambda: ((_llama(),), {}),
     "loglog_slope": lambda: ((np.array([256.0, 512.0, 1024.0]), np.array([1.0, 2.1, 3.9])), {}),
     "parameter_overhead": lambda: ((1000, 100000), {}),
+    "round_slopes": lambda: ((np.array([1024.0, 2048.0, 4096.0]), np.array([[1.0, 1.1], [2.1, 2.0], [3.9, 4.4]])),
+                             {"fit_from": 2048}),
     "patch": lambda: ((_llama(), HiCIConfig(**_SMALL)), {"seed": 0}),
     "pooled_statistics": lambda: ((_slots(),), {}),
     "position_interpolation": lambda: ((_llama(), 2.0), {}),

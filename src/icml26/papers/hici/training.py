@@ -9,8 +9,9 @@ Library-grade helpers the experiment composes (they import nothing from ``experi
   norms trainable (LongLoRA's "LoRA+") and HiCI's modules trainable at their own learning rate;
 * :func:`sample_batches`: a run's training documents drawn once, so that arms trained on the same
   stream (the same documents in the same order) share them instead of drawing them again;
-* :func:`train_steps` and :func:`topic_accuracy` (which computes only what the logits at ``QUERY``
-  need: cache-sized batches, the attention's receptive field, the last layer on the last positions).
+* :func:`train_steps` and :func:`topic_scores` / :func:`topic_accuracy` (which compute only what the
+  logits at ``QUERY`` need: cache-sized batches, the attention's receptive field, the last layer on the
+  last positions): per document, the hit and the answer's negative log-likelihood.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from icml26.common.schedule import warmup_cosine
 from icml26.papers.hici.data import TopicDocuments, TopicRetrievalTask
 from icml26.papers.hici.readout import last_layer_window
 
-__all__ = ["EVAL_BATCH_TOKENS", "TrainLog", "lora_extension", "pretrain_on_documents", "retrieval_loss",
-           "sample_batches", "topic_accuracy", "train_steps"]
+__all__ = ["EVAL_BATCH_TOKENS", "TopicScores", "TrainLog", "lora_extension", "pretrain_on_documents",
+           "retrieval_loss", "sample_batches", "topic_accuracy", "topic_scores", "train_steps"]
 
 
 @dataclasses.dataclass
@@ -149,10 +150,28 @@ def lora_extension(model: nn.Module, *, rank: int, alpha: float, lr: float, hici
 EVAL_BATCH_TOKENS = 8192
 
 
-@torch.inference_mode()
+@dataclasses.dataclass
+class TopicScores:
+    """Per document: ``hits`` (the argmax over the T topic tokens is the answer) and ``nll`` (the answer's
+    negative log-likelihood under the softmax over the whole vocabulary, nats), both ``(n,)``."""
+
+    hits: np.ndarray
+    nll: np.ndarray
+
+
 def topic_accuracy(model: nn.Module, docs: TopicDocuments, task: TopicRetrievalTask, *, batch_size: int | None = None,
                    device="cpu", context: int | None = None, window: int | None = None) -> np.ndarray:
-    """Per document, whether the argmax over the T topic tokens at ``QUERY`` is the answer: ``(n,)`` bool.
+    """``topic_scores(...).hits``: per document, whether the topic argmax at ``QUERY`` is the answer (bool)."""
+    return topic_scores(model, docs, task, batch_size=batch_size, device=device, context=context,
+                        window=window).hits
+
+
+@torch.inference_mode()
+def topic_scores(model: nn.Module, docs: TopicDocuments, task: TopicRetrievalTask, *, batch_size: int | None = None,
+                 device="cpu", context: int | None = None, window: int | None = None) -> TopicScores:
+    """Per document, whether the argmax over the T topic tokens at ``QUERY`` is the answer, and the answer's NLL.
+
+    The NLL is a held-out score that keeps separating arms after the accuracy saturates at 1.
 
     Documents are independent (no padding, no cross-document attention), so the batch size changes
     only the speed. Runs under ``torch.inference_mode`` (no autograd records, no version counters):
@@ -184,7 +203,7 @@ def topic_accuracy(model: nn.Module, docs: TopicDocuments, task: TopicRetrievalT
     if batch_size is None:
         batch_size = max(1, EVAL_BATCH_TOKENS // (length - start))
     windowed = window is not None and window < length - start
-    hits = []
+    hits, nll = [], []
     with last_layer_window(model, window) if windowed else contextlib.nullcontext():
         for i in range(0, len(docs), batch_size):
             part = docs.batch(slice(i, i + batch_size)).to(device)
@@ -192,4 +211,6 @@ def topic_accuracy(model: nn.Module, docs: TopicDocuments, task: TopicRetrievalT
                            **extra).logits[:, -1]
             predicted = topics[logits[:, topics].argmax(-1)]
             hits.append((predicted == part.answer).cpu().numpy())
-    return np.concatenate(hits)
+            # nll = -log softmax(logits)[answer]
+            nll.append(F.cross_entropy(logits.float(), part.answer, reduction="none").cpu().numpy())
+    return TopicScores(hits=np.concatenate(hits), nll=np.concatenate(nll).astype(np.float64))
