@@ -7,7 +7,8 @@
 * :func:`pope_scores`: accuracy, precision, recall, F1 (``yes`` is the positive class), yes-ratio;
 * :func:`precision_at_k`: mean over rows of ``|selected ∩ reference| / |selected|``;
 * :func:`top_k_mask`: the ``k`` largest entries per row (ties to the lower index);
-* :func:`relative_reduction`: ``1 − method / baseline``.
+* :func:`relative_reduction`: ``1 − method / baseline``;
+* :func:`object_steps`: where a caption names an object, and whether that mention is hallucinated.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "ChairScores",
     "chair",
     "mentioned_objects",
+    "object_steps",
     "pope_scores",
     "precision_at_k",
     "relative_reduction",
@@ -140,3 +142,13 @@ def precision_at_k(selected: np.ndarray, reference: np.ndarray) -> float:
 def relative_reduction(method: float, baseline: float) -> float:
     """``1 − method / baseline`` (e.g. 0.291 for "29.1 % lower"); NaN when the baseline is 0."""
     return 1.0 - method / baseline if baseline else math.nan
+
+
+def object_steps(words: Sequence[str], truth: Collection[str], objects: Collection[str]) -> list[tuple[int, bool]]:
+    """``(index in words, hallucinated)`` for every word of ``words`` that names an object of ``objects``;
+    a mention is hallucinated when its object is not in ``truth``. The steps at which the two streams must
+    disagree for Fox to change a mention (see :mod:`.pathway`)."""
+    if isinstance(words, str) or isinstance(truth, str):
+        raise TypeError("words and truth must be sequences of words, not a single string")
+    objects, truth = set(objects), set(truth)
+    return [(i, w not in truth) for i, w in enumerate(words) if w in objects]

@@ -44,6 +44,7 @@ from icml26.common.extras import require
 from icml26.papers.fox.interventions import (
     FoxIntervention,
     HeadAblation,
+    HeadSaturation,
     KeySets,
     PAIIntervention,
     ProbeRecord,
@@ -58,6 +59,7 @@ __all__ = [
     "AttentionIntervention",
     "FoxIntervention",
     "HeadAblation",
+    "HeadSaturation",
     "KeySets",
     "PAIIntervention",
     "ProbeRecord",

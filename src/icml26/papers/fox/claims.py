@@ -2,6 +2,15 @@
 
 from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms
 
+# The pathology testbed's checks (issues #40 and #43: score CHAIR only where hallucination flows through the
+# pathway Fox intervenes on, and POPE only once the model answers it) are measured by the further run
+# results/fox/pathology (quick setting with testbed=pathology and its recipe, see pathology_run.py), not by
+# the committed quick run; declared for the full setting only so that the quick result does not list them.
+_PATHOLOGY = ("full",)
+_DISAGREE = ("issue #40 (precondition: the streams disagree on the hallucinated tokens); 0.2 = 1 - 0.8: the fused "
+             "argmax keeps a token both streams rank first, so along vanilla's captions Fox can remove only "
+             "mentions where the streams disagree (or by changing an earlier word)")
+
 CHECKS = declare(
     CheckSpec("vanilla_chair_i", "vanilla CHAIR_I on the adversarial captioning set (the benchmark bites)", ">=",
               0.15, source="issue", ref="issue #19"),
@@ -14,6 +23,19 @@ CHECKS = declare(
     CheckSpec("probe_precision_over_chance",
               "probe precision@k against the k heads whose ablation most lowers p(B), minus chance k/H", ">", 0.0,
               source="issue", ref="issue #19"),
+    CheckSpec("streams_disagree_hallucinated", "fraction of vanilla's hallucinated object mentions (teacher-forced) "
+              "at which Fox's interventional stream's argmax differs from the observational one's", ">=", 0.2,
+              source="ours", ref=_DISAGREE, settings=_PATHOLOGY),
+    CheckSpec("probe_saturation_over_random", "drop of vanilla p(yes | absent partner B) when Fox's probe's heads are "
+              "saturated minus when k random heads of the same layers are", ">", 0.0, source="issue",
+              ref="issue #40 (the head probe beats chance); issue #43 (the saturation effect, not ablation rank)",
+              settings=_PATHOLOGY),
+    CheckSpec("pope_random_accuracy", "vanilla POPE-random accuracy (the model answers POPE)", ">=", 0.8,
+              source="issue", ref="issue #43", settings=_PATHOLOGY),
+    CheckSpec("pathology_chair_i_ratio", "Fox CHAIR_I / vanilla CHAIR_I on the pathology testbed", "<=", 0.8,
+              source="issue", ref="issue #19 (bar); issue #40 (a testbed with the pathology)", settings=_PATHOLOGY),
+    CheckSpec("pathology_pope_f1_gain", "Fox POPE-adversarial F1 - vanilla's on the pathology testbed", ">=", 0.0,
+              source="issue", ref="issue #19 (bar); issue #43 (POPE scored once answered)", settings=_PATHOLOGY),
 )
 
 # Every arm decodes greedily with the same token budget (max_new_tokens) on one trained tiny LLaVA per
@@ -44,8 +66,12 @@ ARMS = declare_arms(
 # (recall). vanilla_chair_i is the precondition that the benchmark bites.
 CHECKS = annotate(
     CHECKS,
-    headline=("fox_chair_i_ratio", "recall_drop"),
-    diagnostic=("vanilla_chair_i",),
+    headline=("fox_chair_i_ratio", "recall_drop", "pathology_chair_i_ratio"),
+    diagnostic=("vanilla_chair_i", "streams_disagree_hallucinated", "probe_saturation_over_random",
+                "pope_random_accuracy"),
     compares={"fox_chair_i_ratio": ("fox", "vanilla"), "recall_drop": ("fox", "vanilla"),
-              "pope_f1_gain": ("fox", "vanilla"), "fox_minus_sid_chair_s": ("fox", "sid")},
+              "pope_f1_gain": ("fox", "vanilla"), "fox_minus_sid_chair_s": ("fox", "sid"),
+              "pathology_chair_i_ratio": ("fox", "vanilla"), "pathology_pope_f1_gain": ("fox", "vanilla")},
+    requires={"pathology_chair_i_ratio": ("streams_disagree_hallucinated", "probe_saturation_over_random"),
+              "pathology_pope_f1_gain": ("pope_random_accuracy",)},
 )

@@ -4,12 +4,18 @@ its training, the decoding arms and their settings, with the range each field ac
 from __future__ import annotations
 
 import dataclasses
+from typing import ClassVar
 
 from icml26.common.config import validate_numbers
 
-__all__ = ["ARMS", "Config"]
+__all__ = ["ARMS", "Config", "PathologyConfig", "TESTBEDS"]
 
 ARMS = ("Fox", "vanilla", "VCD", "SID", "PAI", "Fox all layers")
+
+TESTBEDS = ("default", "pathology")
+"""Which checks a run scores: ``"default"`` (the committed quick run: no pathology, no harm) or
+``"pathology"`` (the CHAIR and POPE checks gated by the preconditions that the pathway Fox targets exists;
+``pathology_run.py`` sets the recipe)."""
 
 
 @dataclasses.dataclass
@@ -51,10 +57,16 @@ class Config:
     """Greedy arms to run (``Fox``, ``vanilla`` and ``SID`` are needed by the checks; ``Fox all layers``
     probes every decoder layer, a diagnostic of the layer range)."""
     mechanism: bool = True
-    """Run the head-ablation mechanism check."""
+    """Run the mechanism measurements: head ablations, saturation effects, the streams at hallucinated mentions."""
     sampling: bool = True
     """Also caption with sampling (top-p 0.9): vanilla at T = 1, Fox at T = 1, and vanilla at T = 1/3 (the
     control for Fox's sharpening: identical streams give z = 3·l)."""
+    testbed: ClassVar[str] = "default"
+    """The default testbed (a field of :class:`PathologyConfig`, so the committed run's config is unchanged)."""
+    pope_target_accuracy: ClassVar[float] = 0.0
+    """Train ``train_steps`` steps, no POPE target (a field of :class:`PathologyConfig`)."""
+    pope_check_every: ClassVar[int] = 250
+    """(A field of :class:`PathologyConfig`.)"""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -84,3 +96,42 @@ class Config:
         """Seconds: 40 steps of a 2-layer, 64-wide model on 256 scenes, 12 images, no ablation sweep."""
         return cls(train_steps=40, vision_pretrain_steps=20, n_train_scenes=256, n_eval=12, max_new_tokens=6,
                    decoder_layers=2, decoder_width=64, mechanism=False)
+
+
+@dataclasses.dataclass
+class PathologyConfig(Config):
+    """The pathology testbed's config (``pathology_run.py``): :class:`Config` plus the testbed, a POPE target
+    for training and its check interval. Its defaults are the further run's; the recipe's other fields
+    (depth, prior, faint objects, step cap) are overrides of :class:`Config` fields in ``pathology_run.py``."""
+
+    testbed: str = "pathology"
+    """``"default"`` or ``"pathology"`` (:data:`TESTBEDS`): the latter scores the gated ``pathology_*`` checks
+    and their preconditions (streams disagree on hallucinated mentions, the probe's heads beat random heads
+    under saturation, POPE-random accuracy) instead of the ungated CHAIR, POPE and probe checks."""
+    pope_target_accuracy: float = dataclasses.field(default=0.8, metadata={"min": 0.0, "max": 1.0})
+    """Train until greedy POPE-random accuracy on development scenes reaches this (checked every
+    ``pope_check_every`` steps; ``train_steps`` is the cap). 0: train ``train_steps`` steps."""
+    pope_check_every: int = dataclasses.field(default=250, metadata={"min": 1})
+    """Steps between two development POPE checks."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.testbed not in TESTBEDS:
+            raise ValueError(f"testbed={self.testbed!r} must be one of {TESTBEDS}")
+        if self.testbed == "pathology" and not self.mechanism:
+            raise ValueError("testbed='pathology' needs mechanism=True: its preconditions are measured there")
+        if not 0.0 <= self.pope_target_accuracy <= 1.0:
+            raise ValueError(f"pope_target_accuracy={self.pope_target_accuracy} must lie in [0, 1] (0: no target)")
+        if self.pope_check_every < 1:
+            raise ValueError(f"pope_check_every={self.pope_check_every} must be at least 1")
+
+    @classmethod
+    def from_config(cls, config: Config, **changes) -> "PathologyConfig":
+        """``config``'s fields with ``changes`` (any field of this class) applied, validated."""
+        if not isinstance(config, Config):
+            raise TypeError(f"config must be a fox Config, got {type(config).__name__}")
+        base = {f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}
+        unknown = set(changes) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ValueError(f"changes name unknown PathologyConfig fields: {sorted(unknown)}")
+        return cls(**{**base, **changes})

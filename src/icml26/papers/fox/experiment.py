@@ -11,6 +11,10 @@
 4. Mechanism: on "is there a B ?" for the adversarial images, ablate every head of the probed layers
    in turn; precision@k of Fox's probe against the k heads whose ablation lowers p(yes) most
    (chance k/H). Also the AUC of the probe's score at hallucinated vs correct object words.
+5. The pathway Fox targets (:mod:`.pathway`): the drop of p(yes | absent B) when Fox's saturation hits
+   each head, each layer, Fox's probed heads and k random heads of the same layers; and, along vanilla's
+   captions, whether the two streams disagree at the hallucinated mentions. With ``testbed="pathology"``
+   these are the preconditions that gate the CHAIR check, and POPE-random accuracy gates the POPE one.
 
 One master seed is one replicate: it seeds the training, the evaluation images and the POPE draws.
 """
@@ -43,6 +47,7 @@ from icml26.papers.fox.decoding import DecodingConfig, FoxConfig, default_fox_la
 from icml26.papers.fox.evaluation import caption_run, hallucination_scores, mechanism, pope_run
 from icml26.papers.fox.figures import plot
 from icml26.papers.fox.model import TinyVLMConfig
+from icml26.papers.fox.pathway import saturation_effects, stream_disagreement
 from icml26.papers.fox.scenes import (
     SHAPES,
     SceneConfig,
@@ -62,6 +67,7 @@ STREAMS: dict[str, str] = {
     "pope_stats": "the scenes POPE's frequency and co-occurrence statistics count",
     "vcd_noise": "VCD's image noise",
     "sampling": "the sampled decoding",
+    "random_heads": "the random heads saturated beside the probe's (its chance baseline)",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
@@ -96,20 +102,66 @@ def _pope_stats(scenes) -> tuple[dict[str, float], dict[tuple[str, str], float]]
     return frequency, cooccurrence
 
 
+def _pathway(config, ctx, model, vocab, scenes, images, vanilla_captions, truths, fox_config, layers, n_img,
+             fox: dict[str, float], curves: dict[str, Any], notes: list[str], pathology: bool) -> list:
+    """The pathway Fox targets (:mod:`.pathway`): saturation effects and stream disagreement into ``fox``'s
+    metrics, ``curves`` and ``notes``; the precondition checks when ``pathology``."""
+    ctx.stage("fox: saturation effects and stream disagreement (the pathway)")
+    sat = saturation_effects(model, vocab, scenes, images, fox_layers=layers, rho=config.rho, n_image_tokens=n_img,
+                             device=ctx.device, rng=ctx.rng("random_heads"))
+    dis = stream_disagreement(model, vocab, vanilla_captions, truths, images, fox_config, n_image_tokens=n_img,
+                              device=ctx.device)
+    fox.update(sat_fox_drop=sat.fox_drop, sat_random_drop=sat.random_drop, sat_probe_gain=sat.probe_gain,
+               sat_max_head=float(sat.head_saturation.max()), abl_max_head=float(sat.head_ablation.max()),
+               sat_fox_layers_all_heads=sat.layer_sets["Fox's layers"], sat_all_layers=sat.layer_sets["all layers"],
+               disagree_hallucinated=dis.disagree_hallucinated, disagree_correct=dis.disagree_correct,
+               js_hallucinated=dis.js_hallucinated)
+    for layer in range(sat.head_saturation.shape[0]):
+        curves[f"saturation_layer{layer}"] = Curve(
+            x=list(range(sat.head_saturation.shape[1])),
+            series={"saturation drop of p(yes|B)": sat.head_saturation[layer].tolist(),
+                    "ablation drop of p(yes|B)": sat.head_ablation[layer].tolist(),
+                    "probe selection rate": sat.probe_selected[layer].tolist()},
+            xlabel="head", ylabel="value", title=f"fox: layer {layer} heads, saturation vs ablation")
+    top = np.unravel_index(np.argmax(sat.head_saturation), sat.head_saturation.shape)
+    notes.append(
+        f"Saturation effects on p(yes | absent B) (vanilla {sat.p_yes:.3f}, {sat.n_samples} images): Fox's stream "
+        f"(probe's heads in layers {list(sat.fox_layers)}) {sat.fox_drop:+.3f}, k random heads of those layers "
+        f"{sat.random_drop:+.3f} (probe minus random {sat.probe_gain:+.3f}); largest single head L{top[0]}H{top[1]} "
+        f"{sat.head_saturation[top]:+.3f} (ablating it {sat.head_ablation[top]:+.3f}; largest ablation "
+        f"{sat.head_ablation.max():+.3f}); layer sets: " + ", ".join(f"{k} {v:+.3f}" for k, v in sat.layer_sets.items())
+        + f". The pathway Fox targets {'exists' if sat.pathway_exists else 'does not exist'} in this model: "
+        f"Fox's saturation lowers p(yes | absent) by {sat.fox_drop:.3f} ({'>=' if sat.pathway_exists else '<'} 0.05).")
+    notes.append(f"Streams along vanilla's captions: Fox's interventional argmax differs at "
+                 f"{dis.disagree_hallucinated:.3f} of {dis.n_hallucinated} hallucinated mentions and "
+                 f"{dis.disagree_correct:.3f} of {dis.n_correct} correct ones (JS {dis.js_hallucinated:.4f} / "
+                 f"{dis.js_correct:.4f} nats).")
+    if not pathology:
+        return []
+    return [CHECKS["streams_disagree_hallucinated"].measure(
+                dis.disagree_hallucinated, note=f"{dis.n_hallucinated} hallucinated mentions; correct ones "
+                                                f"{dis.disagree_correct:.3f}"),
+            CHECKS["probe_saturation_over_random"].measure(
+                sat.probe_gain, note=f"probe {sat.fox_drop:+.3f}, random {sat.random_drop:+.3f} "
+                                     f"({sat.n_samples} images)")]
+
+
 def run(config: Config, ctx: RunContext) -> Outcome:
     model_config = TinyVLMConfig(hidden=config.decoder_width, layers=config.decoder_layers,
                                  intermediate=2 * config.decoder_width)
     scene_config = SceneConfig(p_partner=config.p_partner, faint_fraction=config.faint_fraction)
     train_config = TrainConfig(steps=config.train_steps, batch_size=config.batch_size, lr=config.lr,
                                n_scenes=config.n_train_scenes, caption_fraction=config.caption_fraction,
-                               vision_pretrain_steps=config.vision_pretrain_steps)
+                               vision_pretrain_steps=config.vision_pretrain_steps,
+                               stop_pope_accuracy=config.pope_target_accuracy, check_every=config.pope_check_every)
     ctx.stage("fox: training (or loading) the tiny LLaVA")
     start = time.perf_counter()
     trained = trained_tiny_llava(model_config, scene_config, train_config, seed=ctx.seed_for("model"),
                                  device=ctx.device, show_progress=ctx.show_progress)
     ctx.provenance.update(model_cache_key=trained.cache_key, model_weights_sha256=trained.weights_sha256,
                           train_seconds=round(trained.log["seconds"][0], 1),
-                          load_seconds=round(time.perf_counter() - start, 1))
+                          load_seconds=round(time.perf_counter() - start, 1),
+                          steps_trained=int(trained.log.get("steps_trained", [config.train_steps])[0]))
     model, vocab = trained.model, trained.vocab
     n_img = model_config.n_image_tokens
 
@@ -136,6 +188,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         for kind, qs in questions.items():
             pope = pope_run(model, vocab, images, qs, generate, pope_config, n_image_tokens=n_img, device=ctx.device)
             row[f"pope_{kind}_f1"] = pope["f1"]
+            if kind == "random":
+                row["pope_random_accuracy"] = pope["accuracy"]
             if kind == "adversarial":
                 row.update(pope_adversarial_accuracy=pope["accuracy"], pope_adversarial_yes_ratio=pope["yes_ratio"])
         row["mean_stream_js"] = caps.mean_js
@@ -148,16 +202,22 @@ def run(config: Config, ctx: RunContext) -> Outcome:
             [a == b for a, b in zip(captions[arm], captions["vanilla"])]))
 
     fox, vanilla = metrics["Fox"], metrics["vanilla"]
+    pathology = config.testbed == "pathology"  # the gated checks replace the ungated CHAIR, POPE and probe ones
+    ratio = fox["chair_i"] / vanilla["chair_i"] if vanilla["chair_i"] else math.nan
+    gain = fox["pope_adversarial_f1"] - vanilla["pope_adversarial_f1"]
     checks = [
         CHECKS["vanilla_chair_i"].measure(vanilla["chair_i"], note=f"{len(scenes)} captions"),
-        CHECKS["fox_chair_i_ratio"].measure(fox["chair_i"] / vanilla["chair_i"] if vanilla["chair_i"] else math.nan,
-                                            note=f"Fox {fox['chair_i']:.3f} vs vanilla {vanilla['chair_i']:.3f}"),
+        CHECKS["pathology_chair_i_ratio" if pathology else "fox_chair_i_ratio"].measure(
+            ratio, note=f"Fox {fox['chair_i']:.3f} vs vanilla {vanilla['chair_i']:.3f}"),
         CHECKS["recall_drop"].measure(vanilla["recall"] - fox["recall"],
                                       note=f"vanilla {vanilla['recall']:.3f}, Fox {fox['recall']:.3f}"),
-        CHECKS["pope_f1_gain"].measure(fox["pope_adversarial_f1"] - vanilla["pope_adversarial_f1"],
-                                       note=f"Fox {fox['pope_adversarial_f1']:.3f}, vanilla "
-                                            f"{vanilla['pope_adversarial_f1']:.3f}"),
+        CHECKS["pathology_pope_f1_gain" if pathology else "pope_f1_gain"].measure(
+            gain, note=f"Fox {fox['pope_adversarial_f1']:.3f}, vanilla {vanilla['pope_adversarial_f1']:.3f}"),
     ]
+    if pathology:
+        checks.append(CHECKS["pope_random_accuracy"].measure(
+            vanilla["pope_random_accuracy"], note=f"{len(questions['random'])} questions; trained "
+                                                  f"{ctx.provenance['steps_trained']} steps"))
     if "SID" in metrics:
         checks.append(CHECKS["fox_minus_sid_chair_s"].measure(
             fox["chair_s"] - metrics["SID"]["chair_s"],
@@ -198,10 +258,13 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         every = list(range(config.decoder_layers))
         mech_all = mechanism(model, vocab, scenes, images, layers=every, rho=config.rho,
                              n_heads=model_config.heads, n_image_tokens=n_img, device=ctx.device)
-        checks.append(CHECKS["probe_precision_over_chance"].measure(
-            mech.precision - mech.chance, note=f"layers {layers}: precision@k {mech.precision:.3f}, chance "
-                                               f"{mech.chance:.3f}, {mech.n_samples} images with vanilla p(yes|B) >= 0.1; "
-                                               f"over all layers {mech_all.precision:.3f}"))
+        if not pathology:
+            checks.append(CHECKS["probe_precision_over_chance"].measure(
+                mech.precision - mech.chance, note=f"layers {layers}: precision@k {mech.precision:.3f}, chance "
+                                                   f"{mech.chance:.3f}, {mech.n_samples} images with vanilla p(yes|B) "
+                                                   f">= 0.1; over all layers {mech_all.precision:.3f}"))
+        checks += _pathway(config, ctx, model, vocab, scenes, images, captions["vanilla"], truths, plugins["Fox"][1],
+                           layers, n_img, fox, curves, notes, pathology)
         fox.update(probe_precision_at_k=mech.precision, probe_chance=mech.chance,
                    probe_precision_all_layers=mech_all.precision, mech_p_yes_partner=mech.p_yes)
         for j, layer in enumerate(every):

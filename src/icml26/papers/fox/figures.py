@@ -12,7 +12,8 @@ _LABELS = {"chair_i": "CHAIR_I", "chair_s": "CHAIR_S", "recall": "recall", "pope
 
 
 def plot(data: dict) -> dict:
-    """``arms.png`` (CHAIR, recall, POPE F1 by arm), ``training.png``, ``heads.png`` (ablation vs probe)."""
+    """``arms.png`` (CHAIR, recall, POPE F1 by arm), ``training.png``, ``heads.png`` (ablation vs probe),
+    ``saturation.png`` (per head: saturation and ablation effects, probe selection)."""
     curves = data["curves"]
     figures = {}
 
@@ -41,21 +42,28 @@ def plot(data: dict) -> dict:
     draw_curve(axes[0, 0], curves["train_loss"])
     figures["training.png"] = fig
 
-    heads = [k for k in curves if k.startswith("heads_layer")]
-    if heads:
-        cols = min(2, len(heads))
-        rows = -(-len(heads) // cols)
-        fig, axes = subplots(rows, cols, panel=(5.5, 3.6))
-        for ax in axes.flat[len(heads):]:
-            ax.set_visible(False)
-        for ax, key in zip(axes.flat, heads):
-            curve = curves[key]
-            x = values(curve["x"])
-            for j, (name, ys) in enumerate(curve["series"].items()):
-                ax.bar(x + (j - 0.5) * 0.4, values(ys), width=0.4, label=name)
-            ax.set_xlabel("head")
-            ax.set_title(curve.get("title", key), fontsize=9)
-            ax.grid(True, axis="y", alpha=0.3)
-            ax.legend(fontsize=8)
-        figures["heads.png"] = fig
+    for prefix, name in (("heads_layer", "heads.png"), ("saturation_layer", "saturation.png")):
+        panels = [k for k in curves if k.startswith(prefix)]
+        if panels:
+            figures[name] = _head_bars(curves, panels)
     return figures
+
+
+def _head_bars(curves: dict, keys: list[str]):
+    """One panel per layer: a bar per head and series (ablation / saturation drop, probe selection rate)."""
+    cols = min(2, len(keys))
+    rows = -(-len(keys) // cols)
+    fig, axes = subplots(rows, cols, panel=(5.5, 3.6))
+    for ax in axes.flat[len(keys):]:
+        ax.set_visible(False)
+    for ax, key in zip(axes.flat, keys):
+        curve = curves[key]
+        x = values(curve["x"])
+        n = len(curve["series"])
+        for j, (name, ys) in enumerate(curve["series"].items()):
+            ax.bar(x + (j - (n - 1) / 2) * 0.8 / n, values(ys), width=0.8 / n, label=name)
+        ax.set_xlabel("head")
+        ax.set_title(curve.get("title", key), fontsize=9)
+        ax.grid(True, axis="y", alpha=0.3)
+        ax.legend(fontsize=8)
+    return fig

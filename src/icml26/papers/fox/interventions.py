@@ -5,7 +5,9 @@ An intervention is an object with ``edit_scores(layer, scores, mask)`` and ``edi
 probs)`` (:class:`~icml26.papers.fox.attention.AttentionIntervention`), made current by
 :func:`~icml26.papers.fox.attention.active_intervention`: :class:`FoxIntervention` (probe +
 saturation), :class:`PAIIntervention` (image logits ``s + α|s|``), :class:`SIDIntervention` (keep the
-least-attended image tokens), :class:`HeadAblation` (zero one head's output; for the mechanism check).
+least-attended image tokens), :class:`HeadAblation` (zero one head's output; for the mechanism check),
+:class:`HeadSaturation` (saturate heads chosen by the caller, not by the probe: the saturation effect of a
+head or a set of heads).
 Which query rows they act on (``rows``) is described in :mod:`.attention`.
 """
 
@@ -24,6 +26,7 @@ from icml26.papers.fox.saturation import SATURATION_MODES, saturate_logits
 __all__ = [
     "FoxIntervention",
     "HeadAblation",
+    "HeadSaturation",
     "KeySets",
     "PAIIntervention",
     "ProbeRecord",
@@ -359,3 +362,78 @@ class HeadAblation:
         out = probs.clone()
         out[:, self.head, first:, :] = 0.0
         return out
+
+
+@dataclasses.dataclass
+class HeadSaturation:
+    """Saturate the logits of heads chosen by the caller on the intervened rows, exactly as
+    :class:`FoxIntervention` saturates the heads its probe selects (:func:`saturate_logits` before the
+    mask). It measures what Fox's operation does to a given head or set of heads, which an ablation
+    (:class:`HeadAblation`, the head's output zeroed) does not: a head whose top 8-wide logit bin holds
+    its routing keeps it under saturation.
+
+    Attributes:
+        keys: the prompt's :class:`KeySets`.
+        heads: ``{layer: chosen}``; ``chosen`` is an iterable of head indices (the same for every
+            sample) or a ``(B, H)`` boolean tensor (per sample, e.g. a random draw of k heads).
+        shift, saturation, grid: arguments of :func:`~icml26.papers.fox.saturate_logits`.
+        rows: as in :class:`FoxIntervention`.
+    """
+
+    keys: KeySets
+    heads: dict
+    shift: float = 1e4
+    saturation: str = "fp16"
+    grid: float | None = None
+    rows: Rows = "from_prompt"
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.heads, dict):
+            raise TypeError(f"heads must be a dict {{layer: head indices or a (B, H) boolean tensor}}, got "
+                            f"{type(self.heads).__name__}")
+        chosen: dict[int, torch.Tensor | frozenset[int]] = {}
+        for layer, value in self.heads.items():
+            layer = check_int(layer, "heads (layer)", low=0)
+            if isinstance(value, torch.Tensor) and value.dtype == torch.bool:
+                if value.dim() != 2 or value.shape[0] != self.keys.batch_size:
+                    raise ValueError(f"heads[{layer}] has shape {tuple(value.shape)}; a per-sample mask must be "
+                                     f"(batch={self.keys.batch_size}, heads)")
+                chosen[layer] = value
+            else:
+                chosen[layer] = _check_layers(value, "heads (head indices)")
+        self.heads = chosen
+        if self.saturation not in SATURATION_MODES:
+            raise ValueError(f"saturation={self.saturation!r} must be one of {SATURATION_MODES}")
+        if self.rows not in ("from_prompt", "last"):
+            raise ValueError(f"rows={self.rows!r} must be 'from_prompt' or 'last'")
+        saturate_logits(torch.zeros(1, 2), shift=self.shift, mode=self.saturation, grid=self.grid)  # validates
+
+    def _mask(self, layer: int, batch: int, heads: int, device: torch.device) -> torch.Tensor:
+        """``(B, H)`` boolean: the heads of ``layer`` to saturate for each sample."""
+        value = self.heads[layer]
+        if isinstance(value, torch.Tensor):
+            if value.shape != (batch, heads):
+                raise ValueError(f"heads[{layer}] has shape {tuple(value.shape)} but the layer has batch {batch} "
+                                 f"and {heads} heads")
+            return value.to(device)
+        if value and max(value) >= heads:
+            raise ValueError(f"heads[{layer}] = {sorted(value)} names a head outside the layer's {heads} heads")
+        out = torch.zeros(batch, heads, dtype=torch.bool, device=device)
+        out[:, sorted(value)] = True
+        return out
+
+    def edit_scores(self, layer: int, scores: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
+        if layer not in self.heads:
+            return scores
+        batch, heads, q_len, n_keys = scores.shape
+        first = self.keys.first_row(q_len, n_keys, self.rows)
+        if first is None:
+            return scores
+        chosen = self._mask(layer, batch, heads, scores.device)
+        rows = scores[:, :, first:, :]
+        saturated = saturate_logits(rows, shift=self.shift, mode=self.saturation, grid=self.grid)
+        edited = torch.where(chosen[:, :, None, None], saturated, rows)
+        return torch.cat([scores[:, :, :first, :], edited], dim=2)
+
+    def edit_probs(self, layer: int, probs: torch.Tensor) -> torch.Tensor:
+        return probs

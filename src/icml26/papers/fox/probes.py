@@ -202,6 +202,7 @@ VALID = {
     "DualStreamLogitsProcessor": lambda: ((_llava(), _inputs(), lambda a, b: a), {"prompt_length": 22}),
     "FoxIntervention": lambda: ((_keys(), {1}), {"rho": 0.35}),
     "HeadAblation": lambda: ((_keys(), 1, 0), {}),
+    "HeadSaturation": lambda: ((_keys(), {1: [0, 2]}), {}),
     "PAIIntervention": lambda: ((_keys(), {1}), {"alpha": 0.2}),
     "SIDIntervention": lambda: ((_keys(),), {"agg_layer": 2, "keep": 4}),
     "active_intervention": lambda: ((None,), {}),

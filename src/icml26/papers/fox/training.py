@@ -36,7 +36,8 @@ from icml26.papers.fox.scenes import (
 )
 
 __all__ = [
-    "TrainConfig", "TrainedVLM", "pretrain_vision", "trained_tiny_llava", "train_tiny_llava", "training_batch",
+    "TrainConfig", "TrainedVLM", "pope_random_accuracy", "pretrain_vision", "trained_tiny_llava", "train_tiny_llava",
+    "training_batch",
 ]
 
 log = logging.getLogger(__name__)
@@ -69,6 +70,12 @@ class TrainConfig:
     vision_pretrain_steps: int = 1500
     """Steps of the vision stage: the CLIP tower alone learns each quadrant's shape and colour (a
     stand-in for LLaVA's pretrained CLIP; 0 skips it)."""
+    stop_pope_accuracy: float = 0.0
+    """Stop the LLaVA stage at the first check where greedy POPE-random accuracy on development scenes (a
+    stream of their own) reaches this value; ``steps`` is then the cap and the schedule still spans it.
+    0: train ``steps`` steps (no checks)."""
+    check_every: int = 250
+    """Steps between two development POPE checks (with ``stop_pope_accuracy > 0``)."""
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "n_scenes"):
@@ -80,6 +87,8 @@ class TrainConfig:
         check_real(self.grad_clip, "grad_clip", low=0.0, low_open=True)
         check_real(self.caption_fraction, "caption_fraction", low=0.0, high=1.0)
         check_real(self.vision_lr_scale, "vision_lr_scale", low=0.0, low_open=True)
+        check_real(self.stop_pope_accuracy, "stop_pope_accuracy", low=0.0, high=1.0)
+        check_int(self.check_every, "check_every", low=1)
 
 
 @dataclasses.dataclass
@@ -155,6 +164,30 @@ def pretrain_vision(model, scenes, images: np.ndarray, steps: int, rng: np.rando
     return losses
 
 
+def pope_random_accuracy(model, vocab: ShapeVocab, scenes, images: np.ndarray, rng: np.random.Generator, *,
+                         n_image_tokens: int) -> float:
+    """Greedy POPE-random accuracy: per scene one present shape ("yes") and one absent shape drawn uniformly
+    ("no"); the answer is yes when the argmax over the vocabulary at the last prompt row is ``yes``."""
+    prompts, answers, which = [], [], []
+    for i, scene in enumerate(scenes):
+        absent = [s for s in SHAPES if s not in scene.shapes]
+        for shape, answer in ((scene.shapes[rng.integers(len(scene.shapes))], True),
+                              (absent[rng.integers(len(absent))], False)):
+            prompts.append(vocab.encode(question_prompt(shape, n_image_tokens)))
+            answers.append(answer)
+            which.append(i)
+    device = next(model.parameters()).device
+    ids = torch.tensor(prompts, dtype=torch.long, device=device)
+    was_training = model.training
+    model.eval()
+    with torch.no_grad():
+        logits = model(input_ids=ids, attention_mask=torch.ones_like(ids),
+                       pixel_values=pixel_values(images[which]).to(device)).logits[:, -1, :]
+    model.train(was_training)
+    said_yes = (logits.argmax(-1) == vocab["yes"]).cpu().numpy()
+    return float((said_yes == np.asarray(answers)).mean())
+
+
 def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, train_config: TrainConfig, *,
                      seed: int, show_progress: bool | None = None) -> tuple[Any, dict[str, list[float]]]:
     """Train a fresh tiny LLaVA on CPU (bit-reproducible for a seed); return ``(model, log)``."""
@@ -181,7 +214,17 @@ def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, tra
 
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
     losses: list[float] = []
+    checks: list[float] = []
+    if train_config.stop_pope_accuracy > 0:  # development scenes of their own stream: training draws unchanged
+        dev_rng = np.random.default_rng([seed, 2])
+        dev_scenes = sample_scenes(200, dev_rng, scene_config)
+        dev_images = render_scenes(dev_scenes, scene_config, size=model_config.image_size)
     for step in progress_bar(range(train_config.steps), enabled=show_progress, desc="fox: train tiny LLaVA"):
+        if train_config.stop_pope_accuracy > 0 and step and step % train_config.check_every == 0:
+            checks.append(pope_random_accuracy(model, vocab, dev_scenes, dev_images, np.random.default_rng([seed, 3]),
+                                               n_image_tokens=model_config.n_image_tokens))
+            if checks[-1] >= train_config.stop_pope_accuracy:
+                break
         idx = rng.integers(0, len(scenes), size=train_config.batch_size)
         batch = training_batch(scenes, images, idx, rng, vocab, train_config.caption_fraction,
                                model_config.n_image_tokens)
@@ -195,8 +238,27 @@ def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, tra
     model.eval()
     every = max(1, train_config.steps // 50)
     curve = [float(np.mean(losses[i: i + every])) for i in range(0, len(losses), every)]
-    return model, {"loss": curve, "every": [float(every)], "seconds": [time.perf_counter() - start],
-                   "vision_loss": vision_losses[-1:]}
+    logs = {"loss": curve, "every": [float(every)], "seconds": [time.perf_counter() - start],
+            "vision_loss": vision_losses[-1:], "steps_trained": [float(len(losses))]}
+    if train_config.stop_pope_accuracy > 0:
+        logs["pope_dev_accuracy"] = checks
+    return model, logs
+
+
+_KEY_NEUTRAL = {"stop_pope_accuracy": 0.0, "check_every": 250}
+"""Fields added after models were cached: left out of the cache key at these values (they change nothing
+there), so the models already trained keep their key."""
+
+
+def _train_key(train_config: TrainConfig) -> dict[str, Any]:
+    """The training config as it enters the cache key."""
+    out = dataclasses.asdict(train_config)
+    if out["stop_pope_accuracy"] == 0.0:
+        out.pop("check_every")
+    for name, value in _KEY_NEUTRAL.items():
+        if name in out and out[name] == value:
+            out.pop(name)
+    return out
 
 
 def trained_tiny_llava(model_config: TinyVLMConfig = TinyVLMConfig(), scene_config: SceneConfig = SceneConfig(),
@@ -206,7 +268,7 @@ def trained_tiny_llava(model_config: TinyVLMConfig = TinyVLMConfig(), scene_conf
     transformers = require("transformers", "lm")
     seed = check_int(seed, "seed", low=0)
     config = {"model": dataclasses.asdict(model_config), "scenes": dataclasses.asdict(scene_config),
-              "train": dataclasses.asdict(train_config), "seed": seed}
+              "train": _train_key(train_config), "seed": seed}
     key = config_hash(_VERSION, config, transformers.__version__, torch.__version__)
     digest = None
     if cache:
