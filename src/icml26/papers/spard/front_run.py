@@ -13,14 +13,12 @@ configuration stays what it was.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 from icml26.common.config import apply_overrides
+from icml26.further import further_parser, parse_overrides, run_further
 from icml26.papers.spard.config import FrontConfig
-from icml26.runner import RunPlan, build_config
-from icml26.seeds import parse_seeds
-from icml26.sweep import sweep_plan
+from icml26.runner import build_config
 
 __all__ = ["front_config", "main"]
 
@@ -32,22 +30,12 @@ def front_config(setting: str = "quick", overrides: dict[str, str] | None = None
 
 
 def main(argv: list[str] | None = None) -> Path:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", required=True, help="results folder; writes <out>/spard/")
-    parser.add_argument("--seeds", default="0-9", help="master seeds, e.g. 0-9 (default)")
-    parser.add_argument("--setting", default="quick", choices=("quick", "tiny", "full"))
-    parser.add_argument("--workers", type=int, default=1, help="parallel seeds (default 1)")
-    parser.add_argument("overrides", nargs="*", help="config overrides field=value")
-    args = parser.parse_args(argv)
-    overrides = {}
-    for item in args.overrides:
-        if "=" not in item:
-            raise SystemExit(f"override {item!r} must read field=value")
-        field, value = item.split("=", 1)
-        overrides[field] = value
-    plan = RunPlan.build("spard", setting=args.setting, seeds=parse_seeds(args.seeds), threads=1, out=args.out)
-    plan = plan.replace(config=front_config(args.setting, overrides))
-    return Path(sweep_plan(plan, workers=args.workers, resume=True, progress=False).aggregate.path)
+    args = further_parser(__doc__, default_seeds="0-9").parse_args(argv)
+    overrides = parse_overrides(args.overrides)
+    # the front measures every check the setting measures plus its own: nothing to prune
+    return run_further("spard", out=args.out, seeds=args.seeds, setting=args.setting,
+                       config=front_config(args.setting, overrides), overrides=overrides, workers=args.workers,
+                       prune=False)
 
 
 if __name__ == "__main__":
