@@ -69,3 +69,4 @@ def test_prune_drops_only_checks_no_seed_measured_and_recomputes_the_status(tmp_
 def test_prune_refuses_a_folder_without_seeds(tmp_path):
     with pytest.raises(ValueError, match="folder="):
         prune_unmeasured(tmp_path)
+

@@ -278,13 +278,18 @@ def _papers_table() -> str:
 
 def _units_of(data: Mapping[str, Any]) -> str:
     checks = data["claim"]["checks"]
-    seeds = len(data.get("seeds", [data["seed"]]))
+    seeds = len(data["seeds"]) if "seeds" in data else 1
     pooled = sorted({(c.get("unit"), c.get("n")) for c in checks if c.get("unit") not in (None, "master seed")},
                     key=lambda t: -(t[1] or 0))
     if pooled:
         unit, n = pooled[0]
-        return f"{seeds} seeds × {unit}s (n = {n})"
+        return f"{seeds} seeds × {_plural(unit)} (n = {n})"
     return str(seeds)
+
+
+def _plural(noun: str) -> str:
+    """English plural of a unit's name ("prefix" -> "prefixes", "draw" -> "draws")."""
+    return noun + ("es" if noun.endswith(("s", "x", "z", "ch", "sh")) else "s")
 
 
 def _deciding(data: Mapping[str, Any], status: str) -> str:
