@@ -3,7 +3,7 @@ from typing import Literal, Optional
 
 import pytest
 
-from icml26.common.config import apply_overrides, config_fields, config_to_dict, field_docs, parse_value
+from icml26.common.config import ConfigError, apply_overrides, config_fields, config_to_dict, field_docs, parse_value
 
 
 @dataclasses.dataclass
@@ -69,6 +69,29 @@ def test_apply_overrides_types_and_unknown_field():
 def test_config_to_dict_is_json_ready():
     assert config_to_dict(Cfg()) == {"n": 3, "lr": 0.1, "kind": "a", "sizes": [1, 2], "cap": None,
                                      "flag": False}
+
+
+def test_a_neutral_field_is_recorded_only_when_set():
+    """A field added at a neutral default leaves the recorded config, and so the configuration hash of
+    committed runs, as it was; set, it is recorded like any other."""
+    from icml26.common.config import neutral_field
+    from icml26.results import config_hash
+
+    @dataclasses.dataclass
+    class Later(Cfg):
+        penalty: float = neutral_field(0.0, min=0.0)
+        grid: tuple[int, ...] = neutral_field((1, 2))
+
+    before = config_to_dict(Cfg())
+    assert config_to_dict(Later()) == before
+    assert config_hash("k", "quick", config_to_dict(Later())) == config_hash("k", "quick", before)
+    assert config_to_dict(Later(penalty=0.05)) == {**before, "penalty": 0.05}
+    assert config_to_dict(apply_overrides(Later(), {"grid": "1,3"}))["grid"] == [1, 3]
+    assert config_to_dict(apply_overrides(Later(), {"grid": "1,2"})) == before  # set back to its default
+    with pytest.raises(ConfigError, match="penalty"):
+        apply_overrides(Later(), {"penalty": "-1"})
+    with pytest.raises(TypeError, match="immutable"):
+        neutral_field([1])
 
 
 @pytest.mark.parametrize("key, field, value, match", [

@@ -26,6 +26,7 @@ __all__ = [
     "config_fields",
     "config_to_dict",
     "field_docs",
+    "neutral_field",
     "parse_value",
     "validate_numbers",
 ]
@@ -237,8 +238,39 @@ def _jsonable(value: Any) -> Any:
 
 
 def config_to_dict(config: Any) -> dict[str, Any]:
-    """Every field of a config as JSON-ready values (tuples become lists)."""
-    return {f.name: _jsonable(getattr(config, f.name)) for f in dataclasses.fields(config)}
+    """Every field of a config as JSON-ready values (tuples become lists), except a *neutral* field at its
+    default.
+
+    A field declared with ``metadata={"neutral": True}`` is one whose default changes nothing a run computes
+    (a switch that is off, a penalty of 0): at its default it is left out of the recorded config and so of
+    the configuration hash, so that adding such a field keeps every committed run the same configuration
+    (a rerun still matches it, its seeds still aggregate), while a run that sets it records it.
+    """
+    out = {}
+    for f in dataclasses.fields(config):
+        value = getattr(config, f.name)
+        if (f.metadata or {}).get("neutral") and _at_default(f, value):
+            continue
+        out[f.name] = _jsonable(value)
+    return out
+
+
+def neutral_field(default: Any, **metadata: Any) -> Any:
+    """A dataclass field left out of :func:`config_to_dict` while it equals ``default`` (see there);
+    ``metadata`` adds the usual range keys (``min``, ``max``...). Mutable defaults are not accepted."""
+    if isinstance(default, (list, dict, set)):
+        raise TypeError(f"default={default!r}: a neutral field's default must be immutable (use a tuple)")
+    return dataclasses.field(default=default, metadata={**metadata, "neutral": True})
+
+
+def _at_default(f: dataclasses.Field, value: Any) -> bool:
+    if f.default is not dataclasses.MISSING:
+        default = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        default = f.default_factory()
+    else:
+        return False
+    return _jsonable(value) == _jsonable(default)
 
 
 def _numeric_kind(tp: Any) -> str | None:

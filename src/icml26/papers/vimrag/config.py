@@ -1,19 +1,18 @@
 """Configuration of the VimRAG reproduction: the synthetic retrieval task, the memory-budget policies,
 the policy-gradient training and its replicates, with the range each field accepts.
 
-:class:`LongConfig` adds the long-episode further run's two fields (a redundant-search penalty, skipping
-(A)); on :class:`Config` they are class constants at their neutral values, so the committed quick run's
-config, which every rerun is compared with field by field, is unchanged.
+The long-episode further run's two fields (a redundant-search penalty, skipping (A)) are neutral fields:
+at their defaults (no penalty, (A) runs) they are left out of the recorded config, so the committed quick
+run's configuration is what it was.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
 
-from icml26.common.config import validate_numbers
+from icml26.common.config import neutral_field, validate_numbers
 
-__all__ = ["Config", "LongConfig"]
+__all__ = ["Config"]
 
 
 @dataclasses.dataclass
@@ -61,10 +60,13 @@ class Config:
     ``lr`` and these (the issue's grid {0.01, 0.02, 0.05}), the iteration checks read ``lr`` alone."""
     threads: int = 1
     """The most torch intra-op threads the runner gives this run (0: no limit); the policy is tiny, one thread is fastest."""
-    redundant_penalty: ClassVar[float] = 0.0
-    """The issue's outcome reward: no redundant-search penalty (a field of :class:`LongConfig`)."""
-    run_budget: ClassVar[bool] = True
-    """(A) runs (a field of :class:`LongConfig`)."""
+    redundant_penalty: float = neutral_field(0.0, min=0.0)
+    """``c`` in (B)'s reward ``r = 1[right answer] · max(0, 1 − c · #(searches not on P_ans))``; 0 (default):
+    the issue's outcome reward. GGPO's mask reads the outcome, the advantages ``r``. The long-episode further
+    run (:mod:`.long_run`) uses 0.05: the 8 dead ends of a success of the untrained policy on 24 documents
+    cost 0.4 of its reward (ours)."""
+    run_budget: bool = neutral_field(True)
+    """Run (A); ``False`` (the long-episode further run) skips it and its checks: that run is about (B) alone."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -94,27 +96,3 @@ class Config:
         return cls(episodes=60, control_episodes=30, budgets=(0.4, 1.0), replicates=1, iterations=15, questions=4,
                    extra_lrs=(), sweep_episodes=20, sweep_noise=(0.5, 2.0), sweep_structure=(0.0, 1.0))
 
-
-@dataclasses.dataclass
-class LongConfig(Config):
-    """The long-episode further run's config (``long_run.py``, issue #40 item 3): :class:`Config` plus a
-    redundant-search penalty in (B)'s reward and a switch that skips (A). Its defaults are the further run's;
-    ``long_run.py`` builds it from the setting's :class:`Config` (``from_config``)."""
-
-    redundant_penalty: float = dataclasses.field(default=0.05, metadata={"min": 0.0})
-    """``c`` in (B)'s reward ``r = 1[right answer] · max(0, 1 − c · #(searches not on P_ans))`` (0: the issue's
-    outcome reward). GGPO's mask reads the outcome, the advantages ``r``. 0.05: the 8 dead ends of a success of
-    the untrained policy on 24 documents cost 0.4 of its reward (ours)."""
-    run_budget: bool = False
-    """Run (A); ``False`` (the further run) skips it and its checks: the run is about (B) alone."""
-
-    @classmethod
-    def from_config(cls, config: Config, **changes) -> "LongConfig":
-        """``config``'s fields with ``changes`` (any field of this class) applied, validated."""
-        if not isinstance(config, Config):
-            raise TypeError(f"config must be a vimrag Config, got {type(config).__name__}")
-        base = {f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}
-        unknown = set(changes) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise ValueError(f"changes name unknown LongConfig fields: {sorted(unknown)}")
-        return cls(**{**base, **changes})

@@ -1,7 +1,6 @@
 """The long-episode further run: ``python -m icml26.papers.vimrag.long_run --out DIR --seeds 0-7 [field=value ...]``.
 
-GGPO in the setting it is for: credit assignment when many steps are redundant. On top of the quick setting (:data:`OVERRIDES`, applied to a :class:`~.config.LongConfig` built from the
-setting's config, since the penalty is not a field of the committed run's ``Config``) the search task has 24 documents instead of 12 and a
+GGPO in the setting it is for: credit assignment when many steps are redundant. On top of the quick setting (:data:`OVERRIDES`) the search task has 24 documents instead of 12 and a
 horizon of 24 steps instead of 6, and a successful rollout's reward loses ``c = 0.05`` per search off its
 answer path (``r = 1[right]·max(0, 1 − c·k)``, :mod:`.search_task`); GRPO and both GGPO arms train on the
 same question streams at every learning rate of the grid {0.01, 0.02, 0.05}, as in the quick run. Only
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from icml26.common.config import apply_overrides
 from icml26.further import further_parser, parse_overrides, run_further
-from icml26.papers.vimrag.config import LongConfig
+from icml26.papers.vimrag.config import Config
 from icml26.runner import build_config
 
 __all__ = ["OVERRIDES", "long_config", "main"]
@@ -31,19 +30,16 @@ NOTE = ("A further run with long episodes and a redundant-search penalty (24 doc
         "here and are left out: {dropped}.")
 
 
-def long_config(setting: str = "quick", overrides: dict[str, str] | None = None) -> LongConfig:
-    """The setting's :class:`~.config.Config` as a :class:`~.config.LongConfig`, with :data:`OVERRIDES` and
-    then ``overrides`` (``field -> value`` strings, any LongConfig field) applied and validated."""
-    config = LongConfig.from_config(build_config("vimrag", setting))
-    return apply_overrides(config, {**OVERRIDES, **(overrides or {})})
+def long_config(setting: str = "quick", overrides: dict[str, str] | None = None) -> Config:
+    """The setting's :class:`~.config.Config` with :data:`OVERRIDES` and then ``overrides`` (``field -> value``
+    strings) applied and validated: the further run's configuration."""
+    return apply_overrides(build_config("vimrag", setting), {**OVERRIDES, **(overrides or {})})
 
 
 def main(argv: list[str] | None = None) -> Path:
     args = further_parser(__doc__, default_seeds="0-7").parse_args(argv)
-    extra = parse_overrides(args.overrides)
     return run_further("vimrag", out=args.out, seeds=args.seeds, setting=args.setting,
-                       config=long_config(args.setting, extra), overrides={**OVERRIDES, **extra},
-                       workers=args.workers, note=NOTE)
+                       overrides={**OVERRIDES, **parse_overrides(args.overrides)}, workers=args.workers, note=NOTE)
 
 
 if __name__ == "__main__":
