@@ -4,11 +4,10 @@ its training, the decoding arms and their settings, with the range each field ac
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
 
-from icml26.common.config import validate_numbers
+from icml26.common.config import neutral_field, validate_numbers
 
-__all__ = ["ARMS", "Config", "PathologyConfig", "TESTBEDS"]
+__all__ = ["ARMS", "Config", "TESTBEDS"]
 
 ARMS = ("Fox", "vanilla", "VCD", "SID", "PAI", "Fox all layers")
 
@@ -61,12 +60,16 @@ class Config:
     sampling: bool = True
     """Also caption with sampling (top-p 0.9): vanilla at T = 1, Fox at T = 1, and vanilla at T = 1/3 (the
     control for Fox's sharpening: identical streams give z = 3·l)."""
-    testbed: ClassVar[str] = "default"
-    """The default testbed (a field of :class:`PathologyConfig`, so the committed run's config is unchanged)."""
-    pope_target_accuracy: ClassVar[float] = 0.0
-    """Train ``train_steps`` steps, no POPE target (a field of :class:`PathologyConfig`)."""
-    pope_check_every: ClassVar[int] = 250
-    """(A field of :class:`PathologyConfig`.)"""
+    testbed: str = neutral_field("default")
+    """``"default"`` or ``"pathology"`` (:data:`TESTBEDS`): the latter scores the gated ``pathology_*`` checks
+    instead of the ungated CHAIR and POPE ones (the pathology further run, ``pathology_run.py``). The three
+    fields of that run are neutral: at their defaults they are not recorded, so the committed runs'
+    configuration is what it was."""
+    pope_target_accuracy: float = neutral_field(0.0, min=0.0, max=1.0)
+    """Train until greedy POPE-random accuracy on development scenes reaches this (checked every
+    ``pope_check_every`` steps; ``train_steps`` is the cap). 0 (default): train ``train_steps`` steps."""
+    pope_check_every: int = neutral_field(250, min=1)
+    """Steps between two development POPE checks."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -85,6 +88,10 @@ class Config:
             raise ValueError(f"arms={self.arms} must include 'Fox' and 'vanilla' and come from {ARMS}")
         if self.decoder_width % 8:
             raise ValueError(f"decoder_width={self.decoder_width} must be a multiple of the 8 heads")
+        if self.testbed not in TESTBEDS:
+            raise ValueError(f"testbed={self.testbed!r} must be one of {TESTBEDS}")
+        if self.testbed == "pathology" and not self.mechanism:
+            raise ValueError("testbed='pathology' needs mechanism=True: its preconditions are measured there")
 
     @classmethod
     def quick(cls) -> "Config":
@@ -97,41 +104,3 @@ class Config:
         return cls(train_steps=40, vision_pretrain_steps=20, n_train_scenes=256, n_eval=12, max_new_tokens=6,
                    decoder_layers=2, decoder_width=64, mechanism=False)
 
-
-@dataclasses.dataclass
-class PathologyConfig(Config):
-    """The pathology testbed's config (``pathology_run.py``): :class:`Config` plus the testbed, a POPE target
-    for training and its check interval. Its defaults are the further run's; the recipe's other fields
-    (depth, prior, faint objects, step cap) are overrides of :class:`Config` fields in ``pathology_run.py``."""
-
-    testbed: str = "pathology"
-    """``"default"`` or ``"pathology"`` (:data:`TESTBEDS`): the latter scores the gated ``pathology_*`` checks
-    and their preconditions (streams disagree on hallucinated mentions, the probe's heads beat random heads
-    under saturation, POPE-random accuracy) instead of the ungated CHAIR, POPE and probe checks."""
-    pope_target_accuracy: float = dataclasses.field(default=0.8, metadata={"min": 0.0, "max": 1.0})
-    """Train until greedy POPE-random accuracy on development scenes reaches this (checked every
-    ``pope_check_every`` steps; ``train_steps`` is the cap). 0: train ``train_steps`` steps."""
-    pope_check_every: int = dataclasses.field(default=250, metadata={"min": 1})
-    """Steps between two development POPE checks."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        if self.testbed not in TESTBEDS:
-            raise ValueError(f"testbed={self.testbed!r} must be one of {TESTBEDS}")
-        if self.testbed == "pathology" and not self.mechanism:
-            raise ValueError("testbed='pathology' needs mechanism=True: its preconditions are measured there")
-        if not 0.0 <= self.pope_target_accuracy <= 1.0:
-            raise ValueError(f"pope_target_accuracy={self.pope_target_accuracy} must lie in [0, 1] (0: no target)")
-        if self.pope_check_every < 1:
-            raise ValueError(f"pope_check_every={self.pope_check_every} must be at least 1")
-
-    @classmethod
-    def from_config(cls, config: Config, **changes) -> "PathologyConfig":
-        """``config``'s fields with ``changes`` (any field of this class) applied, validated."""
-        if not isinstance(config, Config):
-            raise TypeError(f"config must be a fox Config, got {type(config).__name__}")
-        base = {f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}
-        unknown = set(changes) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise ValueError(f"changes name unknown PathologyConfig fields: {sorted(unknown)}")
-        return cls(**{**base, **changes})

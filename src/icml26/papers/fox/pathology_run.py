@@ -1,8 +1,7 @@
 """The pathology-testbed further run: ``python -m icml26.papers.fox.pathology_run --out DIR --seeds 0-7 [field=value ...]``.
 
-Runs the reproduction (quick setting by default) as a :class:`~.config.PathologyConfig` built from the
-setting's config (``testbed="pathology"``, a POPE target; fields the committed run's ``Config`` does not
-have) with the recipe in :data:`OVERRIDES`, one seed per master seed through the ordinary sweep (``DIR/fox/seeds/<s>/``), then
+Runs the reproduction (quick setting by default) with ``testbed="pathology"``, a POPE target and the
+rest of the recipe in :data:`OVERRIDES`, one seed per master seed through the ordinary sweep (``DIR/fox/seeds/<s>/``), then
 keeps only the checks the run measures (the ungated CHAIR, POPE and probe checks of the default testbed
 are replaced there by the gated ``pathology_*`` checks and their preconditions, and would otherwise be
 recorded as "not measured"). Writes ``DIR/fox/result.json``; copy ``DIR/fox`` to ``results/fox/pathology``.
@@ -28,7 +27,7 @@ from pathlib import Path
 
 from icml26.common.config import apply_overrides
 from icml26.further import further_parser, parse_overrides, run_further
-from icml26.papers.fox.config import PathologyConfig
+from icml26.papers.fox.config import Config
 from icml26.runner import build_config
 
 __all__ = ["OVERRIDES", "main", "pathology_config"]
@@ -43,11 +42,10 @@ NOTE = ("A further run on the pathology testbed (testbed=pathology; recipe: {rec
         "not measured here and are left out: {{dropped}}.")
 
 
-def pathology_config(setting: str = "quick", overrides: dict[str, str] | None = None) -> PathologyConfig:
-    """The setting's :class:`~.config.Config` as a :class:`~.config.PathologyConfig`, with :data:`OVERRIDES`
-    and then ``overrides`` (``field -> value`` strings, any PathologyConfig field) applied and validated."""
-    config = PathologyConfig.from_config(build_config("fox", setting), testbed="default")  # validated below
-    return apply_overrides(config, {**OVERRIDES, **(overrides or {})})
+def pathology_config(setting: str = "quick", overrides: dict[str, str] | None = None) -> Config:
+    """The setting's :class:`~.config.Config` with :data:`OVERRIDES` and then ``overrides`` (``field -> value``
+    strings) applied and validated: the further run's configuration."""
+    return apply_overrides(build_config("fox", setting), {**OVERRIDES, **(overrides or {})})
 
 
 def main(argv: list[str] | None = None) -> Path:
@@ -55,9 +53,8 @@ def main(argv: list[str] | None = None) -> Path:
     extra = parse_overrides(args.overrides)
     overrides = {**OVERRIDES, **extra}
     recipe = ", ".join(f"{k}={v}" for k, v in overrides.items() if k != "testbed")
-    return run_further("fox", out=args.out, seeds=args.seeds, setting=args.setting,
-                       config=pathology_config(args.setting, extra), overrides=overrides, workers=args.workers,
-                       note=NOTE.format(recipe=recipe))
+    return run_further("fox", out=args.out, seeds=args.seeds, setting=args.setting, overrides=overrides,
+                       workers=args.workers, note=NOTE.format(recipe=recipe))
 
 
 if __name__ == "__main__":
