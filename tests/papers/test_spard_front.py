@@ -4,6 +4,7 @@ the choice follows the rule from the development figures; development replicates
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 import torch
 
 from icml26.papers.spard.analysis import asr_at_accuracy, matched_score, pareto_front, refusals_kept
-from icml26.papers.spard.config import Config, FrontConfig
+from icml26.papers.spard.config import Config
 from tests.papers._spard_helpers import _one  # noqa: F401 (fixtures)
 
 
@@ -45,15 +46,21 @@ def test_refusals_kept_counts_only_the_base_models_refusals():
 
 
 def test_front_config_adds_the_front_to_a_settings_config():
+    from icml26.common.config import config_to_dict
+    from icml26.papers.spard.front_run import front_config
+
     with pytest.raises(ValueError, match="one length"):
-        FrontConfig(front_lam=(1.0, 10.0))
+        Config(front_lam=(1.0, 10.0))
     with pytest.raises(ValueError, match="front_tau_factor"):
-        FrontConfig(front_tau_factor=(3.0, 2.0, 1.5, 1.0, 0.0))
+        Config(front_tau_factor=(3.0, 2.0, 1.5, 1.0, 0.0))
     with pytest.raises(ValueError, match="match_points"):
-        FrontConfig(match_points=float("nan"))
-    quick = FrontConfig.from_config(Config.quick(), dev_replicates=2)
+        Config(match_points=float("nan"))
+    quick = front_config("quick", {"dev_replicates": "2"})
     assert quick.replicates == 3 and quick.dev_replicates == 2 and quick.front_lam == (0.3, 1.0, 3.0, 10.0, 30.0)
-    assert not hasattr(Config.quick(), "front_lam")  # the committed runs' config is unchanged
+    assert quick.front and not Config.quick().front
+    # the committed runs' config is unchanged: the front's fields at their defaults are not recorded
+    assert not {"front", "front_lam", "dev_replicates"} & set(config_to_dict(Config.quick()))
+    assert {"front", "dev_replicates"} <= set(config_to_dict(quick)) and "front_lam" not in config_to_dict(quick)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +69,7 @@ def tiny_front():
     from icml26.papers.spard import experiment
     from icml26.papers.spard.digits import make_data
 
-    cfg = FrontConfig.tiny()
+    cfg = dataclasses.replace(Config.tiny(), front=True)
     ctx = RunContext(seed=0, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False)
     n_user = len(make_data(cfg, ctx, 0).user_x)
     k = int(cfg.headline_ratio * n_user)
@@ -123,7 +130,7 @@ def test_front_run_writes_a_valid_result_with_the_front(tmp_path):
 
     grids = ["front_mix_every=4,1", "front_lam=1,10", "front_rho=1,10", "front_tau_factor=1.5,0.5"]
     cfg = front_config("tiny", dict(g.split("=") for g in grids))
-    assert isinstance(cfg, FrontConfig) and cfg.front_lam == (1.0, 10.0) and cfg.replicates == 1
+    assert cfg.front and cfg.front_lam == (1.0, 10.0) and cfg.replicates == 1
     path = main(["--out", str(tmp_path), "--seeds", "0", "--setting", "tiny", *grids])
     data = json.loads(path.read_text())
     assert data["config"]["front_tau_factor"] == [1.5, 0.5]

@@ -1,14 +1,18 @@
 """Configuration of the SPARD reproduction: the digits testbed, SPARD's safety projection and its
-baselines, the text subset sizes and the pretrained-LM section, with the range each field accepts;
-:class:`FrontConfig` adds the tuned front of the further run (:mod:`~icml26.papers.spard.front_run`)."""
+baselines, the text subset sizes and the pretrained-LM section, and the tuned front of the further run
+(:mod:`~icml26.papers.spard.front_run`; neutral fields, not recorded at their defaults), with the range each
+field accepts."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from icml26.common.config import validate_numbers
+from icml26.common.config import neutral_field, validate_numbers
 
-__all__ = ["Config", "FrontConfig"]
+__all__ = ["Config", "FRONT_GRIDS"]
+
+FRONT_GRIDS = ("front_mix_every", "front_lam", "front_rho", "front_tau_factor")
+"""The tuned front's grids, one per defence and all of one length (one tuning budget for every arm)."""
 
 
 @dataclasses.dataclass
@@ -85,9 +89,31 @@ class Config:
     lm_task_eval: int = dataclasses.field(default=40, metadata={"min": 1})
     """Held-out task prompts of the SmolLM2 exact match."""
 
+    front: bool = neutral_field(False)
+    """Run the tuned front (:mod:`~icml26.papers.spard.front`): SafeInstr's ``mix_every``, penalty's ``λ``,
+    Lisa's ``ρ`` and SPAG's ``τ`` (with random and with DPP data) over the ``front_*`` grids, chosen by one rule
+    on development replicates, every grid point also run on the scored replicates. The full setting runs it
+    whatever this says; the further run :mod:`~icml26.papers.spard.front_run` sets it on the quick setting.
+    The front's fields are neutral: at their defaults they are not recorded."""
+    dev_replicates: int = neutral_field(1, min=1)
+    """Development replicates of the front's tuning (their own data draws, never a scored replicate's)."""
+    match_points: float = neutral_field(3.0, min=0.0)
+    """Task-accuracy budget (points below SFT) of the tuning rule and of "ASR at matched task accuracy"
+    (the task_parity bar)."""
+    front_mix_every: tuple[int, ...] = neutral_field((16, 8, 4, 2, 1), min=1)
+    """SafeInstr's grid: one safety batch after every ``mix_every`` task batches (weakest first)."""
+    front_lam: tuple[float, ...] = neutral_field((0.3, 1.0, 3.0, 10.0, 30.0), min=0.0)
+    """The penalty's grid of ``λ`` (weakest first)."""
+    front_rho: tuple[float, ...] = neutral_field((0.1, 1.0, 3.0, 10.0, 30.0), min=0.0)
+    """Lisa's grid of the proximal ``ρ``."""
+    front_tau_factor: tuple[float, ...] = neutral_field((3.0, 2.0, 1.5, 1.0, 0.5))
+    """SPAG's grid (random and DPP data): ``τ = factor ×`` the base model's own safety loss on the subset
+    (``tau="auto"`` with floor 0; 1 is ``tau="base"``, 1.5 the default; weakest first)."""
+
     def __post_init__(self) -> None:
         validate_numbers(self)
         self.ratios = tuple(float(p) for p in self.ratios)
+        self._check_front()
         self.text_ks = tuple(int(k) for k in self.text_ks)
         if not self.ratios or any(not 0 < p <= 1 for p in self.ratios):
             raise ValueError(f"ratios={self.ratios} must be a non-empty tuple of shares in (0, 1]")
@@ -99,6 +125,17 @@ class Config:
         for name in ("base_lr", "lr", "trust_radius"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name}={getattr(self, name)} must be positive")
+
+    def _check_front(self) -> None:
+        grids = {name: tuple(getattr(self, name)) for name in FRONT_GRIDS}
+        self.front_mix_every = tuple(int(v) for v in grids["front_mix_every"])
+        self.front_lam, self.front_rho, self.front_tau_factor = (
+            tuple(float(v) for v in grids[n]) for n in ("front_lam", "front_rho", "front_tau_factor"))
+        if len({len(g) for g in grids.values()}) != 1 or not grids["front_lam"]:
+            raise ValueError(f"{', '.join(FRONT_GRIDS)} must be non-empty and of one length (one tuning budget for "
+                             f"every arm), got {[len(g) for g in grids.values()]}")
+        if any(not v > 0 for v in self.front_tau_factor):
+            raise ValueError(f"front_tau_factor={self.front_tau_factor} must hold positive factors")
 
     @classmethod
     def quick(cls) -> "Config":
@@ -112,47 +149,3 @@ class Config:
                    epochs=2, floor_ablation=False, sensitivity=False, text_section=False,
                    lm_section=False)
 
-
-@dataclasses.dataclass
-class FrontConfig(Config):
-    """:class:`Config` plus the tuned front (:mod:`~icml26.papers.spard.front`): SafeInstr's ``mix_every``,
-    penalty's ``λ``, Lisa's ``ρ`` and SPAG's ``τ`` (with random and with DPP data) over grids of one size,
-    chosen by one rule on development replicates, every grid point also run on the scored replicates.
-
-    A separate class so that the committed runs' :class:`Config` stays as it was; the further run
-    :mod:`~icml26.papers.spard.front_run` builds it from a setting's :class:`Config`."""
-
-    dev_replicates: int = dataclasses.field(default=1, metadata={"min": 1})
-    """Development replicates of the front's tuning (their own data draws, never a scored replicate's)."""
-    match_points: float = dataclasses.field(default=3.0, metadata={"min": 0.0})
-    """Task-accuracy budget (points below SFT) of the tuning rule and of "ASR at matched task accuracy"
-    (the task_parity bar)."""
-    front_mix_every: tuple[int, ...] = dataclasses.field(default=(16, 8, 4, 2, 1), metadata={"min": 1})
-    """SafeInstr's grid: one safety batch after every ``mix_every`` task batches (weakest first)."""
-    front_lam: tuple[float, ...] = dataclasses.field(default=(0.3, 1.0, 3.0, 10.0, 30.0), metadata={"min": 0.0})
-    """The penalty's grid of ``λ`` (weakest first)."""
-    front_rho: tuple[float, ...] = dataclasses.field(default=(0.1, 1.0, 3.0, 10.0, 30.0), metadata={"min": 0.0})
-    """Lisa's grid of the proximal ``ρ``."""
-    front_tau_factor: tuple[float, ...] = (3.0, 2.0, 1.5, 1.0, 0.5)
-    """SPAG's grid (random and DPP data): ``τ = factor ×`` the base model's own safety loss on the subset
-    (``tau="auto"`` with floor 0; 1 is ``tau="base"``, 1.5 the default; weakest first)."""
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        grids = {name: tuple(getattr(self, name)) for name in
-                 ("front_mix_every", "front_lam", "front_rho", "front_tau_factor")}
-        self.front_mix_every = tuple(int(v) for v in grids["front_mix_every"])
-        self.front_lam, self.front_rho, self.front_tau_factor = (
-            tuple(float(v) for v in grids[n]) for n in ("front_lam", "front_rho", "front_tau_factor"))
-        if len({len(g) for g in grids.values()}) != 1 or not grids["front_lam"]:
-            raise ValueError("front_mix_every, front_lam, front_rho and front_tau_factor must be non-empty and of "
-                             f"one length (one tuning budget for every arm), got {[len(g) for g in grids.values()]}")
-        if any(not v > 0 for v in self.front_tau_factor):
-            raise ValueError(f"front_tau_factor={self.front_tau_factor} must hold positive factors")
-
-    @classmethod
-    def from_config(cls, config: Config, **front: object) -> "FrontConfig":
-        """``config``'s fields plus the front's (defaults unless given in ``front``)."""
-        if not isinstance(config, Config):
-            raise TypeError(f"config must be a spard Config, got {type(config).__name__}")
-        return cls(**{f.name: getattr(config, f.name) for f in dataclasses.fields(Config)}, **front)

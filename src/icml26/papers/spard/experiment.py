@@ -25,7 +25,7 @@ import numpy as np
 from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.spard.analysis import accuracy_drop_points, ratio_to_best, worst_gap
 from icml26.papers.spard.claims import ARMS, CHECKS
-from icml26.papers.spard.config import Config, FrontConfig
+from icml26.papers.spard.config import Config
 from icml26.papers.spard.digits import HARM_CATEGORIES, Replicate, prepare_replicate, run_replicate
 from icml26.papers.spard.figures import plot
 from icml26.papers.spard.front import TunedFront, front_metrics, run_front, scored_front
@@ -193,7 +193,7 @@ def _text_section(cfg: Config, ctx: RunContext, metrics: dict, curves: dict, not
                  "random half in turn is the reference, the rest the candidates; means over the 5 areas.")
 
 
-def _front_section(front: TunedFront, cfg: FrontConfig, ctx: RunContext, metrics: dict, curves: dict, checks: list,
+def _front_section(front: TunedFront, cfg: Config, ctx: RunContext, metrics: dict, curves: dict, checks: list,
                    notes: list[str]) -> None:
     """The tuned front's rows, curves and notes; its checks where ``claims.py`` declares them."""
     rows, front_curves, front_notes = front_metrics(front, cfg)
@@ -214,9 +214,8 @@ def _front_section(front: TunedFront, cfg: FrontConfig, ctx: RunContext, metrics
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
-    # the front runs with a FrontConfig (front_run) and, at its default grids, in the full setting
-    front_cfg = config if isinstance(config, FrontConfig) else \
-        FrontConfig.from_config(config) if ctx.setting == "full" else None
+    # the front runs where config.front says so (front_run) and, at its grids, in the full setting
+    front_cfg = config if config.front or ctx.setting == "full" else None
     front = run_front(front_cfg, ctx, dict(ARMS)) if front_cfg is not None else None
     reps = []
     for r in ctx.progress(range(config.replicates), desc="spard replicates"):

@@ -1,7 +1,7 @@
 """Every defence tuned alike, and its ASR / task-accuracy front (a further run: :mod:`.front_run`).
 
 The headline compares SPARD with the baselines at our default strengths. Here each defence gets one
-knob and a grid of one size (:class:`~icml26.papers.spard.config.FrontConfig`'s ``front_*`` fields):
+knob and a grid of one size (:class:`~icml26.papers.spard.config.Config`'s ``front_*`` fields):
 
 * SafeInstr (random data): ``mix_every``; penalty (random data): ``λ``; Lisa (random data): ``ρ``;
 * SPAG + random and SPARD (SPAG + DPP): ``τ = factor ×`` the base model's own safety loss.
@@ -31,7 +31,7 @@ import numpy as np
 
 from icml26.contract import ArmSpec, Curve, RunContext
 from icml26.papers.spard.analysis import asr_at_accuracy, matched_score, pareto_front, ratio_to_best
-from icml26.papers.spard.config import FrontConfig
+from icml26.papers.spard.config import Config
 from icml26.papers.spard.digits import ArmResult, Prepared, finetune_arm, prepare_replicate
 
 __all__ = ["DEV_OFFSET", "FRONT_ARMS", "FrontArm", "TunedFront", "front_grid", "front_metrics", "run_front",
@@ -64,12 +64,12 @@ FRONT_ARMS: tuple[FrontArm, ...] = (
 BASELINE_LABELS = ("SafeInstr (random data)", "penalty (random data)", "Lisa (random data)")
 
 
-def front_grid(cfg: FrontConfig, arm: FrontArm) -> tuple:
+def front_grid(cfg: Config, arm: FrontArm) -> tuple:
     """The arm's grid of its knob (the config field ``arm.grid_field``)."""
     return tuple(getattr(cfg, arm.grid_field))
 
 
-def _kwargs(cfg: FrontConfig, arm: FrontArm, value: Any) -> dict[str, Any]:
+def _kwargs(cfg: Config, arm: FrontArm, value: Any) -> dict[str, Any]:
     if arm.kind == "SPAG":
         return {"tau_factor": float(value), "tau_floor": 0.0}
     if arm.kind == "Lisa":
@@ -79,7 +79,7 @@ def _kwargs(cfg: FrontConfig, arm: FrontArm, value: Any) -> dict[str, Any]:
     return {"mix_every": int(value)}
 
 
-def _grid_results(cfg: FrontConfig, ctx: RunContext, prepared: Prepared) -> tuple[ArmResult, dict]:
+def _grid_results(cfg: Config, ctx: RunContext, prepared: Prepared) -> tuple[ArmResult, dict]:
     """SFT and every (arm, grid value) on one prepared replicate at the headline ``p``."""
     p = cfg.headline_ratio
     sft = finetune_arm("SFT", prepared, None, cfg, ctx)
@@ -91,7 +91,7 @@ def _grid_results(cfg: FrontConfig, ctx: RunContext, prepared: Prepared) -> tupl
     return sft, out
 
 
-def tuned_arm_specs(cfg: FrontConfig, declared: dict[str, ArmSpec]) -> dict[str, ArmSpec]:
+def tuned_arm_specs(cfg: Config, declared: dict[str, ArmSpec]) -> dict[str, ArmSpec]:
     """Each tuned arm's spec with the config's grid as its space and the whole grid as its trials.
 
     The declared spec (``claims.py`` ARMS) is used when it exists, its space replaced by the config's
@@ -130,7 +130,7 @@ class TunedFront:
     records: dict[str, dict] = dataclasses.field(default_factory=dict)
 
 
-def run_front(cfg: FrontConfig, ctx: RunContext, declared: dict[str, ArmSpec]) -> TunedFront:
+def run_front(cfg: Config, ctx: RunContext, declared: dict[str, ArmSpec]) -> TunedFront:
     """Steps 1–2: every grid point on the development replicates, then one choice per arm by
     :func:`matched_score` through the shared tuner (``ctx.tune`` when ``claims.py`` declares the arm,
     else :func:`icml26.tuning.tune` with the stream ``tune:front``, its record kept in
@@ -168,7 +168,7 @@ def run_front(cfg: FrontConfig, ctx: RunContext, declared: dict[str, ArmSpec]) -
     return front
 
 
-def scored_front(front: TunedFront, cfg: FrontConfig, ctx: RunContext, prepared: Prepared) -> None:
+def scored_front(front: TunedFront, cfg: Config, ctx: RunContext, prepared: Prepared) -> None:
     """Step 3 on one scored replicate: SFT and every grid point, appended to ``front``."""
     sft, grid = _grid_results(cfg, ctx, prepared)
     front.scored_sft.append(sft)
@@ -180,7 +180,7 @@ def _mean(results: list[ArmResult], field: str) -> float:
     return float(np.mean([getattr(r, field) for r in results]))
 
 
-def front_metrics(front: TunedFront, cfg: FrontConfig) -> tuple[dict[str, dict[str, float]], dict[str, Curve], list[str]]:
+def front_metrics(front: TunedFront, cfg: Config) -> tuple[dict[str, dict[str, float]], dict[str, Curve], list[str]]:
     """Metric rows, the front's curves and notes from the scored replicates.
 
     Rows: ``tuned <arm>`` (scored ASR and task accuracy at the chosen value, the value, its development
