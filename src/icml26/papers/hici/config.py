@@ -222,7 +222,7 @@ class Config:
 
     @classmethod
     def quick(cls) -> "Config":
-        return cls(pretrain_steps=300, stdlib_steps=0, bench_repeats=2)
+        return cls(pretrain_steps=300, stdlib_steps=0, bench_repeats=5)
 
     @classmethod
     def tiny(cls) -> "Config":
