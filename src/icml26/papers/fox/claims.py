@@ -2,6 +2,8 @@
 
 from icml26.contract import ArmSpec, CheckSpec, annotate, declare, declare_arms
 
+# The preconditions (streams disagree on hallucinated mentions, the probe's heads beat random heads under
+# saturation, POPE answered) are measured by every run and gate the CHAIR and POPE checks of both testbeds.
 # The pathology testbed's checks (issues #40 and #43: score CHAIR only where hallucination flows through the
 # pathway Fox intervenes on, and POPE only once the model answers it) are measured by the further run
 # results/fox/pathology (quick setting with testbed=pathology and its recipe, see pathology_run.py), not by
@@ -20,18 +22,14 @@ CHECKS = declare(
     CheckSpec("pope_f1_gain", "Fox POPE-adversarial F1 - vanilla POPE-adversarial F1", ">=", 0.0,
               source="issue", ref="issue #19"),
     CheckSpec("fox_minus_sid_chair_s", "Fox CHAIR_S - SID CHAIR_S", "<=", 0.0, source="issue", ref="issue #19"),
-    CheckSpec("probe_precision_over_chance",
-              "probe precision@k against the k heads whose ablation most lowers p(B), minus chance k/H", ">", 0.0,
-              source="issue", ref="issue #19"),
     CheckSpec("streams_disagree_hallucinated", "fraction of vanilla's hallucinated object mentions (teacher-forced) "
               "at which Fox's interventional stream's argmax differs from the observational one's", ">=", 0.2,
-              source="ours", ref=_DISAGREE, settings=_PATHOLOGY),
+              source="ours", ref=_DISAGREE),
     CheckSpec("probe_saturation_over_random", "drop of vanilla p(yes | absent partner B) when Fox's probe's heads are "
               "saturated minus when k random heads of the same layers are", ">", 0.0, source="issue",
-              ref="issue #40 (the head probe beats chance); issue #43 (the saturation effect, not ablation rank)",
-              settings=_PATHOLOGY),
+              ref="issue #40 (the head probe beats chance); issue #43 (the saturation effect, not ablation rank)"),
     CheckSpec("pope_random_accuracy", "vanilla POPE-random accuracy (the model answers POPE)", ">=", 0.8,
-              source="issue", ref="issue #43", settings=_PATHOLOGY),
+              source="issue", ref="issue #43"),
     CheckSpec("pathology_chair_i_ratio", "Fox CHAIR_I / vanilla CHAIR_I on the pathology testbed", "<=", 0.8,
               source="issue", ref="issue #19 (bar); issue #40 (a testbed with the pathology)", settings=_PATHOLOGY),
     CheckSpec("pathology_pope_f1_gain", "Fox POPE-adversarial F1 - vanilla's on the pathology testbed", ">=", 0.0,
@@ -73,5 +71,6 @@ CHECKS = annotate(
               "pope_f1_gain": ("fox", "vanilla"), "fox_minus_sid_chair_s": ("fox", "sid"),
               "pathology_chair_i_ratio": ("fox", "vanilla"), "pathology_pope_f1_gain": ("fox", "vanilla")},
     requires={"pathology_chair_i_ratio": ("streams_disagree_hallucinated", "probe_saturation_over_random"),
-              "pathology_pope_f1_gain": ("pope_random_accuracy",)},
+              "fox_chair_i_ratio": ("streams_disagree_hallucinated", "probe_saturation_over_random"),
+              "pathology_pope_f1_gain": ("pope_random_accuracy",), "pope_f1_gain": ("pope_random_accuracy",)},
 )

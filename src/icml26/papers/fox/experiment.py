@@ -103,9 +103,9 @@ def _pope_stats(scenes) -> tuple[dict[str, float], dict[tuple[str, str], float]]
 
 
 def _pathway(config, ctx, model, vocab, scenes, images, vanilla_captions, truths, fox_config, layers, n_img,
-             fox: dict[str, float], curves: dict[str, Any], notes: list[str], pathology: bool) -> list:
+             fox: dict[str, float], curves: dict[str, Any], notes: list[str]) -> list:
     """The pathway Fox targets (:mod:`.pathway`): saturation effects and stream disagreement into ``fox``'s
-    metrics, ``curves`` and ``notes``; the precondition checks when ``pathology``."""
+    metrics, ``curves`` and ``notes``; the precondition checks of the CHAIR check."""
     ctx.stage("fox: saturation effects and stream disagreement (the pathway)")
     sat = saturation_effects(model, vocab, scenes, images, fox_layers=layers, rho=config.rho, n_image_tokens=n_img,
                              device=ctx.device, rng=ctx.rng("random_heads"))
@@ -136,8 +136,6 @@ def _pathway(config, ctx, model, vocab, scenes, images, vanilla_captions, truths
                  f"{dis.disagree_hallucinated:.3f} of {dis.n_hallucinated} hallucinated mentions and "
                  f"{dis.disagree_correct:.3f} of {dis.n_correct} correct ones (JS {dis.js_hallucinated:.4f} / "
                  f"{dis.js_correct:.4f} nats).")
-    if not pathology:
-        return []
     return [CHECKS["streams_disagree_hallucinated"].measure(
                 dis.disagree_hallucinated, note=f"{dis.n_hallucinated} hallucinated mentions; correct ones "
                                                 f"{dis.disagree_correct:.3f}"),
@@ -214,10 +212,9 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         CHECKS["pathology_pope_f1_gain" if pathology else "pope_f1_gain"].measure(
             gain, note=f"Fox {fox['pope_adversarial_f1']:.3f}, vanilla {vanilla['pope_adversarial_f1']:.3f}"),
     ]
-    if pathology:
-        checks.append(CHECKS["pope_random_accuracy"].measure(
-            vanilla["pope_random_accuracy"], note=f"{len(questions['random'])} questions; trained "
-                                                  f"{ctx.provenance['steps_trained']} steps"))
+    checks.append(CHECKS["pope_random_accuracy"].measure(
+        vanilla["pope_random_accuracy"], note=f"{len(questions['random'])} questions; trained "
+                                              f"{ctx.provenance['steps_trained']} steps"))
     if "SID" in metrics:
         checks.append(CHECKS["fox_minus_sid_chair_s"].measure(
             fox["chair_s"] - metrics["SID"]["chair_s"],
@@ -258,13 +255,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         every = list(range(config.decoder_layers))
         mech_all = mechanism(model, vocab, scenes, images, layers=every, rho=config.rho,
                              n_heads=model_config.heads, n_image_tokens=n_img, device=ctx.device)
-        if not pathology:
-            checks.append(CHECKS["probe_precision_over_chance"].measure(
-                mech.precision - mech.chance, note=f"layers {layers}: precision@k {mech.precision:.3f}, chance "
-                                                   f"{mech.chance:.3f}, {mech.n_samples} images with vanilla p(yes|B) "
-                                                   f">= 0.1; over all layers {mech_all.precision:.3f}"))
         checks += _pathway(config, ctx, model, vocab, scenes, images, captions["vanilla"], truths, plugins["Fox"][1],
-                           layers, n_img, fox, curves, notes, pathology)
+                           layers, n_img, fox, curves, notes)
         fox.update(probe_precision_at_k=mech.precision, probe_chance=mech.chance,
                    probe_precision_all_layers=mech_all.precision, mech_p_yes_partner=mech.p_yes)
         for j, layer in enumerate(every):
