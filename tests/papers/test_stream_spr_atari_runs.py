@@ -82,8 +82,12 @@ def test_a_sweep_keeps_each_run_resumes_and_refuses_other_settings(tmp_path, cap
     sweep = AtariSweep(games=("breakout",), arms=("spr_orth2", "stream_q"), seeds=(0,), steps=120, curve_points=4)
     result = run_sweep(sweep, tmp_path)
     files = sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*") if p.is_file())
-    assert files == ["iqm.png", "learning_curve_breakout.png", "result.json",
-                     "runs/breakout/spr_orth2/seed0.json", "runs/breakout/stream_q/seed0.json"]
+    assert files == ["iqm.png", "learning_curve_breakout.png", "runs/breakout/spr_orth2/seed0.json",
+                     "runs/breakout/stream_q/seed0.json", "summary.json", "summary.md"]
+    assert json.loads((tmp_path / "summary.json").read_text()) == json.loads(json.dumps(result))
+    table = (tmp_path / "summary.md").read_text()
+    score = result["per_game"]["breakout"]["stream_q"]["score"]["mean"]
+    assert "| breakout | " in table and f"{score:.3g}" in table and "SPR+orth² − Stream Q(λ)" in table
     run = json.loads((tmp_path / "runs/breakout/stream_q/seed0.json").read_text())
     assert run["settings"] == sweep.run_settings() and run["lr_preset"] == "elsayed"
     assert set(result["comparisons"]) == {"spr_orth2 - stream_q"}
@@ -111,4 +115,4 @@ def test_summary_refuses_missing_runs_and_runs_without_a_finished_game(tmp_path)
                                     "return_curve": [None, None]}))
     with pytest.raises(ValueError, match="finished no game have no score: pong/spr_orth2/seed0"):
         summarize(sweep, tmp_path)
-    assert not (tmp_path / "result.json").exists()
+    assert not (tmp_path / "summary.json").exists()

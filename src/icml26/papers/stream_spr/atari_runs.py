@@ -13,7 +13,7 @@ runs each ``lr_preset`` on that held-out game for ``tune_steps`` over ``tune_see
 and keeps its best mean score, the first preset on a tie (the choice is stored); otherwise every arm
 uses ``lr_preset`` (the MinAtar configuration's).
 
-:func:`summarize` reads the runs into ``<out>/result.json`` (per game and arm: the raw score over
+:func:`summarize` reads the runs into ``<out>/summary.json`` and ``summary.md`` (per game and arm: the raw score over
 seeds with its t interval; human-normalised scores; per arm the IQM over every (seed, game) with its
 stratified-bootstrap interval; IQM differences SPR+orth² − each baseline) and draws a learning
 curve per game. Run: ``python -m icml26.papers.stream_spr.atari_runs --games breakout,seaquest,ms_pacman
@@ -195,7 +195,7 @@ def run_sweep(sweep: AtariSweep, out: str | Path, *, workers: int = 1) -> dict[s
 
 
 def summarize(sweep: AtariSweep, out: str | Path) -> dict[str, Any]:
-    """Read the runs of ``sweep`` in ``out`` into ``result.json`` and the figures (see :mod:`.atari_summary`)."""
+    """Read the runs of ``sweep`` in ``out`` into ``summary.json``, ``summary.md`` and the figures (see :mod:`.atari_summary`)."""
     from .atari_summary import summarize as _summarize
 
     return _summarize(sweep, out)
@@ -220,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--tune-steps", type=int, default=20_000)
     parser.add_argument("--tune-seeds", help="the tuning seeds (default: --seeds), a range or a list")
     parser.add_argument("--workers", type=int, default=1)
-    parser.add_argument("--summarize-only", action="store_true", help="only rebuild result.json from the runs")
+    parser.add_argument("--summarize-only", action="store_true", help="only rebuild the summary from the runs")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     sweep = AtariSweep(games=tuple(args.games.split(",")), arms=tuple(args.arms.split(",")),
