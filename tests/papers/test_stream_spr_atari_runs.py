@@ -116,3 +116,26 @@ def test_summary_refuses_missing_runs_and_runs_without_a_finished_game(tmp_path)
     with pytest.raises(ValueError, match="finished no game have no score: pong/spr_orth2/seed0"):
         summarize(sweep, tmp_path)
     assert not (tmp_path / "summary.json").exists()
+
+
+def test_the_committed_atari_summary_is_rebuilt_from_the_committed_runs(tmp_path):
+    """summary.json and summary.md under results/stream_spr/atari_50k are what the committed runs give."""
+    import shutil
+    from pathlib import Path
+
+    from icml26.papers.stream_spr.atari_runs import AtariSweep, summarize
+
+    committed = Path(__file__).resolve().parents[2] / "results" / "stream_spr" / "atari_50k"
+    if not (committed / "summary.json").exists():
+        pytest.skip("no committed Atari run")
+    stored = json.loads((committed / "summary.json").read_text())
+    settings = stored["settings"]
+    shutil.copytree(committed / "runs", tmp_path / "runs")
+    shutil.copytree(committed / "tuning", tmp_path / "tuning")
+    sweep = AtariSweep(games=tuple(stored["games"]), arms=tuple(stored["arms"]), seeds=tuple(stored["seeds"]),
+                       steps=settings["steps"], exploration_fraction=settings["exploration_fraction"],
+                       curve_points=settings["curve_points"], tune_game=settings["tune_game"],
+                       tune_steps=settings["tune_steps"], tune_seeds=(10,))
+    rebuilt = summarize(sweep, tmp_path)
+    assert json.loads(json.dumps(rebuilt)) == stored
+    assert (tmp_path / "summary.md").read_text() == (committed / "summary.md").read_text()
