@@ -304,6 +304,31 @@ def test_s2attn_shifted_heads_equal_full_attention_in_shifted_windows(roll):
     assert bool((shifted & ~causal).any()) == roll
 
 
+@pytest.mark.parametrize("h, h_kv", [(9, 3), (5, 5), (6, 3)])
+def test_s2attn_with_odd_head_counts_shifts_the_last_ceil_half_of_the_query_heads(h, h_kv):
+    """SmolLM2 has 9 query heads over 3 key/value heads: the halves cannot keep a query group together, so each
+    query head gets its own copy of its key/value head, the first floor(H/2) stay plain, the rest shift."""
+    gen = torch.Generator().manual_seed(3)
+    n, g, hd = 16, 8, 4
+    q = torch.randn(1, h, n, hd, generator=gen, dtype=torch.float64)
+    k, v = (torch.randn(1, h_kv, n, hd, generator=gen, dtype=torch.float64) for _ in range(2))
+    out = hici.s2_attention(q, k, v, group_size=g)
+    i = torch.arange(n)
+    causal = i[None, :] <= i[:, None]
+    plain = (i[:, None] // g == i[None, :] // g) & causal
+    shifted = ((i[:, None] + g // 2) // g == (i[None, :] + g // 2) // g) & causal
+    k_full, v_full = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)
+    half = h // 2
+    torch.testing.assert_close(out[:, :half], masked_attention(q[:, :half], k_full[:, :half], v_full[:, :half], plain),
+                               atol=1e-12, rtol=0)
+    torch.testing.assert_close(out[:, half:], masked_attention(q[:, half:], k_full[:, half:], v_full[:, half:],
+                                                               shifted), atol=1e-12, rtol=0)
+    if h % 2 == 0:  # even query heads over an odd key/value count: the same as the repeated heads given directly
+        torch.testing.assert_close(out, hici.s2_attention(q, k_full, v_full, group_size=g), atol=1e-12, rtol=0)
+    with pytest.raises(ValueError, match="multiple of the key/value heads"):
+        hici.s2_attention(q[:, :4], k[:, :3] if h_kv >= 3 else k, v[:, :3] if h_kv >= 3 else v, group_size=g)
+
+
 def test_s2attn_partition_is_causal_and_roll_leaks(one_thread):
     for roll, leaks in ((False, False), (True, True)):
         model = s2attn.patch(llama(2), 8, roll=roll)

@@ -21,7 +21,8 @@ import types
 import torch
 from torch import Tensor, nn
 
-from icml26.papers.hici.attention import _check_options, apply_rope, block_local_attention, segment_attention
+from icml26.papers.hici.attention import (_check_options, apply_rope, block_local_attention, repeat_kv,
+                                          segment_attention)
 from icml26.papers.hici.patch import _TAG, _project_heads, attention_layers, check_causal_mask
 
 __all__ = ["patch", "receptive_field", "s2_attention", "set_inference_mode"]
@@ -36,7 +37,9 @@ def s2_attention(query: Tensor, key: Tensor, value: Tensor, *, group_size: int, 
     Args:
         query: ``(b, H, N, hd)``; key, value: ``(b, H_kv, N, hd)``; N divisible by ``group_size``.
         group_size: G.
-        shift: shift the second half of the heads by G/2 (False: every head in plain groups).
+        shift: shift the second half of the heads by G/2 (False: every head in plain groups). With an odd
+            number of query or key/value heads (SmolLM2: 9 over 3) the key/value heads are first repeated to
+            one per query head and the first ⌊H/2⌋ heads stay plain, the other ⌈H/2⌉ are shifted.
         roll: shift with LongLoRA's wrap-around roll (leaks, see module doc) instead of a partition.
 
     Returns:
@@ -52,8 +55,10 @@ def s2_attention(query: Tensor, key: Tensor, value: Tensor, *, group_size: int, 
     if not shift or group_size < 2:
         return segment_attention(query, key, value, segment_size=group_size, scaling=scaling, dropout=dropout)
     h_kv = key.shape[1]
-    if h % 2 or h_kv % 2:
-        raise ValueError(f"the shift splits the heads in halves: H={h} and H_kv={h_kv} must be even (or shift=False)")
+    if h % h_kv:
+        raise ValueError(f"query heads H={h} must be a multiple of the key/value heads H_kv={h_kv}")
+    if h % 2 or h_kv % 2:  # the halves would split a query group: give every query head its own key/value head
+        key, value, h_kv = repeat_kv(key, h // h_kv), repeat_kv(value, h // h_kv), h
     half, half_kv, offset = h // 2, h_kv // 2, group_size // 2
     plain = segment_attention(query[:, :half], key[:, :half_kv], value[:, :half_kv], segment_size=group_size,
                               scaling=scaling, dropout=dropout)
