@@ -29,7 +29,6 @@ import argparse
 import copy
 import dataclasses
 import json
-import math
 import time
 import zlib
 from pathlib import Path
@@ -232,13 +231,10 @@ def run_seed(seed: int, settings: NLLSettings, *, lm: Any = None, streams: tuple
 
 
 def _t_interval(values: np.ndarray) -> tuple[float, float, float]:
-    from scipy import stats
+    from icml26.common.stats import t_interval
 
-    mean = float(values.mean())
-    if values.size < 2:
-        return mean, mean, mean
-    half = float(stats.t.ppf(0.975, values.size - 1) * values.std(ddof=1) / math.sqrt(values.size))
-    return mean, mean - half, mean + half
+    interval = t_interval(values)
+    return interval.mean, interval.low, interval.high
 
 
 def summarize(runs: Sequence[dict[str, Any]], *, target: str = "late") -> dict[str, Any]:
