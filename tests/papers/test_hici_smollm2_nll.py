@@ -100,3 +100,19 @@ def test_settings_that_cannot_run_are_refused():
         NLLSettings(length=8, segment=8)
     with pytest.raises(ValueError, match="arm='dense'"):
         lora_arm(llama(), "dense", dataclasses.replace(SETTINGS))
+
+
+def test_the_committed_summary_is_rebuilt_from_the_committed_seeds():
+    import json
+    from pathlib import Path
+
+    from icml26.papers.hici.smollm2_nll import summary_markdown
+
+    folder = Path(__file__).resolve().parents[2] / "results" / "hici" / "smollm2_nll"
+    if not (folder / "summary.json").exists():
+        pytest.skip("no committed SmolLM2 run")
+    stored = json.loads((folder / "summary.json").read_text())
+    runs = [json.loads((folder / f"seed{s}.json").read_text()) for s in stored["seeds"]]
+    rebuilt = json.loads(json.dumps(summarize(runs)))
+    assert rebuilt == stored
+    assert summary_markdown(rebuilt) == (folder / "summary.md").read_text()
