@@ -288,8 +288,10 @@ def _units_of(data: Mapping[str, Any]) -> str:
 
 
 def _plural(noun: str) -> str:
-    """English plural of a unit's name ("prefix" -> "prefixes", "draw" -> "draws")."""
-    return noun + ("es" if noun.endswith(("s", "x", "z", "ch", "sh")) else "s")
+    """English plural of a unit's name ("prefix" -> "prefixes", "draw" -> "draws"); a parenthetical after
+    the name stays as it is ("game (fraction checks)" -> "games (fraction checks)")."""
+    head, sep, rest = noun.partition(" (")
+    return head + ("es" if head.endswith(("s", "x", "z", "ch", "sh")) else "s") + sep + rest
 
 
 def _deciding(data: Mapping[str, Any], status: str) -> str:
