@@ -290,10 +290,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--length", type=int, default=NLLSettings.length)
     parser.add_argument("--segment", type=int, default=NLLSettings.segment)
     parser.add_argument("--eval-windows", type=int, default=NLLSettings.eval_windows)
+    parser.add_argument("--threads", type=int, default=1,
+                        help="torch threads (default 1: one run per core, as the committed run was made)")
     parser.add_argument("--summarize-only", action="store_true")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
-    torch.set_num_threads(1)
+    from icml26.common.seeding import set_threads
+
+    set_threads(args.threads)
     settings = NLLSettings(length=args.length, segment=args.segment, steps=args.steps, eval_windows=args.eval_windows)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
