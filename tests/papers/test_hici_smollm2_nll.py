@@ -98,6 +98,10 @@ def test_settings_that_cannot_run_are_refused():
         NLLSettings(length=30, segment=8)
     with pytest.raises(ValueError, match="at least 2 segments"):
         NLLSettings(length=8, segment=8)
+    with pytest.raises(ValueError, match="skip"):
+        window_nll(llama(), torch.zeros(2, 9, dtype=torch.long), skip=8)  # no target at or after position 8
+    with pytest.raises(ValueError, match="windows must be"):
+        window_nll(llama(), torch.zeros(9, dtype=torch.long), skip=0)
     with pytest.raises(ValueError, match="arm='dense'"):
         lora_arm(llama(), "dense", dataclasses.replace(SETTINGS))
 

@@ -144,6 +144,10 @@ def _set_mode(model: nn.Module, arm: str, mode: str) -> None:
 @torch.inference_mode()
 def window_nll(model: nn.Module, windows: torch.Tensor, *, skip: int) -> tuple[np.ndarray, np.ndarray]:
     """Per window: mean next-token NLL over the targets at positions ``>= skip`` and over all targets."""
+    if not isinstance(windows, torch.Tensor) or windows.dim() != 2 or windows.shape[1] < 2 or windows.is_floating_point():
+        raise ValueError("windows must be a (n, length + 1) tensor of token ids with length >= 1, got "
+                         f"{getattr(windows, 'shape', type(windows).__name__)}")
+    check_int(skip, "skip", low=0, high=windows.shape[1] - 2)
     model.eval()
     late, every = [], []
     for w in windows:
