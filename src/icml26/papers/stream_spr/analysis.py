@@ -22,8 +22,8 @@ import numpy as np
 
 from icml26.common.stats import t_interval
 
-__all__ = ["average_curves", "binned_means", "finite_mean", "first_crossing", "games_won", "last_fraction_return",
-           "paired_gaps", "return_curve", "return_ratio", "window_minimum"]
+__all__ = ["average_curves", "binned_means", "crossing_ratio", "finite_mean", "first_crossing", "games_won",
+           "last_fraction_return", "paired_gaps", "return_curve", "return_ratio", "window_minimum"]
 
 
 def last_fraction_return(end_steps, returns, total_steps: int, fraction: float = 0.1) -> float:
@@ -77,6 +77,20 @@ def average_curves(curves: Sequence[Sequence[float | None]]) -> list[float | Non
 def first_crossing(edges: Sequence, curve: Sequence[float | None], threshold: float):
     """The first edge whose curve value is below ``threshold`` (None if never)."""
     return next((x for x, v in zip(edges, curve) if v is not None and v < threshold), None)
+
+
+def crossing_ratio(edges: Sequence, method: Sequence[float | None], reference: Sequence[float | None],
+                   threshold: float) -> float:
+    """Steps the ``method`` curve needs to first fall below ``threshold`` over the steps ``reference`` needs.
+
+    A method curve that never falls below it counts as crossing at the last edge (so the ratio is a
+    lower bound); NaN when the reference never falls below it.
+    """
+    ref = first_crossing(edges, reference, threshold)
+    if ref is None:
+        return float("nan")
+    own = first_crossing(edges, method, threshold)
+    return float((edges[-1] if own is None else own) / ref)
 
 
 def return_ratio(method: float, baseline: float) -> float:

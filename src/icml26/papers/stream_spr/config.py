@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from icml26.common.config import validate_numbers
+from icml26.common.config import neutral_field, validate_numbers
 
 from .games import MINATAR_GAMES
 from .runs import ARMS
@@ -23,13 +23,25 @@ class Config:
     seeds: int = dataclasses.field(default=3, metadata={"min": 1})
     """Seeds per game and arm (the paper: 1, 42, 999); arms share a seed's initialization."""
     arms: tuple[str, ...] = ("spr_orth2", "spr_naive", "stream_q")
-    """Arms among spr_orth2 (the method), spr_naive (SPR, no orth/orth²) and stream_q (baseline)."""
+    """Arms among spr_orth2 (the method), spr_naive (SPR, no orth/orth²), spr_authors (SPR+orth+orth² in
+    stream-rep-rl's configuration: α_RL = α_SPR = 1e-4, its window actions, targets, head and orth² ε)
+    and stream_q (baseline)."""
     total_steps: int = dataclasses.field(default=1_000_000, metadata={"min": 1})
     """Environment steps per run (1M by default; the paper: 5M on MinAtar)."""
     exploration_fraction: float = 0.2
     """ε goes 1 → 0.01 linearly over this fraction of the run (Elsayed and stream-rep-rl MinAtar: 0.2)."""
     lr_preset: Literal["elsayed", "official"] = "elsayed"
     """RL/SPR step sizes: elsayed = ObGD α 1.0, SPR 1e-4; official = stream-rep-rl's q_lr 1e-4 for both."""
+    spr_lr: float | None = neutral_field(None, min=0.0)
+    """α_SPR of spr_orth2 and spr_naive (None: the lr_preset's, 1e-4); spr_authors keeps its own 1e-4."""
+    spr_lr_grid: tuple[float, ...] = neutral_field(())
+    """α_SPR candidates: when given, spr_orth2 and spr_naive each get the value with the best mean
+    last-10% return over ``tune_seeds`` development seeds (own stream, never the scored seeds),
+    chosen by the shared tuner, before the scored runs."""
+    tune_seeds: int = neutral_field(0, min=0)
+    """Development seeds per game for ``spr_lr_grid`` (0 when no grid)."""
+    tune_steps: int = neutral_field(0, min=0)
+    """Environment steps of each tuning run (0: ``total_steps``)."""
     gamma: float = dataclasses.field(default=0.99, metadata={"min": 0.0, "max": 1.0})
     """γ (both codes)."""
     lamda: float = dataclasses.field(default=0.8, metadata={"min": 0.0, "max": 1.0})
@@ -80,6 +92,19 @@ class Config:
             raise ValueError(f"exploration_fraction={self.exploration_fraction} must lie in (0, 1]")
         if not self.srank_delta < 1.0:
             raise ValueError(f"srank_delta={self.srank_delta} must lie in [0, 1)")
+        if any(not (isinstance(v, (int, float)) and v > 0) for v in self.spr_lr_grid):
+            raise ValueError(f"spr_lr_grid={self.spr_lr_grid} must hold positive step sizes")
+        if bool(self.spr_lr_grid) != (self.tune_seeds > 0):
+            raise ValueError(f"spr_lr_grid={self.spr_lr_grid} and tune_seeds={self.tune_seeds}: give both "
+                             "(a grid and at least one development seed) or neither")
+        if self.spr_lr_grid and self.spr_lr is not None:
+            raise ValueError(f"spr_lr={self.spr_lr} and spr_lr_grid={self.spr_lr_grid}: a fixed α_SPR or a grid "
+                             "to tune it over, not both")
+        if self.spr_lr_grid and not any(ARMS[a].get("tunable") for a in self.arms):
+            raise ValueError(f"spr_lr_grid={self.spr_lr_grid}: arms={self.arms} has no arm whose α_SPR is tuned "
+                             "(spr_orth2, spr_naive)")
+        if self.tune_steps and self.tune_steps < self.curve_points:
+            raise ValueError(f"tune_steps={self.tune_steps} must be 0 or at least curve_points={self.curve_points}")
         if self.kappa <= 0:
             raise ValueError(f"kappa={self.kappa} must be positive")
 

@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
-from icml26.contract import Curve, Outcome, RunContext
+from icml26.contract import ArmSpec, Curve, Outcome, RunContext
 
-from .analysis import average_curves, finite_mean, first_crossing, games_won, paired_gaps, return_ratio
+from .analysis import average_curves, crossing_ratio, finite_mean, first_crossing, games_won, paired_gaps, return_ratio
 from .claims import CHECKS
 from .config import Config
 from .figures import LABELS, plot
@@ -36,6 +36,7 @@ __all__ = ["ARMS", "CHECKS", "Config", "RunSummary", "STREAMS", "plot", "run"]
 STREAMS: dict[str, str] = {
     "probe": "the random policy collecting each game's probe states; index = game",
     "agent": "an agent's seed; index = game + (seed index << 32)",
+    "tune_agent": "a development seed's agent (tuning α_SPR); index = game + (development seed index << 32)",
 }
 """Named random streams (name -> what it draws; ``RunContext.rng``): the name is part of each
 stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the shared tuner."""
@@ -50,38 +51,82 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     probes = {g: collect_probe_states(g, config.probe_states, ctx.seed_for("probe", i) % (2**31 - 1),
                                        config.sticky_action_prob)
               for i, g in enumerate(config.games)}
+    # 0: one process per thread the runner was given (ICML26_THREADS; 1 in a --seeds sweep job)
+    processes = config.processes or ctx.threads
+    start = time.perf_counter()
+    chosen, tuning_notes = _tune_spr_lr(config, ctx, probes, processes) if config.spr_lr_grid else ({}, [])
     jobs = []
     for gi, game in enumerate(config.games):
         for s in range(config.seeds):
             for arm in config.arms:
-                jobs.append({"config": config, "game": game, "seed_index": s, "arm": arm,
-                             "seed": ctx.seed_for("agent", gi + (s << 32)) % (2**31 - 1), "probe": probes[game],
-                             "device": str(ctx.device), "progress": ctx.show_progress,
-                             "position": len(jobs), "threads": 1})
-    # 0: one process per thread the runner was given (ICML26_THREADS; 1 in a --seeds sweep job)
-    processes = config.processes or ctx.threads
-    start = time.perf_counter()
-    # One torch thread per run: these networks are too small for intra-op parallelism.
-    for job in jobs:
-        job["threads"] = 1
-    if processes == 1:
-        previous = torch.get_num_threads()
-        try:
-            results = [run_one(job) for job in jobs]
-        finally:
-            torch.set_num_threads(previous)
-    else:
-        order = sorted(jobs, key=lambda j: not ARMS[j["arm"]]["spr"])  # the longest runs first
-        mp = multiprocessing.get_context("spawn")
-        with concurrent.futures.ProcessPoolExecutor(max_workers=min(processes, len(jobs)), mp_context=mp) as pool:
-            results = list(pool.map(run_one, order))
+                job = {"config": config, "game": game, "seed_index": s, "arm": arm,
+                       "seed": ctx.seed_for("agent", gi + (s << 32)) % (2**31 - 1), "probe": probes[game],
+                       "device": str(ctx.device), "progress": ctx.show_progress,
+                       "position": len(jobs), "threads": 1}
+                if arm in chosen:
+                    job["spr_lr"] = chosen[arm]
+                jobs.append(job)
+    results = _execute(jobs, processes)
     wall = time.perf_counter() - start
     outcome, speed = _summarize(config, results)
+    for arm, lr in chosen.items():
+        outcome.metrics[arm]["alpha_spr"] = lr
+    outcome.notes.extend(tuning_notes)
     ctx.provenance["processes"] = processes
     ctx.provenance["experiment_wall_s"] = round(wall, 1)
     ctx.provenance["throughput"] = {arm: {k: round(v, 1) for k, v in values.items()}
                                     for arm, values in speed.items()}
     return outcome
+
+
+def _execute(jobs: list[dict[str, Any]], processes: int) -> list[RunSummary]:
+    """Run each job (one torch thread each) in this process or on a pool of ``processes`` workers."""
+    if processes == 1:
+        previous = torch.get_num_threads()
+        try:
+            return [run_one(job) for job in jobs]
+        finally:
+            torch.set_num_threads(previous)
+    order = sorted(jobs, key=lambda j: not ARMS[j["arm"]]["spr"])  # the longest runs first
+    mp = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=min(processes, len(jobs)), mp_context=mp) as pool:
+        return list(pool.map(run_one, order))
+
+
+def _tune_spr_lr(config: Config, ctx: RunContext, probes: dict[str, Any],
+                 processes: int) -> tuple[dict[str, float], list[str]]:
+    """α_SPR of each tunable arm by the shared tuner: every grid value on ``tune_seeds`` development
+    seeds per game (the ``tune_agent`` stream, disjoint from the scored seeds' ``agent`` stream), scored
+    by the mean last-10% return over those runs; returns ``{arm: α_SPR}`` and a note per arm."""
+    arms = [a for a in config.arms if ARMS[a].get("tunable")]
+    ctx.stage(f"tuning α_SPR of {', '.join(arms)} over {list(config.spr_lr_grid)} on {config.tune_seeds} "
+              f"development seed(s) per game")
+    jobs = []
+    for gi, game in enumerate(config.games):
+        for d in range(config.tune_seeds):
+            for arm in arms:
+                for lr in config.spr_lr_grid:
+                    jobs.append({"config": config, "game": game, "seed_index": d, "arm": arm, "spr_lr": lr,
+                                 "seed": ctx.seed_for("tune_agent", gi + (d << 32)) % (2**31 - 1),
+                                 "probe": probes[game], "device": str(ctx.device), "progress": ctx.show_progress,
+                                 "position": len(jobs), "threads": 1,
+                                 "total_steps": config.tune_steps or config.total_steps})
+    runs = _execute(jobs, processes)
+    score = {(j["arm"], j["spr_lr"], j["game"], j["seed_index"]): r.return_last10 for j, r in zip(jobs, runs)}
+    chosen, notes = {}, []
+    for arm in arms:
+        def objective(params: dict[str, Any], arm: str = arm) -> float:
+            return finite_mean(v for (a, lr, _, _), v in score.items() if a == arm and lr == params["spr_lr"])
+
+        spec = ArmSpec(arm, "method" if arm == "spr_orth2" else "control",
+                       space={"spr_lr": tuple(config.spr_lr_grid)}, trials=len(config.spr_lr_grid),
+                       select_on=f"{config.tune_seeds} development seed(s) per game, last-10% return")
+        chosen[arm] = float(ctx.tune(spec, objective, maximize=True)["spr_lr"])
+        table = ", ".join(f"{lr:g}: {objective({'spr_lr': lr}):.2f}" for lr in config.spr_lr_grid)
+        notes.append(f"α_SPR of {LABELS[arm]} tuned on {config.tune_seeds} development seed(s) per game, "
+                     f"{config.tune_steps or config.total_steps} steps each (mean last-10% return {table}): "
+                     f"{chosen[arm]:g}.")
+    return chosen, notes
 
 
 def _summarize(config: Config, results: list[RunSummary]) -> tuple[Outcome, dict[str, dict[str, float]]]:
@@ -119,15 +164,29 @@ def _summarize(config: Config, results: list[RunSummary]) -> tuple[Outcome, dict
                                               f"loss window {window} steps"),
         CHECKS["orth2_cosine"].measure(method["max_abs_cos_after_orth2"]),
     ]
+    if "spr_naive" in metrics:
+        pairs = [(m, n) for m in method_runs for n in results
+                 if n.arm == "spr_naive" and (n.game, n.seed_index) == (m.game, m.seed_index)]
+        ratios = [crossing_ratio(m.edges, m.spr_loss_curve, n.spr_loss_curve, -0.8) for m, n in pairs]
+        checks.append(CHECKS["spr_loss_crossing_ratio"].measure(
+            finite_mean(ratios), note=f"{len(pairs)} pair(s): " + ", ".join(f"{r:.2f}" for r in ratios)
+            + "; a method run that never crosses counts as crossing at its end (a lower bound)"))
+    elif multi:  # the full mode declares it
+        checks.append(CHECKS["spr_loss_crossing_ratio"].not_measured("spr_naive is not among the arms"))
     notes = []
     if multi:
         wins = games_won({g: method[f"return_{g}"] for g in config.games},
                          {g: base[f"return_{g}"] for g in config.games})
         checks.append(CHECKS["games_won"].measure(wins, note=f"of {len(config.games)} games, {config.seeds} seed(s)"))
+        checks.append(CHECKS["return_ratio_naive"].not_measured("several games or seeds: the per-game returns are "
+                                                                "in the metrics"))
         notes.append(_seed_note(config, results))
     else:
         checks.append(CHECKS["return_ratio"].measure(return_ratio(method["return_last10pct"],
                                                                   base["return_last10pct"])))
+        if "spr_naive" in metrics:  # declared for the full mode; measured wherever naive SPR runs on one game
+            checks.append(CHECKS["return_ratio_naive"].measure(return_ratio(method["return_last10pct"],
+                                                                            metrics["spr_naive"]["return_last10pct"])))
         notes.append("The strict claim (SPR+orth² beats Stream Q(λ) on at least 2 of 3 games over 3 seeds) "
                      "belongs to the full mode (`icml26 run stream_spr`, without `--quick`), which this run is not.")
     loss = average_curves([r.spr_loss_curve for r in method_runs])
@@ -144,6 +203,10 @@ def _summarize(config: Config, results: list[RunSummary]) -> tuple[Outcome, dict
                      f"{metrics['spr_naive']['spr_loss_min_by_window']:.3f}; first below -0.8 "
                      + (f"in the bin ending at step {naive_crossed}." if naive_crossed is not None
                         else "nowhere in the run."))
+    if "spr_authors" in metrics:
+        notes.append(f"The authors' configuration (stream-rep-rl: α_RL = α_SPR = 1e-4, off-by-one window actions, "
+                     f"independent targets, ReLU head): last-10% return {metrics['spr_authors']['return_last10pct']:.2f} "
+                     f"(SPR+orth² {method['return_last10pct']:.2f}, Stream Q(λ) {base['return_last10pct']:.2f}).")
     notes.append(
         f"Effective rank on the fixed probe set (latent srank/erank): SPR+orth² "
         f"{method['srank_latent']:.0f}/{method['erank_latent']:.1f} vs Stream Q(λ) "

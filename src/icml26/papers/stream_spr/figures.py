@@ -11,7 +11,7 @@ from icml26.plotting import draw_curve, subplots, values
 __all__ = ["LABELS", "plot"]
 
 LABELS = {"spr_orth2": "Stream Q(λ)+SPR+orth+orth²", "spr_naive": "Stream Q(λ)+SPR (naive)",
-          "stream_q": "Stream Q(λ)"}
+          "spr_authors": "SPR+orth+orth², authors' configuration", "stream_q": "Stream Q(λ)"}
 
 
 def plot(data: dict[str, Any]) -> dict[str, Any]:
@@ -27,7 +27,8 @@ def plot(data: dict[str, Any]) -> dict[str, Any]:
         figures[f"{name}.png"] = fig
     curves = data["curves"]
     fig, axes = subplots(2, 2, panel=(5.5, 3.75))
-    colors = {LABELS["spr_orth2"]: "tab:red", LABELS["spr_naive"]: "tab:orange", LABELS["stream_q"]: "tab:blue"}
+    colors = {LABELS["spr_orth2"]: "tab:red", LABELS["spr_naive"]: "tab:orange", LABELS["stream_q"]: "tab:blue",
+              LABELS["spr_authors"]: "tab:purple"}
 
     def draw(ax, curve, **kw):
         x = values(curve["x"])

@@ -16,14 +16,21 @@ import torch
 
 from .analysis import binned_means, last_fraction_return, return_curve, window_minimum
 
-__all__ = ["ARMS", "RunSummary", "collect_probe_states", "run_one"]
+__all__ = ["ARMS", "AUTHORS", "RunSummary", "collect_probe_states", "run_one"]
 
 #: Arm name → (agent, its SPR flags). The method first, then the baselines.
 ARMS: dict[str, dict[str, Any]] = {
-    "spr_orth2": {"spr": True, "orth": True, "orth2": True},
-    "spr_naive": {"spr": True, "orth": False, "orth2": False},
+    "spr_orth2": {"spr": True, "orth": True, "orth2": True, "tunable": True},
+    "spr_naive": {"spr": True, "orth": False, "orth2": False, "tunable": True},
+    "spr_authors": {"spr": True, "orth": True, "orth2": True, "authors": True},
     "stream_q": {"spr": False},
 }
+"""``tunable``: its α_SPR is ``Config.spr_lr`` (or tuned over ``spr_lr_grid``). ``authors``: stream-rep-rl's
+configuration (:data:`AUTHORS`), every other setting the run's."""
+
+#: stream-rep-rl's choices where we default to the correct or consistent one (see spr_agent).
+AUTHORS: dict[str, Any] = {"lr_preset": "official", "action_alignment": "official", "target_init": "independent",
+                           "head_activation": "relu", "projection_eps": 1e-8}
 
 
 def collect_probe_states(game: str, n: int, seed: int, sticky: float) -> np.ndarray:
@@ -81,18 +88,21 @@ def run_one(job: dict[str, Any]) -> RunSummary:
         torch.set_num_threads(job["threads"])
     cfg = job["config"]  # the experiment's Config
     arm = ARMS[job["arm"]]
-    total = cfg.total_steps
+    total = job.get("total_steps") or cfg.total_steps  # a tuning run may be shorter
     env = stream_wrappers(make_minatar(job["game"], sticky_action_prob=cfg.sticky_action_prob), cfg.gamma)
     common = dict(gamma=cfg.gamma, lamda=cfg.lamda, kappa=cfg.kappa,
                   exploration_steps=max(1, int(cfg.exploration_fraction * total)), seed=job["seed"],
                   device=job["device"])
     if arm["spr"]:
-        agent = StreamQSPR(env, orth=arm["orth"], orth2=arm["orth2"], lr_preset=cfg.lr_preset,
-                           spr_depth=cfg.spr_depth, spr_weight=cfg.spr_weight, spr_tau=cfg.spr_tau,
-                           orth_beta=cfg.orth_beta, action_alignment=cfg.action_alignment,
-                           target_init=cfg.target_init,
-                           head_activation="relu" if cfg.official_architecture else "layernorm_leaky_relu",
-                           **common)
+        settings = dict(lr_preset=cfg.lr_preset, action_alignment=cfg.action_alignment, target_init=cfg.target_init,
+                        head_activation="relu" if cfg.official_architecture else "layernorm_leaky_relu")
+        if arm.get("authors"):
+            settings.update(AUTHORS)
+        else:
+            settings["spr_lr"] = job.get("spr_lr", cfg.spr_lr)
+        agent = StreamQSPR(env, orth=arm["orth"], orth2=arm["orth2"], spr_depth=cfg.spr_depth,
+                           spr_weight=cfg.spr_weight, spr_tau=cfg.spr_tau, orth_beta=cfg.orth_beta,
+                           **settings, **common)
     else:
         from .spr_agent import LR_PRESETS
 
