@@ -100,9 +100,6 @@ class Config:
         if self.spr_lr_grid and self.spr_lr is not None:
             raise ValueError(f"spr_lr={self.spr_lr} and spr_lr_grid={self.spr_lr_grid}: a fixed α_SPR or a grid "
                              "to tune it over, not both")
-        if self.spr_lr_grid and not any(ARMS[a].get("tunable") for a in self.arms):
-            raise ValueError(f"spr_lr_grid={self.spr_lr_grid}: arms={self.arms} has no arm whose α_SPR is tuned "
-                             "(spr_orth2, spr_naive)")
         if self.tune_steps and self.tune_steps < self.curve_points:
             raise ValueError(f"tune_steps={self.tune_steps} must be 0 or at least curve_points={self.curve_points}")
         if self.kappa <= 0:

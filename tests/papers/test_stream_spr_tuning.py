@@ -1,0 +1,150 @@
+"""stream_spr (issue #38): α_SPR tuned by the shared tuner on development seeds, the authors' configuration
+as an arm, and the naive-SPR checks (return ratio, steps to an SPR loss of -0.8)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+import torch
+
+from icml26.contract import RunContext
+from icml26.papers.stream_spr import experiment, spr_agent
+from icml26.papers.stream_spr.analysis import crossing_ratio
+from icml26.papers.stream_spr.config import Config
+from icml26.papers.stream_spr.runs import ARMS, AUTHORS, RunSummary, run_one
+
+pytest.importorskip("gymnasium")
+
+
+def test_crossing_ratio_by_hand():
+    edges = [10, 20, 30, 40]
+    naive = [-0.5, -0.81, -0.9, -0.9]  # first below -0.8 at 20
+    assert crossing_ratio(edges, [-0.1, -0.5, -0.7, -0.85], naive, -0.8) == 40 / 20
+    assert crossing_ratio(edges, [-0.9, None, -0.9, -0.9], naive, -0.8) == 10 / 20
+    # a method that never crosses counts as crossing at the last edge: a lower bound
+    assert crossing_ratio(edges, [-0.1, -0.2, -0.3, -0.4], naive, -0.8) == 40 / 20
+    # the reference never crossing leaves nothing to compare with
+    assert math.isnan(crossing_ratio(edges, [-0.9] * 4, [-0.1] * 4, -0.8))
+
+
+def test_config_refuses_a_half_given_or_conflicting_tuning_request():
+    base = Config.tiny()
+    with pytest.raises(ValueError, match="give both"):
+        dataclasses.replace(base, spr_lr_grid=(1e-4, 1e-3))
+    with pytest.raises(ValueError, match="give both"):
+        dataclasses.replace(base, tune_seeds=2)
+    with pytest.raises(ValueError, match="not both"):
+        dataclasses.replace(base, spr_lr=3e-4, spr_lr_grid=(1e-4,), tune_seeds=1)
+    with pytest.raises(ValueError, match="positive step sizes"):
+        dataclasses.replace(base, spr_lr_grid=(1e-4, 0.0), tune_seeds=1)
+    with pytest.raises(ValueError, match="spr_lr"):
+        dataclasses.replace(base, spr_lr=-1e-4)
+    with pytest.raises(ValueError, match="tune_steps"):
+        dataclasses.replace(base, spr_lr_grid=(1e-4,), tune_seeds=1, tune_steps=2)
+
+
+def test_neutral_fields_leave_the_committed_configuration_alone():
+    from icml26.common.config import config_to_dict
+
+    d = config_to_dict(Config.quick())
+    assert not {"spr_lr", "spr_lr_grid", "tune_seeds", "tune_steps"} & set(d)
+    assert "spr_lr" in config_to_dict(dataclasses.replace(Config.quick(), spr_lr=3e-4))
+
+
+class _Built(Exception):
+    pass
+
+
+@pytest.mark.parametrize("arm, job_lr, expected", [
+    ("spr_orth2", None, {"spr_lr": None, "lr_preset": "elsayed", "action_alignment": "correct"}),
+    ("spr_naive", 3e-4, {"spr_lr": 3e-4, "orth": False, "orth2": False}),
+    ("spr_orth2", 1e-3, {"spr_lr": 1e-3, "target_init": "copy", "head_activation": "layernorm_leaky_relu"}),
+    # the authors' arm keeps stream-rep-rl's own step sizes whatever the run tunes
+    ("spr_authors", 1e-3, {**AUTHORS, "orth": True, "orth2": True}),
+])
+def test_each_spr_arm_builds_its_agent_with_its_own_settings(monkeypatch, arm, job_lr, expected):
+    seen = {}
+
+    def fake(env, **kwargs):
+        seen.update(kwargs)
+        raise _Built
+
+    monkeypatch.setattr(spr_agent, "StreamQSPR", fake)
+    job = {"config": Config.tiny(), "game": "breakout", "seed_index": 0, "arm": arm, "seed": 1, "probe": None,
+           "device": "cpu", "progress": False, "position": 0, "threads": 1}
+    if job_lr is not None:
+        job["spr_lr"] = job_lr
+    with pytest.raises(_Built):
+        run_one(job)
+    assert {k: seen.get(k, "missing") for k in expected} == expected
+    if arm == "spr_authors":
+        assert "spr_lr" not in seen and spr_agent.LR_PRESETS[seen["lr_preset"]].spr == 1e-4
+
+
+def _fake_summary(job):
+    """A run whose last-10 % return is a known function of (arm, α_SPR, development or scored seed)."""
+    lr = job.get("spr_lr")
+    score = {1e-4: 1.0, 3e-4: 3.0, 1e-3: 2.0}.get(lr, 0.5) if job["arm"] == "spr_orth2" else \
+        {1e-4: 2.0, 3e-4: 1.0, 1e-3: 0.0}.get(lr, 0.5)
+    if "total_steps" not in job:  # a scored run: the return no longer depends on the tuning
+        score = {"spr_orth2": 4.0, "spr_naive": 2.0, "spr_authors": 1.0, "stream_q": 5.0}[job["arm"]]
+    spr = ARMS[job["arm"]]["spr"]
+    loss = {"spr_orth2": [-0.5, -0.7, -0.85], "spr_naive": [-0.6, -0.9, -0.9]}.get(job["arm"], [-0.9] * 3)
+    return RunSummary(
+        game=job["game"], seed_index=job["seed_index"], arm=job["arm"], edges=[100, 200, 300],
+        return_last10=score, episodes=3, return_curve=[score] * 3, srank_latent=1, erank_latent=1.0,
+        srank_hidden=1, erank_hidden=1.0, spr_loss_curve=loss if spr else [None] * 3,
+        spr_loss_early_min=min(loss) if spr else math.nan, spr_loss_last10=loss[-1] if spr else math.nan,
+        spr_steps=100 if spr else 0, cos_before_curve=[0.1] * 3, cos_after_curve=[0.0] * 3,
+        mean_abs_cos_before=0.1, max_abs_cos_after=0.0, nonfinite=0, wall_s=1.0, steps_per_s=300.0)
+
+
+def test_the_shared_tuner_picks_each_arms_best_development_alpha_and_the_scored_runs_use_it(monkeypatch):
+    jobs = []
+
+    def fake_run_one(job):
+        jobs.append(job)
+        return _fake_summary(job)
+
+    monkeypatch.setattr(experiment, "run_one", fake_run_one)
+    monkeypatch.setattr(experiment, "collect_probe_states", lambda *a, **k: None)
+    cfg = dataclasses.replace(Config.tiny(), arms=("spr_orth2", "spr_naive", "spr_authors", "stream_q"),
+                              spr_lr_grid=(1e-4, 3e-4, 1e-3), tune_seeds=2, tune_steps=300, total_steps=900,
+                              curve_points=3, loss_window=900)
+    ctx = RunContext(seed=5, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False,
+                     streams=experiment.STREAMS)
+    out = experiment.run(cfg, ctx)
+
+    tuning = [j for j in jobs if "total_steps" in j]
+    scored = [j for j in jobs if "total_steps" not in j]
+    # every grid value of both tunable arms on both development seeds, at the tuning budget; no other arm
+    assert sorted((j["arm"], j["spr_lr"], j["seed_index"]) for j in tuning) == sorted(
+        (a, lr, d) for a in ("spr_orth2", "spr_naive") for lr in cfg.spr_lr_grid for d in range(2))
+    assert {j["total_steps"] for j in tuning} == {300}
+    # development seeds never coincide with scored ones
+    assert not {j["seed"] for j in tuning} & {j["seed"] for j in scored}
+    # chosen: the best mean development return (orth2 3e-4, naive 1e-4); the authors' arm is not tuned
+    assert {j["arm"]: j.get("spr_lr") for j in scored} == {"spr_orth2": 3e-4, "spr_naive": 1e-4,
+                                                           "spr_authors": None, "stream_q": None}
+    assert out.metrics["spr_orth2"]["alpha_spr"] == 3e-4 and out.metrics["spr_naive"]["alpha_spr"] == 1e-4
+    assert "alpha_spr" not in out.metrics["spr_authors"]
+    calls = ctx.tuning["spr_orth2"]["calls"]
+    assert [t["score"] for t in calls[0]["trials"]] == [1.0, 3.0, 2.0]
+    # the naive-SPR checks: returns 4 / 2, and steps to -0.8 300 (orth2) over 200 (naive)
+    checks = {c.id: c.value for c in out.checks}
+    assert checks["return_ratio_naive"] == 2.0 and checks["return_ratio"] == 4.0 / 5.0
+    assert checks["spr_loss_crossing_ratio"] == 300 / 200
+    assert any("authors' configuration" in n and "1.00" in n for n in out.notes)
+
+
+def test_without_naive_spr_a_quick_run_records_exactly_the_quick_checks(monkeypatch):
+    monkeypatch.setattr(experiment, "run_one", _fake_summary)
+    monkeypatch.setattr(experiment, "collect_probe_states", lambda *a, **k: None)
+    cfg = dataclasses.replace(Config.tiny(), total_steps=900, curve_points=3, loss_window=900)
+    ctx = RunContext(seed=0, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False,
+                     streams=experiment.STREAMS)
+    out = experiment.run(cfg, ctx)
+    declared = [c.id for c in experiment.CHECKS.values() if "tiny" in c.settings]
+    assert [c.id for c in out.checks] == declared
