@@ -88,3 +88,27 @@ def test_pretraining_beats_unigram_entropy_and_caches():
         assert torch.equal(p, q), name
     tr, va = encode_corpus(lm.tokenizer, stdlib_corpus())
     assert torch.equal(tr, lm.train_ids) and torch.equal(va, lm.valid_ids)
+
+
+class _CharTokenizer:
+    """One id per character (its code point); EOS is 0."""
+
+    eos_token_id = 0
+
+    def __call__(self, text, add_special_tokens=False):
+        if isinstance(text, list):
+            return {"input_ids": [[ord(c) for c in t] for t in text]}
+        return {"input_ids": [ord(c) for c in text]}
+
+
+def test_encode_corpus_eos_between_documents_or_one_joined_text():
+    from icml26.common.corpus import Corpus
+
+    corpus = Corpus(train=("ab", "c"), valid=("de",), sha256="")
+    tr, va = encode_corpus(_CharTokenizer(), corpus)
+    assert tr.tolist() == [97, 98, 0, 99, 0] and va.tolist() == [100, 101, 0]
+    tr, va = encode_corpus(_CharTokenizer(), corpus, separator="\n\n")
+    assert tr.tolist() == [ord(c) for c in "ab\n\nc"] and va.tolist() == [100, 101]
+    assert tr.dtype == va.dtype == torch.long
+    with pytest.raises(TypeError, match="separator"):
+        encode_corpus(_CharTokenizer(), corpus, separator=0)

@@ -198,8 +198,20 @@ def build_model(config: TinyLMConfig, *, seed: int = 0, attn_implementation: str
     return model
 
 
-def encode_corpus(tokenizer, corpus: Corpus) -> tuple[torch.Tensor, torch.Tensor]:
-    """Encode train and validation documents into two flat id streams, ``EOS`` between documents."""
+def encode_corpus(tokenizer, corpus: Corpus, *, separator: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Encode train and validation documents into two flat id streams.
+
+    ``separator=None`` puts ``EOS`` between documents (each tokenised alone); a string joins each split's
+    documents with it into one text, tokenised as a whole (as a single file would be).
+    """
+    if separator is not None:
+        if not isinstance(separator, str):
+            raise TypeError(f"separator must be a string or None, got {type(separator).__name__}")
+
+        def text(joined: str) -> torch.Tensor:
+            return torch.tensor(tokenizer(joined, add_special_tokens=False)["input_ids"], dtype=torch.long)
+
+        return text(corpus.train_text(separator)), text(corpus.valid_text(separator))
     eos = tokenizer.eos_token_id
 
     def stream(docs) -> torch.Tensor:

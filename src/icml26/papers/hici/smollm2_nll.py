@@ -159,11 +159,11 @@ def window_nll(model: nn.Module, windows: torch.Tensor, *, skip: int) -> tuple[n
 
 
 def _streams(tokenizer) -> tuple[torch.Tensor, torch.Tensor]:
+    """The stdlib corpus's train and validation documents, each split one text joined by blank lines."""
     from icml26.common.corpus import stdlib_corpus
+    from icml26.common.tiny_lm import encode_corpus
 
-    corpus = stdlib_corpus()
-    encode = lambda text: torch.tensor(tokenizer(text, add_special_tokens=False)["input_ids"], dtype=torch.long)  # noqa: E731
-    return encode(corpus.train_text()), encode(corpus.valid_text())
+    return encode_corpus(tokenizer, stdlib_corpus(), separator="\n\n")
 
 
 def run_seed(seed: int, settings: NLLSettings, *, lm: Any = None, streams: tuple[torch.Tensor, torch.Tensor] | None = None,
