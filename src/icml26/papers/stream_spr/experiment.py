@@ -59,13 +59,9 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     for gi, game in enumerate(config.games):
         for s in range(config.seeds):
             for arm in config.arms:
-                job = {"config": config, "game": game, "seed_index": s, "arm": arm,
-                       "seed": ctx.seed_for("agent", gi + (s << 32)) % (2**31 - 1), "probe": probes[game],
-                       "device": str(ctx.device), "progress": ctx.show_progress,
-                       "position": len(jobs), "threads": 1}
+                jobs.append(_job(config, ctx, probes, game, gi, s, arm, "agent", len(jobs)))
                 if arm in chosen:
-                    job["spr_lr"] = chosen[arm]
-                jobs.append(job)
+                    jobs[-1]["spr_lr"] = chosen[arm]
     results = _execute(jobs, processes)
     wall = time.perf_counter() - start
     outcome, speed = _summarize(config, results)
@@ -77,6 +73,14 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     ctx.provenance["throughput"] = {arm: {k: round(v, 1) for k, v in values.items()}
                                     for arm, values in speed.items()}
     return outcome
+
+
+def _job(config: Config, ctx: RunContext, probes: dict[str, Any], game: str, game_index: int, seed_index: int,
+         arm: str, stream: str, position: int) -> dict[str, Any]:
+    """One run's job: its agent seed drawn from ``stream`` at index game + (seed index << 32)."""
+    return {"config": config, "game": game, "seed_index": seed_index, "arm": arm,
+            "seed": ctx.seed_for(stream, game_index + (seed_index << 32)) % (2**31 - 1), "probe": probes[game],
+            "device": str(ctx.device), "progress": ctx.show_progress, "position": position, "threads": 1}
 
 
 def _execute(jobs: list[dict[str, Any]], processes: int) -> list[RunSummary]:
@@ -106,11 +110,8 @@ def _tune_spr_lr(config: Config, ctx: RunContext, probes: dict[str, Any],
         for d in range(config.tune_seeds):
             for arm in arms:
                 for lr in config.spr_lr_grid:
-                    jobs.append({"config": config, "game": game, "seed_index": d, "arm": arm, "spr_lr": lr,
-                                 "seed": ctx.seed_for("tune_agent", gi + (d << 32)) % (2**31 - 1),
-                                 "probe": probes[game], "device": str(ctx.device), "progress": ctx.show_progress,
-                                 "position": len(jobs), "threads": 1,
-                                 "total_steps": config.tune_steps or config.total_steps})
+                    jobs.append({**_job(config, ctx, probes, game, gi, d, arm, "tune_agent", len(jobs)),
+                                 "spr_lr": lr, "total_steps": config.tune_steps or config.total_steps})
     runs = _execute(jobs, processes)
     score = {(j["arm"], j["spr_lr"], j["game"], j["seed_index"]): r.return_last10 for j, r in zip(jobs, runs)}
     chosen, notes = {}, []
