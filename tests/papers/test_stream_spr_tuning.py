@@ -27,6 +27,10 @@ def test_crossing_ratio_by_hand():
     assert crossing_ratio(edges, [-0.1, -0.2, -0.3, -0.4], naive, -0.8) == 40 / 20
     # the reference never crossing leaves nothing to compare with
     assert math.isnan(crossing_ratio(edges, [-0.9] * 4, [-0.1] * 4, -0.8))
+    with pytest.raises(ValueError, match="one length"):
+        crossing_ratio(edges, [-0.9] * 3, naive, -0.8)
+    with pytest.raises(ValueError, match="threshold"):
+        crossing_ratio(edges, naive, naive, float("nan"))
 
 
 def test_config_refuses_a_half_given_or_conflicting_tuning_request():
@@ -37,8 +41,10 @@ def test_config_refuses_a_half_given_or_conflicting_tuning_request():
         dataclasses.replace(base, tune_seeds=2)
     with pytest.raises(ValueError, match="not both"):
         dataclasses.replace(base, spr_lr=3e-4, spr_lr_grid=(1e-4,), tune_seeds=1)
-    with pytest.raises(ValueError, match="positive step sizes"):
+    with pytest.raises(ValueError, match="positive, finite step sizes"):
         dataclasses.replace(base, spr_lr_grid=(1e-4, 0.0), tune_seeds=1)
+    with pytest.raises(ValueError, match="positive, finite"):
+        dataclasses.replace(base, spr_lr_grid=(float("inf"),), tune_seeds=1)
     with pytest.raises(ValueError, match="spr_lr"):
         dataclasses.replace(base, spr_lr=-1e-4)
     with pytest.raises(ValueError, match="tune_steps"):

@@ -84,8 +84,14 @@ def crossing_ratio(edges: Sequence, method: Sequence[float | None], reference: S
     """Steps the ``method`` curve needs to first fall below ``threshold`` over the steps ``reference`` needs.
 
     A method curve that never falls below it counts as crossing at the last edge (so the ratio is a
-    lower bound); NaN when the reference never falls below it.
+    lower bound); NaN when the reference never falls below it. Raises ``ValueError`` when the curves and
+    ``edges`` differ in length or ``threshold`` is not finite.
     """
+    if not len(edges) == len(method) == len(reference) or not len(edges):
+        raise ValueError(f"edges, method and reference must be non-empty and of one length, got {len(edges)}, "
+                         f"{len(method)}, {len(reference)}")
+    if not math.isfinite(threshold):
+        raise ValueError(f"threshold={threshold} must be finite")
     ref = first_crossing(edges, reference, threshold)
     if ref is None:
         return float("nan")

@@ -92,8 +92,9 @@ class Config:
             raise ValueError(f"exploration_fraction={self.exploration_fraction} must lie in (0, 1]")
         if not self.srank_delta < 1.0:
             raise ValueError(f"srank_delta={self.srank_delta} must lie in [0, 1)")
-        if any(not (isinstance(v, (int, float)) and v > 0) for v in self.spr_lr_grid):
-            raise ValueError(f"spr_lr_grid={self.spr_lr_grid} must hold positive step sizes")
+        if any(isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf")
+               for v in self.spr_lr_grid):
+            raise ValueError(f"spr_lr_grid={self.spr_lr_grid} must hold positive, finite step sizes")
         if bool(self.spr_lr_grid) != (self.tune_seeds > 0):
             raise ValueError(f"spr_lr_grid={self.spr_lr_grid} and tune_seeds={self.tune_seeds}: give both "
                              "(a grid and at least one development seed) or neither")
