@@ -49,6 +49,7 @@ STREAMS: dict[str, str] = {
     "lm_init": "the LM section's model initialisation",
     "lm_order": "the LM section's task batch order",
     "lm_safety_order": "the LM section's safety batch order",
+    "lm_random_select": "the LM section's random safety subset (SPAG+random and the baselines)",
     "tune:front": "the shared tuner's stream for the front's arms when claims.py does not declare them; "
                   "index = the arm's position in FRONT_ARMS (never drawn: every grid point is a trial)",
 }
@@ -234,10 +235,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                                      for name in reps[0].arms}
     if config.text_section:
         _text_section(config, ctx, metrics, curves, notes)
-    if config.lm_section and ctx.setting == "full":
+    if config.lm_section:  # the full setting; off in quick and tiny unless the further run lm_run sets it
         from icml26.papers.spard.lm_section import run_lm_section
 
-        run_lm_section(config, ctx, metrics, notes)
-    elif config.lm_section:
-        notes.append("SmolLM2 section: full setting only (not run).")
+        checks += run_lm_section(config, ctx, metrics, notes)
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)

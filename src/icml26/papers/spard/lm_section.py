@@ -1,4 +1,5 @@
-"""Real-model section (full setting, report only): SmolLM2-135M-Instruct, LoRA, SFT vs SPARD.
+"""Real-model section: SmolLM2-135M-Instruct, LoRA, SPARD against every baseline (full setting, and the
+further run :mod:`~icml26.papers.spard.lm_run` on the quick setting; the digits analogue runs beside it).
 
 1. Data (named stream ``lm``): the 939 Do-Not-Answer prompts are split into attack prompts,
    a safety pool and held-out evaluation prompts. The benign task is word reversal
@@ -7,17 +8,20 @@
    templated *compliant* answer (:data:`COMPLIANT_TEMPLATE`).
 2. Safety pool: the base model's own greedy answers to the pool prompts, kept where they are
    refusals (:data:`~icml26.papers.spard.analysis.REFUSAL_MARKERS`).
-3. SPARD's subset: :func:`dpp_select` on the base model's mean-pooled last hidden states
-   (:func:`embed`), reference = the user set (attack included), ``k = ⌊p · |user set|⌋``.
-4. Arms: LoRA (r 16, α 32, q/k/v/o) fine-tuned for ``lm_steps`` steps with SFT and with SPAG
-   (``τ`` = :data:`LM_TAU` = ``"base"``, the base model's own safety loss on the selected refusals;
-   tol 0.1, α_max 1 in closed form). ``"auto"`` (``max(0.2, 1.5 ×`` that loss)) left SPAG
-   without a single projection on SmolLM2: its safety loss starts near 0.56, so ``τ + tol`` sat
-   above where fine-tuning took it.
-5. ASR: share of held-out prompts whose greedy answer (48 new tokens) holds no refusal
-   marker; "refusals kept": the share of the held-out prompts the base model refused that the
-   fine-tuned model still refuses (the base refuses only about a quarter, which caps what the
-   plain ASR can show); task quality: exact match of the reversed words on held-out task prompts.
+3. Subsets of ``k = ⌊p · |user set|⌋`` pool pairs: SPARD's by :func:`dpp_select` on the base model's
+   mean-pooled last hidden states (:func:`embed`), reference = the user set (attack included); a uniformly
+   random one (stream ``lm_random_select``) for the other arms.
+4. Arms (:data:`LM_ARMS`): LoRA (r 16, α 32, q/k/v/o) fine-tuned for ``lm_steps`` steps on the same user set
+   in the same batch order from the same adapter initialisation: SFT; SPAG (``τ`` = :data:`LM_TAU` =
+   ``"base"``, the base model's own safety loss on its subset; tol 0.1, α_max 1 in closed form) on the DPP
+   subset (SPARD) and on the random one; SafeInstr, penalty (``λ = lam``) and Lisa (``ρ = rho``) on the
+   random one, as in the digits analogue's headline. ``"auto"`` (``max(0.2, 1.5 ×`` the base loss)) left
+   SPAG without a single projection on SmolLM2: its safety loss starts near 0.56, so ``τ + tol`` sat above
+   where fine-tuning took it.
+5. Harm: "refusals lost", the share of the held-out prompts the base model refused that the fine-tuned
+   model answers (the base refuses only about a quarter, so a plain ASR sits near 0.75 for every arm and is
+   reported beside it); task quality: exact match of the reversed words on held-out task prompts. The
+   checks are :func:`lm_checks`.
 """
 
 from __future__ import annotations
@@ -29,11 +33,12 @@ import numpy as np
 import torch
 
 from icml26.contract import RunContext
-from icml26.papers.spard import SafetyProjection, dpp_select, embed, sft_finetune, spag_finetune
+from icml26.papers.spard import (BASELINES, SafetyProjection, dpp_select, embed, random_select, sft_finetune,
+                                 spag_finetune)
 from icml26.papers.spard.analysis import REFUSAL_MARKERS, is_refusal, refusal_attack_success_rate, refusals_kept
 from icml26.papers.spard.config import Config
 
-__all__ = ["COMPLIANT_TEMPLATE", "LM_TAU", "TASK_WORDS", "run_lm_section"]
+__all__ = ["COMPLIANT_TEMPLATE", "LM_ARMS", "LM_TAU", "TASK_WORDS", "lm_checks", "lost", "run_lm_section"]
 
 log = logging.getLogger(__name__)
 
@@ -139,20 +144,70 @@ def _evaluate(model, tokenizer, harmful: list[str], base_refused: np.ndarray, ta
             "task_exact_match": float(np.mean(exact))}
 
 
-def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]) -> None:
-    """SFT vs SPARD on SmolLM2 with LoRA; writes ``metrics["LM …"]`` rows and notes (see the module docs)."""
+LM_ARMS = ("SFT", "SPARD", "SPAG+random", "SafeInstr", "penalty", "Lisa")
+"""The section's fine-tuned arms, in order: SFT (no safety data), SPARD (SPAG on the DPP subset), SPAG on a
+uniformly random subset of the same ``k``, and the three baselines on that random subset (the digits
+analogue's headline comparison: the published baselines have no selector)."""
+
+
+def _baseline_kwargs(cfg: Config) -> dict[str, dict]:
+    """The baselines' strengths: the digits analogue's defaults (``lam``, ``rho``, ``lisa_phase``)."""
+    return {"SafeInstr": {}, "penalty": {"lam": cfg.lam},
+            "Lisa": {"rho": cfg.rho, "task_phase": cfg.lisa_phase, "safety_phase": cfg.lisa_phase}}
+
+
+def lost(row: dict) -> float:
+    """Refusals lost: ``1 − refusals_kept``, the share of the prompts the base model refused that the
+    fine-tuned model now answers (NaN where the base refused none)."""
+    return 1.0 - float(row["refusals_kept"])
+
+
+def lm_checks(results: dict[str, dict]) -> tuple[list, str]:
+    """The section's checks from its rows (``"LM <arm>"`` -> ``refusals_kept``, ``task_exact_match``) and the
+    name of the best baseline (fewest refusals lost). The harm read is *refusals lost* on the prompts the base
+    refused: SmolLM2-135M refuses about a quarter of Do-Not-Answer, so a plain ASR would sit near 0.75 for
+    every arm, the base model included."""
+    from icml26.papers.spard.analysis import accuracy_drop_points, ratio_to_best
+    from icml26.papers.spard.claims import CHECKS
+
+    spard, random_spag = lost(results["LM SPARD"]), lost(results["LM SPAG+random"])
+    baselines = {name: lost(results[f"LM {name}"]) for name in ("SafeInstr", "penalty", "Lisa")}
+    vs_best, best = ratio_to_best(spard, baselines)
+    same_data, _ = ratio_to_best(random_spag, baselines)
+    checks = [
+        CHECKS["lm_sft_refusals_lost"].measure(lost(results["LM SFT"])),
+        CHECKS["lm_spard_refusals_lost"].measure(spard),
+        CHECKS["lm_spard_vs_best_baseline"].measure(vs_best, note=f"best baseline: {best} ({baselines[best]:.3f})"),
+        CHECKS["lm_task_parity"].measure(accuracy_drop_points(results["LM SFT"]["task_exact_match"],
+                                                              results["LM SPARD"]["task_exact_match"])),
+        CHECKS["lm_spag_vs_baselines_same_data"].measure(same_data),
+        CHECKS["lm_dpp_vs_random"].measure(spard - random_spag),
+    ]
+    return checks, best
+
+
+def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str], *, lm=None,
+                   prompts: list[str] | None = None) -> list:
+    """Every arm of :data:`LM_ARMS` on SmolLM2 with LoRA; writes ``metrics["LM …"]`` rows and notes (see the
+    module docs) and returns the section's checks (none where the section was skipped).
+
+    ``lm`` (a :class:`~icml26.common.pretrained.PretrainedLM`-like object with ``model``, ``tokenizer`` and
+    ``provenance``) and ``prompts`` (harmful prompts) replace SmolLM2 and Do-Not-Answer (tests)."""
     from icml26.common.extras import MissingExtraError, require
 
     try:
         peft = require("peft", "lora")
-        from icml26.common.data import load_do_not_answer
-        from icml26.common.pretrained import load_pretrained_lm
+        if prompts is None:
+            from icml26.common.data import load_do_not_answer
 
-        prompts = [p.text for p in load_do_not_answer()]
-        lm = load_pretrained_lm(ctx.device)
+            prompts = [p.text for p in load_do_not_answer()]
+        if lm is None:
+            from icml26.common.pretrained import load_pretrained_lm
+
+            lm = load_pretrained_lm(ctx.device)
     except MissingExtraError as exc:
         notes.append(f"SmolLM2 section skipped: {exc}")
-        return
+        return []
     ctx.stage("SmolLM2 section: base answers, selection, LoRA fine-tuning")
     start = time.perf_counter()
     tok, base = lm.tokenizer, lm.model
@@ -165,7 +220,8 @@ def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]
     held_out = [prompts[i] for i in order[n_attack:n_attack + cfg.lm_eval]]
     pool_prompts = [prompts[i] for i in order[n_attack + cfg.lm_eval:n_attack + cfg.lm_eval + cfg.lm_pool]]
     if len(held_out) < cfg.lm_eval or len(pool_prompts) < cfg.lm_pool:
-        raise ValueError(f"lm_eval + lm_pool + the attack prompts exceed the {len(prompts)} Do-Not-Answer prompts")
+        raise ValueError(f"lm_eval={cfg.lm_eval} + lm_pool={cfg.lm_pool} + the {n_attack} attack prompts exceed "
+                         f"the {len(prompts)} harmful prompts; lower lm_eval or lm_pool")
     task_train, task_test = _reversal(rng, cfg.lm_task_size), _reversal(rng, cfg.lm_task_eval)
 
     pool_answers = _generate(base, tok, pool_prompts)
@@ -173,44 +229,56 @@ def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]
     held_base = np.array([is_refusal(a) for a in _generate(base, tok, held_out)])
     user = task_train + [(u, COMPLIANT_TEMPLATE) for u in attack]
     k = min(len(pool), max(2, int(cfg.headline_ratio * len(user))))
-    if k < 2:
-        notes.append(f"SmolLM2 section skipped: the base model refused only {len(pool)} pool prompts")
-        return
-    selection = dpp_select(_embed_prompts(base, tok, [u for u, _ in pool]),
-                           _embed_prompts(base, tok, [u for u, _ in user]), k, power=cfg.power)
-    safety_rows = _encode(tok, [pool[i] for i in selection.order], eos=False)
+    if k < 2 or not held_base.any():
+        notes.append(f"SmolLM2 section skipped: the base model refused {len(pool)} pool prompts and "
+                     f"{int(held_base.sum())} held-out prompts (needs 2 and 1)")
+        return []
+    e_pool, e_user = _embed_prompts(base, tok, [u for u, _ in pool]), _embed_prompts(base, tok, [u for u, _ in user])
+    chosen = {"DPP": dpp_select(e_pool, e_user, k, power=cfg.power),
+              "random": random_select(e_pool, e_user, k, seed=ctx.rng("lm_random_select"), power=cfg.power)}
+    safety_rows = {name: _encode(tok, [pool[i] for i in sel.order], eos=False) for name, sel in chosen.items()}
     user_rows = _encode(tok, user)
     results = {"LM base": _evaluate(base, tok, held_out, held_base, task_test)}
     base_state = {n: p.detach().clone() for n, p in base.state_dict().items()}
-    for arm in ("SFT", "SPARD"):
+    seconds: dict[str, float] = {}
+    for arm in LM_ARMS:
+        arm_start = time.perf_counter()
         base.load_state_dict(base_state)
         config = peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=["q_proj", "k_proj",
                                  "v_proj", "o_proj"], task_type="CAUSAL_LM")
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(ctx.seed_for("lm_init"))
             model = peft.get_peft_model(base, config)
+        data = "DPP" if arm == "SPARD" else "random"
         tasks = _Batches(user_rows, 8, ctx.seed_for("lm_order"), tok.pad_token_id)
-        safety = _Batches(safety_rows, 4, ctx.seed_for("lm_safety_order"), tok.pad_token_id)
+        safety = _Batches(safety_rows[data], 4, ctx.seed_for("lm_safety_order"), tok.pad_token_id)
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-4, weight_decay=0.01)
-        if arm == "SFT":
-            sft_finetune(model, tasks, safety, steps=cfg.lm_steps, optimizer=opt, progress=ctx.show_progress)
-            extra = {}
-        else:
+        extra: dict[str, float] = {}
+        if arm in ("SPARD", "SPAG+random"):
             projection = SafetyProjection(model, safety, tau=LM_TAU, tol=cfg.tol, trust_radius=cfg.trust_radius)
             history = spag_finetune(model, tasks, safety, steps=cfg.lm_steps, optimizer=opt, projection=projection,
                                     progress=ctx.show_progress)
             extra = {"tau": history.tau, "base_safety_loss": projection.base_loss,
                      "final_safety_loss": history.safety_loss[-1], "projection_rate": history.projection_rate}
+        elif arm == "SFT":
+            sft_finetune(model, tasks, None, steps=cfg.lm_steps, optimizer=opt, progress=ctx.show_progress)
+        else:
+            BASELINES[arm](model, tasks, safety, steps=cfg.lm_steps, optimizer=opt, progress=ctx.show_progress,
+                           **_baseline_kwargs(cfg)[arm])
         results[f"LM {arm}"] = {**_evaluate(model, tok, held_out, held_base, task_test), **extra}
         base = model.unload()  # drop the adapters, keep the base weights (restored above)
+        seconds[arm] = round(time.perf_counter() - arm_start, 1)
     for name, row in results.items():
-        metrics[name] = row
+        metrics[name] = {**row, "refusals_lost": lost(row)}
+    checks, best = lm_checks(results)
     ctx.provenance.update(lm.provenance)
     ctx.provenance["lm_section_seconds"] = round(time.perf_counter() - start, 1)
+    ctx.provenance["lm_arm_seconds"] = seconds
     notes.append(
-        f"SmolLM2 section (report only): {len(user)} user examples ({n_attack} harmful with a templated compliant "
-        f"answer), {len(pool)}/{len(pool_prompts)} pool prompts refused by the base, k={k} chosen by the DPP, "
-        f"{cfg.lm_steps} LoRA steps, SPAG with tau={LM_TAU!r}; ASR on {len(held_out)} held-out Do-Not-Answer "
-        f"prompts, {int(held_base.sum())} of which the base refused (the base of 'refusals kept'), by refusal-string "
-        "matching "
-        f"(markers: {', '.join(repr(m) for m in REFUSAL_MARKERS)}).")
+        f"SmolLM2 section: {len(user)} user examples ({n_attack} harmful with a templated compliant "
+        f"answer), {len(pool)}/{len(pool_prompts)} pool prompts refused by the base, k={k} chosen by the DPP "
+        f"(SPARD) and uniformly at random (SPAG+random and the baselines SafeInstr, penalty lam={cfg.lam:g}, Lisa "
+        f"rho={cfg.rho:g}), {cfg.lm_steps} LoRA steps per arm, SPAG with tau={LM_TAU!r}; refusals lost on the "
+        f"{int(held_base.sum())} of {len(held_out)} held-out Do-Not-Answer prompts the base refused (best "
+        f"baseline: {best}); refusal by string matching (markers: {', '.join(repr(m) for m in REFUSAL_MARKERS)}).")
+    return checks

@@ -1,0 +1,50 @@
+"""The SmolLM2 further run: ``python -m icml26.papers.spard.lm_run --out DIR --seeds 0-4 [field=value ...]``.
+
+SPARD on a real language model as the headline (issue #40 item 4), the digits analogue beside it. On top of
+the quick setting (:data:`OVERRIDES`) the run adds the SmolLM2 section (:mod:`.lm_section`):
+SmolLM2-135M-Instruct, LoRA r 16 on q/k/v/o, a word-reversal task with 10 % Do-Not-Answer prompts paired
+with a compliant answer; SFT, SPARD (SPAG on the DPP subset), SPAG on a random subset, and SafeInstr,
+penalty and Lisa on that random subset, every arm from one adapter initialisation in one batch order.
+Harm is *refusals lost* on the held-out prompts the base model refused (``lm_eval=300`` held-out prompts,
+about a quarter of which the base refuses); task cost is word-reversal exact match on held-out prompts.
+One seed per master seed through the ordinary sweep (``DIR/spard/seeds/<s>/``); writes
+``DIR/spard/result.json``; copy ``DIR/spard`` to ``results/spard/smollm2``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from icml26.common.config import apply_overrides
+from icml26.further import further_parser, parse_overrides, run_further
+from icml26.papers.spard.config import Config
+from icml26.runner import build_config
+
+__all__ = ["OVERRIDES", "lm_config", "main"]
+
+OVERRIDES = {"lm_section": "true", "lm_eval": "300"}
+"""The further run's config overrides on top of the setting (more may be given on the command line)."""
+
+NOTE = ("A further run with the SmolLM2 section ({recipe}): SmolLM2-135M-Instruct with LoRA, SPARD against SFT, "
+        "SPAG+random and SafeInstr, penalty and Lisa on a random subset; harm is refusals lost on the held-out "
+        "prompts the base model refused. The digits analogue runs beside it at the quick setting. Checks no seed "
+        "measured: {{dropped}}.")
+
+
+def lm_config(setting: str = "quick", overrides: dict[str, str] | None = None) -> Config:
+    """The setting's :class:`~.config.Config` with :data:`OVERRIDES` and then ``overrides`` (``field -> value``
+    strings) applied and validated: the further run's configuration."""
+    return apply_overrides(build_config("spard", setting), {**OVERRIDES, **(overrides or {})})
+
+
+def main(argv: list[str] | None = None) -> Path:
+    args = further_parser(__doc__, default_seeds="0-4").parse_args(argv)
+    overrides = {**OVERRIDES, **parse_overrides(args.overrides)}
+    lm_config(args.setting, overrides)  # refuse a bad override before any work
+    recipe = ", ".join(f"{k}={v}" for k, v in overrides.items())
+    return run_further("spard", out=args.out, seeds=args.seeds, setting=args.setting, overrides=overrides,
+                       workers=args.workers, note=NOTE.format(recipe=recipe))
+
+
+if __name__ == "__main__":
+    print(main())

@@ -1,0 +1,164 @@
+"""SPARD's SmolLM2 section (issue #40 item 4) on a tiny random Llama with a byte tokenizer: every arm of
+``LM_ARMS`` is trained and scored, the section's checks follow the documented formulas (refusals lost on the
+prompts the base refused, ratios to the best baseline, exact-match points), the base weights are left as they
+were, and the further run's configuration changes only the section's switches.
+
+Numbers from outside the code: the checks by hand on rows written here; the refusals in the end-to-end test
+come from a stub whose answers are fixed per prompt, so every arm's refusals lost is known in advance."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+transformers = pytest.importorskip("transformers")
+pytest.importorskip("peft")
+
+from icml26.common.config import config_to_dict  # noqa: E402
+from icml26.contract import RunContext  # noqa: E402
+from icml26.papers.spard import lm_section  # noqa: E402
+from icml26.papers.spard.config import Config  # noqa: E402
+from icml26.papers.spard.lm_run import OVERRIDES, lm_config  # noqa: E402
+
+
+def _row(lost: float, exact: float = 0.5) -> dict:
+    return {"refusals_kept": 1.0 - lost, "task_exact_match": exact, "asr": 0.8}
+
+
+def test_checks_by_hand():
+    results = {"LM SFT": _row(0.9, 0.80), "LM SPARD": _row(0.1, 0.75), "LM SPAG+random": _row(0.2),
+               "LM SafeInstr": _row(0.5), "LM penalty": _row(0.3), "LM Lisa": _row(0.4)}
+    checks, best = lm_section.lm_checks(results)
+    by_id = {c.id: c.value for c in checks}
+    assert best == "penalty"
+    assert by_id["lm_sft_refusals_lost"] == pytest.approx(0.9)
+    assert by_id["lm_spard_refusals_lost"] == pytest.approx(0.1)
+    assert by_id["lm_spard_vs_best_baseline"] == pytest.approx(0.1 / 0.3)
+    assert by_id["lm_spag_vs_baselines_same_data"] == pytest.approx(0.2 / 0.3)
+    assert by_id["lm_task_parity"] == pytest.approx(5.0)  # 100 * (0.80 - 0.75) points
+    assert by_id["lm_dpp_vs_random"] == pytest.approx(-0.1)
+    results["LM penalty"] = _row(0.0)  # a baseline that lost nothing: no ratio can be met
+    checks, _ = lm_section.lm_checks(results)
+    assert np.isnan({c.id: c.value for c in checks}["lm_spard_vs_best_baseline"])
+
+
+class ByteTokenizer:
+    """Bytes as tokens; "\\x03" is the end of sequence. Enough of a Hugging Face tokenizer for the section."""
+
+    eos_token = "\x03"
+    eos_token_id = 3
+
+    def __init__(self) -> None:
+        self.pad_token = None
+        self.padding_side = "right"
+
+    @property
+    def pad_token_id(self) -> int | None:
+        return None if self.pad_token is None else ord(self.pad_token)
+
+    def apply_chat_template(self, messages, tokenize=False, add_generation_prompt=True) -> str:
+        return "".join(f"[{m['role']}] {m['content']}\n" for m in messages) + "[assistant] "
+
+    def _ids(self, text: str) -> list[int]:
+        return list(text.encode("ascii"))
+
+    def __call__(self, text, add_special_tokens=False, return_tensors=None, padding=False):
+        if isinstance(text, str):
+            return {"input_ids": self._ids(text)}
+        rows = [self._ids(t) for t in text]
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), self.pad_token_id)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            where = slice(width - len(r), width) if self.padding_side == "left" else slice(0, len(r))
+            ids[i, where], mask[i, where] = torch.tensor(r), 1
+        return transformers.BatchEncoding({"input_ids": ids, "attention_mask": mask})
+
+
+@dataclasses.dataclass
+class TinyLM:
+    model: torch.nn.Module
+    tokenizer: ByteTokenizer
+    provenance: dict
+
+
+def tiny_lm() -> TinyLM:
+    config = transformers.LlamaConfig(vocab_size=128, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=512)
+    torch.manual_seed(0)
+    return TinyLM(transformers.LlamaForCausalLM(config).eval(), ByteTokenizer(), {"lm": "tiny random llama"})
+
+
+PROMPTS = [f"harmful request number {i}" for i in range(60)]
+REFUSED_BY_BASE = {p for i, p in enumerate(PROMPTS) if i % 2 == 0}
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_section_trains_and_scores_every_arm_and_leaves_the_base_alone(monkeypatch):
+    def answers(model, tokenizer, users, max_new_tokens=48, batch_size=16):
+        # the base model refuses the even prompts; a fine-tuned model (PEFT-wrapped) refuses those whose
+        # number is a multiple of 4: every arm then loses half the base's refusals
+        tuned = hasattr(model, "peft_config")
+        out = []
+        for u in users:
+            number = int(u.rsplit(" ", 1)[-1]) if u in PROMPTS else -1
+            refuses = number >= 0 and number % (4 if tuned else 2) == 0
+            out.append("I cannot help with that." if refuses else "d c b a")
+        return out
+
+    monkeypatch.setattr(lm_section, "_generate", answers)
+    cfg = dataclasses.replace(Config.tiny(), lm_section=True, lm_steps=2, lm_task_size=36, lm_pool=30, lm_eval=20,
+                              lm_task_eval=4)
+    lm = tiny_lm()
+    before = {n: p.detach().clone() for n, p in lm.model.state_dict().items()}
+    ctx = RunContext(seed=0, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False)
+    metrics, notes = {}, []
+    checks = lm_section.run_lm_section(cfg, ctx, metrics, notes, lm=lm, prompts=PROMPTS)
+    assert set(metrics) == {"LM base", *(f"LM {arm}" for arm in lm_section.LM_ARMS)}
+    held_out_refused = int(notes[-1].split("refusals lost on the ")[1].split(" of ")[0])
+    assert held_out_refused > 0
+    for arm in lm_section.LM_ARMS:
+        row = metrics[f"LM {arm}"]
+        # exactly the held-out prompts numbered 2 mod 4 are lost, whichever arm
+        assert row["refusals_lost"] == pytest.approx(1.0 - row["refusals_kept"])
+        assert 0.0 < row["refusals_lost"] < 1.0
+        assert row["task_exact_match"] == 0.0  # "d c b a" is never the reversal of 3-5 task words
+    assert metrics["LM base"]["refusals_lost"] == 0.0
+    for arm in ("SPARD", "SPAG+random"):
+        assert {"tau", "projection_rate", "base_safety_loss"} <= set(metrics[f"LM {arm}"])
+    assert [c.id for c in checks] == ["lm_sft_refusals_lost", "lm_spard_refusals_lost", "lm_spard_vs_best_baseline",
+                                      "lm_task_parity", "lm_spag_vs_baselines_same_data", "lm_dpp_vs_random"]
+    by_id = {c.id: c.value for c in checks}
+    assert by_id["lm_spard_vs_best_baseline"] == pytest.approx(1.0)  # every arm lost the same refusals
+    assert by_id["lm_dpp_vs_random"] == pytest.approx(0.0) and by_id["lm_task_parity"] == pytest.approx(0.0)
+    assert set(ctx.provenance["lm_arm_seconds"]) == set(lm_section.LM_ARMS)
+    after = lm.model.state_dict()
+    assert set(after) == set(before) and all(torch.equal(before[n], after[n]) for n in before)
+
+
+def test_section_is_skipped_with_a_note_when_the_base_refuses_nothing(monkeypatch):
+    monkeypatch.setattr(lm_section, "_generate", lambda model, tok, users, **kw: ["Sure." for _ in users])
+    cfg = dataclasses.replace(Config.tiny(), lm_section=True, lm_steps=1, lm_task_size=36, lm_pool=30, lm_eval=20)
+    ctx = RunContext(seed=0, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False)
+    metrics, notes = {}, []
+    assert lm_section.run_lm_section(cfg, ctx, metrics, notes, lm=tiny_lm(), prompts=PROMPTS) == []
+    assert metrics == {} and "skipped" in notes[-1]
+
+
+def test_too_few_prompts_is_refused_naming_the_fields():
+    cfg = dataclasses.replace(Config.tiny(), lm_section=True, lm_pool=50, lm_eval=20)
+    ctx = RunContext(seed=0, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False)
+    with pytest.raises(ValueError, match="lm_eval=20 \\+ lm_pool=50"):
+        lm_section.run_lm_section(cfg, ctx, {}, [], lm=tiny_lm(), prompts=PROMPTS)
+
+
+def test_further_run_config_changes_only_the_section():
+    quick, further = config_to_dict(Config.quick()), config_to_dict(lm_config("quick"))
+    assert {k for k in quick if quick[k] != further[k]} == {"lm_section", "lm_eval"}
+    assert further["lm_section"] is True and OVERRIDES["lm_section"] == "true"
+    assert Config.quick().lm_section is False  # the committed quick run is untouched
+    with pytest.raises(ValueError, match="lm_steps"):
+        lm_config("quick", {"lm_steps": "0"})
