@@ -1,4 +1,4 @@
-"""The shared further-run helpers (``icml26.further``): overrides, pruning of unmeasured checks.
+"""The shared further-run helpers (``icml26.further``): overrides, recipes, pruning of unmeasured checks.
 
 The drivers that use them run end to end in their papers' tests (dmanet folding, fox pathology, vimrag
 long episodes, spard front).
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from icml26.further import further_parser, parse_overrides, prune_unmeasured
+from icml26.further import further_parser, parse_overrides, prune_unmeasured, recipe_config, run_recipe
 
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
@@ -70,3 +70,21 @@ def test_prune_refuses_a_folder_without_seeds(tmp_path):
     with pytest.raises(ValueError, match="folder="):
         prune_unmeasured(tmp_path)
 
+
+
+def test_recipe_then_command_line_overrides_apply_in_that_order():
+    from icml26.papers.hici.config import Config
+
+    config = recipe_config("hici", {"eval_docs": "7", "finetune_steps": "9"}, "tiny", {"eval_docs": "5"})
+    assert isinstance(config, Config) and (config.eval_docs, config.finetune_steps) == (5, 9)
+    assert config.d_model == Config.tiny().d_model  # the rest is the setting's
+    with pytest.raises(ValueError, match="finetune_steps"):
+        recipe_config("hici", {"finetune_steps": "0"}, "tiny")
+
+
+def test_run_recipe_refuses_a_bad_override_before_any_work(tmp_path):
+    seen = []
+    with pytest.raises(ValueError, match="eval_docs"):
+        run_recipe("hici", ["--out", str(tmp_path / "out"), "--setting", "tiny", "eval_docs=0"], doc="Doc.",
+                   recipe={"finetune_steps": "2"}, default_seeds="0", note=lambda c, o: seen.append(o) or "")
+    assert not (tmp_path / "out").exists() and seen == []  # nothing written, the note never built

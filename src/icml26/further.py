@@ -7,13 +7,12 @@ configuration, then the aggregate ``<out>/<key>/result.json``, which is copied t
 recorded as "not measured" on every seed, and, where they are headline checks, deciding the claim of a run
 that never looked at them; :func:`prune_unmeasured` drops them first and the aggregate's notes name them.
 
-A paper's driver is a few lines::
+A paper's driver is a recipe (config overrides), a note and one call::
+
+    OVERRIDES = {"datasets": "folding"}
 
     def main(argv=None):
-        args = further_parser(__doc__, default_seeds="0-3").parse_args(argv)
-        return run_further("dmanet", out=args.out, seeds=args.seeds, setting=args.setting,
-                           overrides={**OVERRIDES, **parse_overrides(args.overrides)},
-                           workers=args.workers, note=NOTE)
+        return run_recipe("dmanet", argv, doc=__doc__, recipe=OVERRIDES, default_seeds="0-3", note=NOTE)
 """
 
 from __future__ import annotations
@@ -21,11 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from icml26.atomic import atomic_write_text
 
-__all__ = ["further_parser", "parse_overrides", "prune_unmeasured", "run_further"]
+__all__ = ["further_parser", "parse_overrides", "prune_unmeasured", "recipe_config", "run_further", "run_recipe"]
 
 
 def parse_overrides(items: Sequence[str]) -> dict[str, str]:
@@ -105,3 +104,31 @@ def run_further(key: str, *, out: str | Path, seeds: Sequence[int] | str, settin
     if note:
         data["notes"].insert(1, note.format(dropped=", ".join(dropped) or "none"))
     return write_result(folder, data, figures)
+
+
+def recipe_config(key: str, recipe: Mapping[str, str], setting: str = "quick",
+                  overrides: Mapping[str, str] | None = None) -> Any:
+    """``key``'s ``setting`` config with the ``recipe``'s overrides and then ``overrides`` (``field -> value``
+    strings, as on the command line) applied and validated: a further run's configuration. A bad field or
+    value raises the config's own error, naming it."""
+    from icml26.common.config import apply_overrides
+    from icml26.runner import build_config
+
+    return apply_overrides(build_config(key, setting), {**recipe, **(overrides or {})})
+
+
+def run_recipe(key: str, argv: Sequence[str] | None, *, doc: str | None, recipe: Mapping[str, str],
+               default_seeds: str, note: str | Callable[[Any, dict[str, str]], str] | None = None,
+               prune: bool = True) -> Path:
+    """A further run's command line: parse ``argv`` (:func:`further_parser`), apply ``recipe`` and then the
+    command line's overrides, refuse a bad one before any work, and :func:`run_further`.
+
+    ``note``: the aggregate's note (``{dropped}`` is replaced by the dropped check ids), or a function of the
+    validated config and the merged overrides that returns it.
+    """
+    args = further_parser(doc, default_seeds=default_seeds).parse_args(argv)
+    overrides = {**recipe, **parse_overrides(args.overrides)}
+    config = recipe_config(key, overrides, args.setting)
+    text = note(config, overrides) if callable(note) else note
+    return run_further(key, out=args.out, seeds=args.seeds, setting=args.setting, overrides=overrides,
+                       workers=args.workers, note=text, prune=prune)

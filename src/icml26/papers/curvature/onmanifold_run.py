@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from icml26.further import further_parser, parse_overrides, run_further
+from icml26.further import run_recipe
 
 __all__ = ["OVERRIDES", "main"]
 
@@ -23,9 +23,7 @@ NOTE = ("A further run of the on-manifold study alone (onmanifold_only=true): th
 
 
 def main(argv: list[str] | None = None) -> Path:
-    args = further_parser(__doc__, default_seeds="0").parse_args(argv)
-    return run_further("curvature", out=args.out, seeds=args.seeds, setting=args.setting,
-                       overrides={**OVERRIDES, **parse_overrides(args.overrides)}, workers=args.workers, note=NOTE)
+    return run_recipe("curvature", argv, doc=__doc__, recipe=OVERRIDES, default_seeds="0", note=NOTE)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from icml26.further import further_parser, parse_overrides, run_further
+from icml26.further import run_recipe
 
 __all__ = ["OVERRIDES", "main"]
 
@@ -27,9 +27,7 @@ NOTE = ("A further run on the folding tones alone (datasets=folding: the diagnos
 
 
 def main(argv: list[str] | None = None) -> Path:
-    args = further_parser(__doc__, default_seeds="0-3").parse_args(argv)
-    return run_further("dmanet", out=args.out, seeds=args.seeds, setting=args.setting,
-                       overrides={**OVERRIDES, **parse_overrides(args.overrides)}, workers=args.workers, note=NOTE)
+    return run_recipe("dmanet", argv, doc=__doc__, recipe=OVERRIDES, default_seeds="0-3", note=NOTE)
 
 
 if __name__ == "__main__":

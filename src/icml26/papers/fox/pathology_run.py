@@ -25,10 +25,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from icml26.common.config import apply_overrides
-from icml26.further import further_parser, parse_overrides, run_further
+from icml26.further import recipe_config, run_recipe
 from icml26.papers.fox.config import Config
-from icml26.runner import build_config
 
 __all__ = ["OVERRIDES", "main", "pathology_config"]
 
@@ -45,16 +43,15 @@ NOTE = ("A further run on the pathology testbed (testbed=pathology; recipe: {rec
 def pathology_config(setting: str = "quick", overrides: dict[str, str] | None = None) -> Config:
     """The setting's :class:`~.config.Config` with :data:`OVERRIDES` and then ``overrides`` (``field -> value``
     strings) applied and validated: the further run's configuration."""
-    return apply_overrides(build_config("fox", setting), {**OVERRIDES, **(overrides or {})})
+    return recipe_config("fox", OVERRIDES, setting, overrides)
 
 
 def main(argv: list[str] | None = None) -> Path:
-    args = further_parser(__doc__, default_seeds="0-7").parse_args(argv)
-    extra = parse_overrides(args.overrides)
-    overrides = {**OVERRIDES, **extra}
-    recipe = ", ".join(f"{k}={v}" for k, v in overrides.items() if k != "testbed")
-    return run_further("fox", out=args.out, seeds=args.seeds, setting=args.setting, overrides=overrides,
-                       workers=args.workers, note=NOTE.format(recipe=recipe))
+    return run_recipe("fox", argv, doc=__doc__, recipe=OVERRIDES, default_seeds="0-7", note=_note)
+
+
+def _note(config: Config, overrides: dict[str, str]) -> str:
+    return NOTE.format(recipe=", ".join(f"{k}={v}" for k, v in overrides.items() if k != "testbed"))
 
 
 if __name__ == "__main__":

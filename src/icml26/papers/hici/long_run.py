@@ -22,10 +22,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from icml26.common.config import apply_overrides
-from icml26.further import further_parser, parse_overrides, run_further
+from icml26.further import recipe_config, run_recipe
 from icml26.papers.hici.config import Config
-from icml26.runner import build_config
 
 __all__ = ["OVERRIDES", "long_config", "main"]
 
@@ -41,20 +39,18 @@ NOTE = ("A further run at long context ({recipe}): every arm extends the 128-tok
 def long_config(setting: str = "quick", overrides: dict[str, str] | None = None) -> Config:
     """The setting's :class:`~.config.Config` with :data:`OVERRIDES` and then ``overrides`` (``field -> value``
     strings) applied and validated: the further run's configuration."""
-    return apply_overrides(build_config("hici", setting), {**OVERRIDES, **(overrides or {})})
+    return recipe_config("hici", OVERRIDES, setting, overrides)
 
 
 def main(argv: list[str] | None = None) -> Path:
-    args = further_parser(__doc__, default_seeds="0-3").parse_args(argv)
-    extra = parse_overrides(args.overrides)
-    config = long_config(args.setting, extra)
-    overrides = {**OVERRIDES, **extra}
-    recipe = ", ".join(f"{k}={v}" for k, v in overrides.items())
-    note = NOTE.format(recipe=recipe, factor=f"{config.interpolation_factor:g}",
+    return run_recipe("hici", argv, doc=__doc__, recipe=OVERRIDES, default_seeds="0-3", note=_note)
+
+
+def _note(config: Config, overrides: dict[str, str]) -> str:
+    return NOTE.format(recipe=", ".join(f"{k}={v}" for k, v in overrides.items()),
+                       factor=f"{config.interpolation_factor:g}",
                        short=f"{config.extension_factor * config.segment_tokens:,}",
                        long=f"{config.eval_extrapolation * config.segment_tokens:,}")
-    return run_further("hici", out=args.out, seeds=args.seeds, setting=args.setting, overrides=overrides,
-                       workers=args.workers, note=note)
 
 
 if __name__ == "__main__":

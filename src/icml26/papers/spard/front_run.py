@@ -11,10 +11,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from icml26.common.config import apply_overrides
-from icml26.further import further_parser, parse_overrides, run_further
+from icml26.further import recipe_config, run_recipe
 from icml26.papers.spard.config import Config
-from icml26.runner import build_config
 
 __all__ = ["front_config", "main"]
 
@@ -22,15 +20,12 @@ __all__ = ["front_config", "main"]
 def front_config(setting: str = "quick", overrides: dict[str, str] | None = None) -> Config:
     """The setting's :class:`Config` with ``front=true`` and then ``overrides`` (strings, as on the command
     line) applied and validated: the further run's configuration."""
-    return apply_overrides(build_config("spard", setting), {"front": "true", **(overrides or {})})
+    return recipe_config("spard", {"front": "true"}, setting, overrides)
 
 
 def main(argv: list[str] | None = None) -> Path:
-    args = further_parser(__doc__, default_seeds="0-9").parse_args(argv)
     # the front measures every check the setting measures plus its own: nothing to prune
-    return run_further("spard", out=args.out, seeds=args.seeds, setting=args.setting,
-                       overrides={"front": "true", **parse_overrides(args.overrides)}, workers=args.workers,
-                       prune=False)
+    return run_recipe("spard", argv, doc=__doc__, recipe={"front": "true"}, default_seeds="0-9", prune=False)
 
 
 if __name__ == "__main__":

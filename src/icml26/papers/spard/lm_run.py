@@ -15,10 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from icml26.common.config import apply_overrides
-from icml26.further import further_parser, parse_overrides, run_further
+from icml26.further import recipe_config, run_recipe
 from icml26.papers.spard.config import Config
-from icml26.runner import build_config
 
 __all__ = ["OVERRIDES", "lm_config", "main"]
 
@@ -34,16 +32,16 @@ NOTE = ("A further run with the SmolLM2 section ({recipe}): SmolLM2-135M-Instruc
 def lm_config(setting: str = "quick", overrides: dict[str, str] | None = None) -> Config:
     """The setting's :class:`~.config.Config` with :data:`OVERRIDES` and then ``overrides`` (``field -> value``
     strings) applied and validated: the further run's configuration."""
-    return apply_overrides(build_config("spard", setting), {**OVERRIDES, **(overrides or {})})
+    return recipe_config("spard", OVERRIDES, setting, overrides)
 
 
 def main(argv: list[str] | None = None) -> Path:
-    args = further_parser(__doc__, default_seeds="0-4").parse_args(argv)
-    overrides = {**OVERRIDES, **parse_overrides(args.overrides)}
-    lm_config(args.setting, overrides)  # refuse a bad override before any work
-    recipe = ", ".join(f"{k}={v}" for k, v in overrides.items())
-    return run_further("spard", out=args.out, seeds=args.seeds, setting=args.setting, overrides=overrides,
-                       workers=args.workers, note=NOTE.format(recipe=recipe))
+    return run_recipe("spard", argv, doc=__doc__, recipe=OVERRIDES, default_seeds="0-4",
+                      note=lambda config, overrides: NOTE.format(recipe=_recipe(overrides)))
+
+
+def _recipe(overrides: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in overrides.items())
 
 
 if __name__ == "__main__":

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from icml26.further import further_parser, parse_overrides, run_further
+from icml26.further import run_recipe
 
 __all__ = ["OVERRIDES", "main"]
 
@@ -31,9 +31,7 @@ NOTE = ("A further run with every arm (SPR+orth², naive SPR, the authors' confi
 
 
 def main(argv: list[str] | None = None) -> Path:
-    args = further_parser(__doc__, default_seeds="0-2").parse_args(argv)
-    return run_further("stream_spr", out=args.out, seeds=args.seeds, setting=args.setting,
-                       overrides={**OVERRIDES, **parse_overrides(args.overrides)}, workers=args.workers, note=NOTE)
+    return run_recipe("stream_spr", argv, doc=__doc__, recipe=OVERRIDES, default_seeds="0-2", note=NOTE)
 
 
 if __name__ == "__main__":

@@ -15,10 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from icml26.common.config import apply_overrides
-from icml26.further import further_parser, parse_overrides, run_further
+from icml26.further import recipe_config, run_recipe
 from icml26.papers.vimrag.config import Config
-from icml26.runner import build_config
 
 __all__ = ["OVERRIDES", "long_config", "main"]
 
@@ -33,13 +31,11 @@ NOTE = ("A further run with long episodes and a redundant-search penalty (24 doc
 def long_config(setting: str = "quick", overrides: dict[str, str] | None = None) -> Config:
     """The setting's :class:`~.config.Config` with :data:`OVERRIDES` and then ``overrides`` (``field -> value``
     strings) applied and validated: the further run's configuration."""
-    return apply_overrides(build_config("vimrag", setting), {**OVERRIDES, **(overrides or {})})
+    return recipe_config("vimrag", OVERRIDES, setting, overrides)
 
 
 def main(argv: list[str] | None = None) -> Path:
-    args = further_parser(__doc__, default_seeds="0-7").parse_args(argv)
-    return run_further("vimrag", out=args.out, seeds=args.seeds, setting=args.setting,
-                       overrides={**OVERRIDES, **parse_overrides(args.overrides)}, workers=args.workers, note=NOTE)
+    return run_recipe("vimrag", argv, doc=__doc__, recipe=OVERRIDES, default_seeds="0-7", note=NOTE)
 
 
 if __name__ == "__main__":
