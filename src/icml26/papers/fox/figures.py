@@ -12,7 +12,8 @@ _LABELS = {"chair_i": "CHAIR_I", "chair_s": "CHAIR_S", "recall": "recall", "pope
 
 
 def plot(data: dict) -> dict:
-    """``arms.png`` (CHAIR, recall, POPE F1 by arm), ``training.png``, ``heads.png`` (ablation vs probe),
+    """``arms.png`` (CHAIR, recall, POPE F1 by arm), ``training.png`` (where the curves hold the training loss:
+    an aggregate of seeds stopped at the POPE target at different steps does not), ``heads.png`` (ablation vs probe),
     ``saturation.png`` (per head: saturation and ablation effects, probe selection)."""
     curves = data["curves"]
     figures = {}
@@ -38,9 +39,10 @@ def plot(data: dict) -> dict:
     ax.legend(fontsize=8, ncols=4, loc="upper center")
     figures["arms.png"] = fig
 
-    fig, axes = subplots(1, 1, panel=(6.0, 4.0))
-    draw_curve(axes[0, 0], curves["train_loss"])
-    figures["training.png"] = fig
+    if "train_loss" in curves:  # absent from an aggregate whose seeds trained for different step counts
+        fig, axes = subplots(1, 1, panel=(6.0, 4.0))
+        draw_curve(axes[0, 0], curves["train_loss"])
+        figures["training.png"] = fig
 
     for prefix, name in (("heads_layer", "heads.png"), ("saturation_layer", "saturation.png")):
         panels = [k for k in curves if k.startswith(prefix)]
