@@ -35,7 +35,9 @@ import torch
 from icml26.contract import RunContext
 from icml26.papers.spard import (BASELINES, SafetyProjection, dpp_select, embed, random_select, sft_finetune,
                                  spag_finetune)
-from icml26.papers.spard.analysis import REFUSAL_MARKERS, is_refusal, refusal_attack_success_rate, refusals_kept
+from icml26.papers.spard.analysis import (REFUSAL_MARKERS, accuracy_drop_points, is_refusal, ratio_to_best,
+                                         refusal_attack_success_rate, refusals_kept)
+from icml26.papers.spard.claims import CHECKS
 from icml26.papers.spard.config import Config
 
 __all__ = ["COMPLIANT_TEMPLATE", "LM_ARMS", "LM_TAU", "TASK_WORDS", "lm_checks", "lost", "run_lm_section"]
@@ -167,9 +169,6 @@ def lm_checks(results: dict[str, dict]) -> tuple[list, str]:
     name of the best baseline (fewest refusals lost). The harm read is *refusals lost* on the prompts the base
     refused: SmolLM2-135M refuses about a quarter of Do-Not-Answer, so a plain ASR would sit near 0.75 for
     every arm, the base model included."""
-    from icml26.papers.spard.analysis import accuracy_drop_points, ratio_to_best
-    from icml26.papers.spard.claims import CHECKS
-
     spard, random_spag = lost(results["LM SPARD"]), lost(results["LM SPAG+random"])
     baselines = {name: lost(results[f"LM {name}"]) for name in ("SafeInstr", "penalty", "Lisa")}
     vs_best, best = ratio_to_best(spard, baselines)
