@@ -1,4 +1,4 @@
-"""The long-context further run: ``python -m icml26.papers.hici.long_run --out DIR --seeds 0-3 [field=value ...]``.
+"""The long-context further run: ``python -m icml26.papers.hici.long_run --out DIR --seeds 0-5 [field=value ...]``.
 
 The quick task at a length where full attention is the expensive reference and position interpolation alone
 no longer solves it. On top of the quick setting (:data:`OVERRIDES`) every arm extends the 128-token model
@@ -43,7 +43,7 @@ def long_config(setting: str = "quick", overrides: dict[str, str] | None = None)
 
 
 def main(argv: list[str] | None = None) -> Path:
-    return run_recipe("hici", argv, doc=__doc__, recipe=OVERRIDES, default_seeds="0-3", note=_note)
+    return run_recipe("hici", argv, doc=__doc__, recipe=OVERRIDES, default_seeds="0-5", note=_note)
 
 
 def _note(config: Config, overrides: dict[str, str]) -> str:
