@@ -1,4 +1,4 @@
-"""HiCI's long-context further run (issue #40 item 2): the recipe changes only the extension and evaluation
+"""HiCI's long-context further run: the recipe changes only the extension and evaluation
 lengths and the number of evaluation documents; the checks named after the quick length read the run's own
 extension length; the aggregate's note names the lengths it was measured at."""
 

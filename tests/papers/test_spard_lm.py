@@ -1,4 +1,4 @@
-"""SPARD's SmolLM2 section (issue #40 item 4) on a tiny random Llama with a byte tokenizer: every arm of
+"""SPARD's SmolLM2 section on a tiny random Llama with a byte tokenizer: every arm of
 ``LM_ARMS`` is trained and scored, the section's checks follow the documented formulas (refusals lost on the
 prompts the base refused, ratios to the best baseline, exact-match points), the base weights are left as they
 were, and the further run's configuration changes only the section's switches.
@@ -162,3 +162,12 @@ def test_further_run_config_changes_only_the_section():
     assert Config.quick().lm_section is False  # the committed quick run is untouched
     with pytest.raises(ValueError, match="lm_steps"):
         lm_config("quick", {"lm_steps": "0"})
+
+
+def test_checks_refuse_a_missing_arm_and_an_out_of_range_share():
+    results = {"LM SFT": _row(0.9), "LM SPARD": _row(0.1)}
+    with pytest.raises(ValueError, match="LM SPAG\\+random"):
+        lm_section.lm_checks(results)
+    with pytest.raises(ValueError, match="refusals_kept=1.5"):
+        lm_section.lost({"refusals_kept": 1.5})
+    assert np.isnan(lm_section.lost({"refusals_kept": float("nan")}))

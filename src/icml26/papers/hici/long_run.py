@@ -30,7 +30,7 @@ __all__ = ["OVERRIDES", "long_config", "main"]
 OVERRIDES = {"extension_factor": "16", "eval_extrapolation": "32", "eval_docs": "100"}
 """The further run's config overrides on top of the setting (more may be given on the command line)."""
 
-NOTE = ("A further run at long context ({recipe}): every arm extends the 128-token model x{factor} to {short} tokens "
+NOTE = ("A further run at long context ({recipe}): every arm extends the {context}-token model x{factor} to {short} tokens "
         "(position interpolation x{factor}) and is scored at {short} and {long} tokens. The checks keep the quick "
         "run's ids and names: '512' there means the extension length, {short} tokens here, and '1024' the longer "
         "evaluation, {long} tokens here. Checks no seed measured: {{dropped}}.")
@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> Path:
 
 def _note(config: Config, overrides: dict[str, str]) -> str:
     return NOTE.format(recipe=", ".join(f"{k}={v}" for k, v in overrides.items()),
-                       factor=f"{config.interpolation_factor:g}",
+                       context=config.context, factor=f"{config.interpolation_factor:g}",
                        short=f"{config.extension_factor * config.segment_tokens:,}",
                        long=f"{config.eval_extrapolation * config.segment_tokens:,}")
 

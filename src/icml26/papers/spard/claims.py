@@ -69,6 +69,9 @@ _RANDOM = ("Receives a uniformly random safety subset of the same k, while SPARD
            "selector. Its strength was left at our default, not tuned, while SPARD's tau_floor was chosen on "
            "development seeds.")
 _DPP = "Control: receives SPARD's own DPP subset, so only the optimiser differs from SPARD's arm."
+_LM_RANDOM = ("Receives a uniformly random safety subset of the same k, while SPARD's arm receives the DPP subset; the "
+              "published baseline has no selector. Its strength is the digits analogue's default, not tuned on "
+              "SmolLM2, while SPARD's tau rule ('base') was picked after 'auto' fired no projection on one SmolLM2 run.")
 _DEV = ("development replicates (one per master seed, every stream at index 1000 + d, none scored): the lowest "
         "ASR within 3 task points of SFT's development accuracy, else the smallest loss")
 _TAU_FACTORS = (3.0, 2.0, 1.5, 1.0, 0.5)
@@ -143,12 +146,12 @@ ARMS = declare_arms(
             note="Plain LoRA fine-tuning on the user set (the attack's reference and task_parity's)."),
     ArmSpec("lm_safeinstr", "baseline", space={"lr": (2e-4,), "lora_rank": (16,),
                                                "mix_every": ("round(task batches / safety batches)",)},
-            trials=1, select_on=_FIXED, metrics="LM SafeInstr", reason=_RANDOM,
+            trials=1, select_on=_FIXED, metrics="LM SafeInstr", reason=_LM_RANDOM,
             note="One safety batch after every mix_every task batches, on the random subset."),
     ArmSpec("lm_penalty", "baseline", space={"lr": (2e-4,), "lora_rank": (16,), "lam": (1.0,)}, trials=1,
-            select_on=_FIXED, metrics="LM penalty", reason=_RANDOM, note="L_task + lam L_safe, random subset."),
+            select_on=_FIXED, metrics="LM penalty", reason=_LM_RANDOM, note="L_task + lam L_safe, random subset."),
     ArmSpec("lm_lisa", "baseline", space={"lr": (2e-4,), "lora_rank": (16,), "rho": (1.0,), "lisa_phase": (10,)},
-            trials=1, select_on=_FIXED, metrics="LM Lisa", reason=_RANDOM,
+            trials=1, select_on=_FIXED, metrics="LM Lisa", reason=_LM_RANDOM,
             note="10 task then 10 safety steps with the proximal term, random subset."),
     ArmSpec("lm_spag_random", "control", space={"lr": (2e-4,), "lora_rank": (16,), "p": (0.03,), "tau": ("base",)},
             trials=1, select_on=_FIXED, metrics="LM SPAG+random",
@@ -160,7 +163,7 @@ ARMS = declare_arms(
 # tuning is broken by the attack (sft_asr) is the precondition.
 CHECKS = annotate(
     CHECKS,
-    # The SmolLM2 checks are to become the headline (issue #40) once a run has measured them; until then the
+    # The SmolLM2 checks are to become the headline once a run has measured them; until then the
     # digits analogue's three stay the headline and the lm_* checks are supporting.
     headline=("spard_asr", "spard_vs_best_baseline", "task_parity"),
     diagnostic=("sft_asr", "lm_sft_refusals_lost"),

@@ -1,6 +1,6 @@
 """The SmolLM2 further run: ``python -m icml26.papers.spard.lm_run --out DIR --seeds 0-4 [field=value ...]``.
 
-SPARD on a real language model as the headline (issue #40 item 4), the digits analogue beside it. On top of
+SPARD on a real language model, the digits analogue beside it. On top of
 the quick setting (:data:`OVERRIDES`) the run adds the SmolLM2 section (:mod:`.lm_section`):
 SmolLM2-135M-Instruct, LoRA r 16 on q/k/v/o, a word-reversal task with 10 % Do-Not-Answer prompts paired
 with a compliant answer; SFT, SPARD (SPAG on the DPP subset), SPAG on a random subset, and SafeInstr,

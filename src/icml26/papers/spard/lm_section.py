@@ -27,6 +27,7 @@ further run :mod:`~icml26.papers.spard.lm_run` on the quick setting; the digits 
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 import numpy as np
@@ -160,8 +161,13 @@ def _baseline_kwargs(cfg: Config) -> dict[str, dict]:
 
 def lost(row: dict) -> float:
     """Refusals lost: ``1 − refusals_kept``, the share of the prompts the base model refused that the
-    fine-tuned model now answers (NaN where the base refused none)."""
-    return 1.0 - float(row["refusals_kept"])
+    fine-tuned model now answers (NaN where the base refused none). A value outside [0, 1] raises."""
+    if "refusals_kept" not in row:
+        raise KeyError("row has no 'refusals_kept' (the share of the base model's refusals kept)")
+    kept = float(row["refusals_kept"])
+    if not (math.isnan(kept) or 0.0 <= kept <= 1.0):
+        raise ValueError(f"refusals_kept={kept} must be a share in [0, 1] (or NaN where the base refused none)")
+    return 1.0 - kept
 
 
 def lm_checks(results: dict[str, dict]) -> tuple[list, str]:
@@ -169,6 +175,9 @@ def lm_checks(results: dict[str, dict]) -> tuple[list, str]:
     name of the best baseline (fewest refusals lost). The harm read is *refusals lost* on the prompts the base
     refused: SmolLM2-135M refuses about a quarter of Do-Not-Answer, so a plain ASR would sit near 0.75 for
     every arm, the base model included."""
+    missing = [f"LM {arm}" for arm in LM_ARMS if f"LM {arm}" not in results]
+    if missing:
+        raise ValueError(f"results lacks the row(s) {', '.join(missing)}; lm_checks needs every arm of LM_ARMS")
     spard, random_spag = lost(results["LM SPARD"]), lost(results["LM SPAG+random"])
     baselines = {name: lost(results[f"LM {name}"]) for name in ("SafeInstr", "penalty", "Lisa")}
     vs_best, best = ratio_to_best(spard, baselines)
