@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from icml26.papers.ou_steady import (
@@ -347,17 +347,39 @@ def test_baselines_table():
 
 
 # --------------------------------------------------------------------------- properties (hypothesis)
-def _hurwitz(seed: int, n: int, margin: float) -> OUProcess:
+def _hurwitz(seed: int, n: int, margin: float, *, dissipative: bool = False) -> OUProcess:
+    """A random stable process: B's eigenvalues shifted to real part <= -margin, or (dissipative)
+    B + Bᵀ shifted to <= -2 margin, which keeps B - κ e_i e_iᵀ Hurwitz for every κ >= 0."""
     rng = np.random.default_rng(seed)
     drift = rng.standard_normal((n, n))
-    drift -= (np.max(np.linalg.eigvals(drift).real) + margin) * np.eye(n)
+    top = np.linalg.eigvalsh((drift + drift.T) / 2).max() if dissipative else np.linalg.eigvals(drift).real.max()
+    drift -= (top + margin) * np.eye(n)
     return OUProcess(drift, rng.standard_normal(n), rng.uniform(0.1, 3.0, n))
+
+
+def test_a_soft_drift_can_destabilise_a_non_normal_stable_process_and_intervene_says_so():
+    """Found by the property below (seed 16452, n 2, margin 0.25): B is Hurwitz (eigenvalues
+    −0.25 ± 0.24i) but not dissipative, and extra degradation κ = 0.7 on node 0 pushes an
+    eigenvalue of B − κ e₀e₀ᵀ to the right half-plane — a fact of non-normal matrices, not a bug;
+    intervene must refuse it with the Hurwitz message rather than return a process with no
+    stationary law. A dissipative B (B + Bᵀ < 0) cannot be destabilised this way."""
+    process = _hurwitz(16452, 2, 0.25)
+    assert np.linalg.eigvals(process.drift).real.max() == pytest.approx(-0.25)
+    shifted = process.drift - 0.7 * np.diag([1.0, 0.0])
+    assert np.linalg.eigvals(shifted).real.max() > 0
+    with pytest.raises(ValueError, match="not Hurwitz"):
+        process.intervene(Intervention(0, "soft_drift", 0.7))
+    stable = _hurwitz(16452, 2, 0.25, dissipative=True)
+    for kappa in (0.7, 5.0, 50.0):
+        assert np.linalg.eigvals(stable.intervene(Intervention(0, "soft_drift", kappa)).drift).real.max() < 0
 
 
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(1, 6), margin=st.floats(0.2, 3.0))
+@example(seed=16452, n=2, margin=0.25)
 def test_property_stationary_moments_solve_the_moment_equations(seed, n, margin):
-    process = _hurwitz(seed, n, margin)
+    # dissipative, so that the soft-drift regime below is stable too (see the test above)
+    process = _hurwitz(seed, n, margin, dissipative=True)
     m, sigma = process.stationary_mean(), process.stationary_cov()
     scale = 1.0 + np.abs(sigma).max() * np.abs(process.drift).max()
     # B m + c = 0 and B Σ + Σ Bᵀ + D = 0
