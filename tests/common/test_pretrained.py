@@ -39,6 +39,20 @@ def test_cached_load_equals_the_gguf_and_is_fast(smollm2):
         assert torch.equal(a, b), name
 
 
+def test_reading_the_gguf_draws_no_progress_bar(smollm2, capfd):
+    """transformers' GGUF reader draws its own tqdm bar; a run's log (off a terminal, one line per
+    event) must not fill with it. The bar is restored afterwards."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    from icml26.common.pretrained import load_pretrained_lm
+
+    bar = gguf_utils.tqdm
+    fresh = load_pretrained_lm(cache=False)
+    out, err = capfd.readouterr()
+    assert not fresh.from_cache and "GGUF tensors" not in out + err
+    assert gguf_utils.tqdm is bar
+
+
 def test_smollm2_beats_a_tiny_lm_per_character_on_held_out_stdlib(smollm2):
     """Loss on held-out stdlib docstrings, in nats per character (tokenizer-free): SmolLM2 ~0.87,
     the 300-step tiny GPT-2 the substrate tests train ~2.2 (measured)."""

@@ -171,6 +171,31 @@ def test_lm_samples_record_the_model_conditionals():
         assert m == pytest.approx(np.stack([p[:, classes == c].sum(1) for c in range(3)], 1), abs=1e-6)
 
 
+@pytest.mark.parametrize("arch", ["gpt2", "llama"])
+def test_lm_samples_with_a_hf_cache_equal_recomputing_the_prefix(arch):
+    """A Hugging Face model is sampled through its key/value cache under the keyword its forward takes
+    (common.hf.cache_kwarg): the same draws as rerunning the whole prefix."""
+    from icml26.common.tiny_lm import TinyLMConfig, build_model
+    from icml26.papers.robust_ntp.natural import lm_samples
+
+    hf = build_model(TinyLMConfig(arch=arch, vocab_size=12, d_model=16, n_layers=2, n_heads=2, context=16), seed=1)
+    hf.eval()
+
+    class Plain(torch.nn.Module):  # no .config: lm_samples recomputes the prefix every step
+        def __init__(self):
+            super().__init__()
+            self.inner = hf
+
+        def forward(self, ids):
+            return self.inner(input_ids=ids).logits
+
+    classes = np.array([0, 1, 2] * 4)
+    cached = lm_samples(hf, 4, 12, 10, 11, classes, seed=5)
+    plain = lm_samples(Plain(), 4, 12, 10, 11, classes, seed=5)
+    assert np.array_equal(cached[0], plain[0])
+    assert np.allclose(cached[1], plain[1], atol=1e-6) and np.allclose(cached[2], plain[2], atol=1e-6)
+
+
 def test_natural_text_study_matches_the_robustified_model_written_out():
     from icml26.papers.robust_ntp.natural import _sample_tv, class_loss, natural_text_study
 

@@ -80,10 +80,16 @@ def lm_samples(module: torch.nn.Module, n: int, horizon: int, vocab: int, bos: i
     tokens, marg, logp = [], [], []
     past, step_ids = None, ids
     hf = hasattr(module, "config")
+    if hf:
+        from icml26.common.hf import cache_kwarg
+
+        kw = cache_kwarg(module)  # "cache" on transformers >= 5.2x, "past_key_values" before
     for _ in range(horizon):
         if hf:
-            out = module(input_ids=step_ids, past_key_values=past, use_cache=True)
-            past = out.past_key_values
+            out = module(input_ids=step_ids, **{kw: past}, use_cache=True)
+            past = getattr(out, "cache", None)
+            if past is None:
+                past = out.past_key_values
         else:
             out = module(ids)
         logits = getattr(out, "logits", out)[:, -1, :vocab].double().cpu()
