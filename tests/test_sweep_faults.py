@@ -273,3 +273,27 @@ def test_sigterm_unwinds_a_sweep_like_ctrl_c_with_its_own_exit_code(tmp_path):
     time.sleep(2)
     assert not [w for w in workers if Path(f"/proc/{w}").exists() and "zombie" not in
                 Path(f"/proc/{w}/status").read_text().lower()], "a worker outlived SIGTERM"
+
+
+def test_expected_seconds_takes_the_larger_of_the_committed_seeds_and_the_last_run_all(tmp_path):
+    """run all schedules the most expensive first; a committed sweep timed with warm caches must not
+    hide what a fresh clone pays (fox: 66-79 s a seed committed, 297 s in a fresh run all)."""
+    import json
+
+    from icml26.sweep import expected_seconds
+
+    assert expected_seconds("fox", tmp_path) == 0.0  # nothing known
+    (tmp_path / "fox").mkdir()
+    (tmp_path / "fox" / "result.json").write_text(json.dumps(
+        {"provenance": {"wall_time_s": 140.0, "seed_wall_times_s": {"0": 60.0, "1": 80.0}}}))
+    assert expected_seconds("fox", tmp_path) == pytest.approx(70.0)  # the seeds' mean, not the sweep's total
+    run_all = tmp_path / "run_all.json"
+    run_all.write_text(json.dumps({"papers": [{"paper": "hici", "wall_time_s": 900.0},
+                                              {"paper": "fox", "wall_time_s": 297.0}]}))
+    assert expected_seconds("fox", tmp_path) == pytest.approx(297.0)
+    run_all.write_text(json.dumps({"papers": [{"paper": "fox", "wall_time_s": 20.0}]}))
+    assert expected_seconds("fox", tmp_path) == pytest.approx(70.0)  # the larger one
+    for bad in ("not json", json.dumps({"papers": "x"}), json.dumps({"papers": [1, {"paper": "fox"}]}),
+                json.dumps({"papers": [{"paper": "fox", "wall_time_s": "slow"}]})):
+        run_all.write_text(bad)
+        assert expected_seconds("fox", tmp_path) == pytest.approx(70.0)  # a malformed file is ignored
