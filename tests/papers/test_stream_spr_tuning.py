@@ -154,3 +154,40 @@ def test_without_naive_spr_a_quick_run_records_exactly_the_quick_checks(monkeypa
     out = experiment.run(cfg, ctx)
     declared = [c.id for c in experiment.CHECKS.values() if "tiny" in c.settings]
     assert [c.id for c in out.checks] == declared
+
+
+def _drawn_seeds(monkeypatch, games):
+    """(game, arm, kind, seed index, spr_lr) -> agent seed, and game -> probe seed, of a run of ``games``."""
+    jobs, probes = [], {}
+
+    def fake_run_one(job):
+        jobs.append(job)
+        return _fake_summary(job)
+
+    def fake_probes(game, n, seed, sticky):
+        probes[game] = seed
+
+    monkeypatch.setattr(experiment, "run_one", fake_run_one)
+    monkeypatch.setattr(experiment, "collect_probe_states", fake_probes)
+    cfg = dataclasses.replace(Config.tiny(), games=games, seeds=2, arms=("spr_orth2", "spr_naive", "stream_q"),
+                              spr_lr_grid=(1e-4, 1e-3), tune_seeds=1, tune_steps=300, total_steps=900,
+                              curve_points=3, loss_window=900)
+    ctx = RunContext(seed=3, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False,
+                     streams=experiment.STREAMS)
+    experiment.run(cfg, ctx)
+    seeds = {(j["game"], j["arm"], "total_steps" in j, j["seed_index"], j.get("spr_lr")): j["seed"] for j in jobs}
+    return seeds, probes
+
+
+def test_a_one_game_run_draws_what_that_game_draws_in_a_run_of_several(monkeypatch):
+    """Runs of single games compose into the full mode's three-game run: each game's probe and agent seeds
+    (development and scored) come from the game's own index, not its place in ``games``."""
+    all_seeds, all_probes = _drawn_seeds(monkeypatch, ("breakout", "space_invaders", "freeway"))
+    for game in ("breakout", "space_invaders", "freeway"):
+        one_seeds, one_probes = _drawn_seeds(monkeypatch, (game,))
+        assert one_probes == {game: all_probes[game]}
+        assert {k: v for k, v in all_seeds.items() if k[0] == game} == one_seeds
+    reordered, reordered_probes = _drawn_seeds(monkeypatch, ("freeway", "breakout"))
+    assert reordered_probes == {g: all_probes[g] for g in ("freeway", "breakout")}
+    # different games and seed indices never share a seed
+    assert len(set(all_seeds.values())) == len({(k[0], k[2], k[3]) for k in all_seeds})

@@ -29,6 +29,7 @@ from .analysis import average_curves, crossing_ratio, finite_mean, first_crossin
 from .claims import CHECKS
 from .config import Config
 from .figures import LABELS, plot
+from .games import game_stream_index
 from .runs import ARMS, RunSummary, collect_probe_states, run_one
 
 __all__ = ["ARMS", "CHECKS", "Config", "RunSummary", "STREAMS", "plot", "run"]
@@ -48,18 +49,19 @@ log = logging.getLogger(__name__)
 # The experiment
 # ---------------------------------------------------------------------------
 def run(config: Config, ctx: RunContext) -> Outcome:
-    probes = {g: collect_probe_states(g, config.probe_states, ctx.seed_for("probe", i) % (2**31 - 1),
+    probes = {g: collect_probe_states(g, config.probe_states,
+                                       ctx.seed_for("probe", game_stream_index(g)) % (2**31 - 1),
                                        config.sticky_action_prob)
-              for i, g in enumerate(config.games)}
+              for g in config.games}
     # 0: one process per thread the runner was given (ICML26_THREADS; 1 in a --seeds sweep job)
     processes = config.processes or ctx.threads
     start = time.perf_counter()
     chosen, tuning_notes = _tune_spr_lr(config, ctx, probes, processes) if config.spr_lr_grid else ({}, [])
     jobs = []
-    for gi, game in enumerate(config.games):
+    for game in config.games:
         for s in range(config.seeds):
             for arm in config.arms:
-                jobs.append(_job(config, ctx, probes, game, gi, s, arm, "agent", len(jobs)))
+                jobs.append(_job(config, ctx, probes, game, s, arm, "agent", len(jobs)))
                 if arm in chosen:
                     jobs[-1]["spr_lr"] = chosen[arm]
     results = _execute(jobs, processes)
@@ -75,9 +77,11 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     return outcome
 
 
-def _job(config: Config, ctx: RunContext, probes: dict[str, Any], game: str, game_index: int, seed_index: int,
+def _job(config: Config, ctx: RunContext, probes: dict[str, Any], game: str, seed_index: int,
          arm: str, stream: str, position: int) -> dict[str, Any]:
-    """One run's job: its agent seed drawn from ``stream`` at index game + (seed index << 32)."""
+    """One run's job: its agent seed drawn from ``stream`` at index game + (seed index << 32), the game's
+    index fixed by :func:`~.games.game_stream_index` (not its place in ``config.games``)."""
+    game_index = game_stream_index(game)
     return {"config": config, "game": game, "seed_index": seed_index, "arm": arm,
             "seed": ctx.seed_for(stream, game_index + (seed_index << 32)) % (2**31 - 1), "probe": probes[game],
             "device": str(ctx.device), "progress": ctx.show_progress, "position": position, "threads": 1}
@@ -106,11 +110,11 @@ def _tune_spr_lr(config: Config, ctx: RunContext, probes: dict[str, Any],
     ctx.stage(f"tuning α_SPR of {', '.join(arms)} over {list(config.spr_lr_grid)} on {config.tune_seeds} "
               f"development seed(s) per game")
     jobs = []
-    for gi, game in enumerate(config.games):
+    for game in config.games:
         for d in range(config.tune_seeds):
             for arm in arms:
                 for lr in config.spr_lr_grid:
-                    jobs.append({**_job(config, ctx, probes, game, gi, d, arm, "tune_agent", len(jobs)),
+                    jobs.append({**_job(config, ctx, probes, game, d, arm, "tune_agent", len(jobs)),
                                  "spr_lr": lr, "total_steps": config.tune_steps or config.total_steps})
     runs = _execute(jobs, processes)
     score = {(j["arm"], j["spr_lr"], j["game"], j["seed_index"]): r.return_last10 for j, r in zip(jobs, runs)}
