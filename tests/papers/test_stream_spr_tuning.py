@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -191,3 +192,95 @@ def test_a_one_game_run_draws_what_that_game_draws_in_a_run_of_several(monkeypat
     assert reordered_probes == {g: all_probes[g] for g in ("freeway", "breakout")}
     # different games and seed indices never share a seed
     assert len(set(all_seeds.values())) == len({(k[0], k[2], k[3]) for k in all_seeds})
+
+
+def _game_dependent_summary(job):
+    """As :func:`_fake_summary`, with development returns that pick a different α_SPR on each game."""
+    summary = _fake_summary(job)
+    if "total_steps" in job and job["game"] == "freeway":  # on Freeway 1e-3 is orth2's best, 3e-4 naive's
+        summary.return_last10 = {1e-4: 0.0, 3e-4: 1.0, 1e-3: 9.0}[job["spr_lr"]] if job["arm"] == "spr_orth2" \
+            else {1e-4: 0.0, 3e-4: 9.0, 1e-3: 1.0}[job["spr_lr"]]
+    return summary
+
+
+def _tuned_run(monkeypatch, games, **fields):
+    jobs = []
+
+    def fake_run_one(job):
+        jobs.append(job)
+        return _game_dependent_summary(job)
+
+    monkeypatch.setattr(experiment, "run_one", fake_run_one)
+    monkeypatch.setattr(experiment, "collect_probe_states", lambda game, n, seed, sticky: np.full((2, 3), seed % 97))
+    cfg = dataclasses.replace(Config.tiny(), games=games, seeds=2, arms=("spr_orth2", "spr_naive", "stream_q"),
+                              spr_lr_grid=(1e-4, 3e-4, 1e-3), tune_seeds=1, tune_steps=300, total_steps=900,
+                              curve_points=3, loss_window=900, **fields)
+    ctx = RunContext(seed=4, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False,
+                     streams=experiment.STREAMS)
+    return experiment.run(cfg, ctx), jobs, ctx
+
+
+def test_tune_per_game_chooses_each_games_alpha_on_that_games_development_runs(monkeypatch):
+    out, jobs, ctx = _tuned_run(monkeypatch, ("breakout", "freeway"), tune_per_game=True)
+    scored = {(j["game"], j["arm"]): j.get("spr_lr") for j in jobs if "total_steps" not in j}
+    assert scored[("breakout", "spr_orth2")] == 3e-4 and scored[("freeway", "spr_orth2")] == 1e-3
+    assert scored[("breakout", "spr_naive")] == 1e-4 and scored[("freeway", "spr_naive")] == 3e-4
+    assert out.metrics["spr_orth2"]["alpha_spr_breakout"] == 3e-4 and out.metrics["spr_orth2"]["alpha_spr_freeway"] == 1e-3
+    assert len(ctx.tuning["spr_orth2"]["calls"]) == 2
+    # one value over both games (the default): orth2 by the mean over games, 1e-3 (mean 5.5) over 3e-4 (2.0)
+    out, jobs, _ = _tuned_run(monkeypatch, ("breakout", "freeway"))
+    assert {j.get("spr_lr") for j in jobs if "total_steps" not in j and j["arm"] == "spr_orth2"} == {1e-3}
+    assert out.metrics["spr_orth2"]["alpha_spr"] == 1e-3
+
+
+def test_the_run_cache_resumes_and_composes_one_game_runs_into_a_run_of_several(monkeypatch, tmp_path):
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path))
+    first, jobs_b, _ = _tuned_run(monkeypatch, ("breakout",), tune_per_game=True, run_cache=True)
+    _, jobs_f, _ = _tuned_run(monkeypatch, ("freeway",), tune_per_game=True, run_cache=True)
+    both, jobs_both, _ = _tuned_run(monkeypatch, ("breakout", "freeway"), tune_per_game=True, run_cache=True)
+    assert jobs_b and jobs_f and jobs_both == []  # every run of the two-game run came from the cache
+    fresh, jobs_fresh, _ = _tuned_run(monkeypatch, ("breakout", "freeway"), tune_per_game=True)
+    assert len(jobs_fresh) == len(jobs_b) + len(jobs_f)
+    assert both.metrics == fresh.metrics
+    assert [(c.id, c.value) for c in both.checks] == [(c.id, c.value) for c in fresh.checks]
+    # a field one run reads is part of the key; one that only chooses runs (processes) is not
+    _, jobs_gamma, _ = _tuned_run(monkeypatch, ("breakout",), tune_per_game=True, run_cache=True, gamma=0.98)
+    assert len(jobs_gamma) == len(jobs_b)
+    _, jobs_proc, _ = _tuned_run(monkeypatch, ("breakout",), tune_per_game=True, run_cache=True, processes=1)
+    assert jobs_proc == []
+
+
+def test_a_changed_run_module_retires_the_cached_runs(monkeypatch, tmp_path):
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path))
+    job = {"config": Config.tiny(), "game": "breakout", "seed_index": 0, "arm": "stream_q", "seed": 7,
+           "probe": np.zeros((2, 3), np.float32), "device": "cpu"}
+    key = experiment.run_key(job)
+    assert experiment.run_key({**job, "seed": 8}) != key
+    assert experiment.run_key({**job, "probe": np.ones((2, 3), np.float32)}) != key
+    assert experiment.run_key({**job, "spr_lr": 3e-4}) != key
+    monkeypatch.setattr(experiment, "_code_digest", lambda: "another version")
+    assert experiment.run_key(job) != key
+
+
+def test_a_run_killed_midway_keeps_the_runs_that_finished(monkeypatch, tmp_path):
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path))
+    calls = []
+
+    def dies_on_the_fourth(job):
+        calls.append(job)
+        if len(calls) == 4:
+            raise KeyboardInterrupt
+        return _fake_summary(job)
+
+    monkeypatch.setattr(experiment, "run_one", dies_on_the_fourth)
+    monkeypatch.setattr(experiment, "collect_probe_states", lambda game, n, seed, sticky: np.zeros((2, 3)))
+    cfg = dataclasses.replace(Config.tiny(), seeds=3, total_steps=900, curve_points=3, loss_window=900,
+                              run_cache=True)
+    ctx = RunContext(seed=1, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False,
+                     streams=experiment.STREAMS)
+    with pytest.raises(KeyboardInterrupt):
+        experiment.run(cfg, ctx)
+    calls.clear()
+    monkeypatch.setattr(experiment, "run_one", lambda job: calls.append(job) or _fake_summary(job))
+    experiment.run(cfg, ctx)
+    assert len(calls) == 6 - 3  # three of the six runs had finished

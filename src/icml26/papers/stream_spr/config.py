@@ -42,6 +42,13 @@ class Config:
     """Development seeds per game for ``spr_lr_grid`` (0 when no grid)."""
     tune_steps: int = neutral_field(0, min=0)
     """Environment steps of each tuning run (0: ``total_steps``)."""
+    tune_per_game: bool = neutral_field(False)
+    """Choose α_SPR for each game on that game's development seeds (False: one value per arm, by the mean
+    over every game). True makes a run of one game equal that game's part of a run of several."""
+    run_cache: bool = neutral_field(False)
+    """Keep each finished run (a game, a seed, an arm, its α_SPR and budget) in the on-disk cache and reuse
+    it: a killed long run resumes where it stopped, and runs of one game at a time compose a run of several
+    (with ``tune_per_game``). Off by default, so that a run's timings are its own."""
     gamma: float = dataclasses.field(default=0.99, metadata={"min": 0.0, "max": 1.0})
     """γ (both codes)."""
     lamda: float = dataclasses.field(default=0.8, metadata={"min": 0.0, "max": 1.0})

@@ -16,14 +16,22 @@ beats the baseline on ≥ 2 of 3 games).
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
+import hashlib
+import json
 import logging
 import multiprocessing
 import time
+from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
+from icml26.common.cache import cache_dir, config_hash, entry, verify_manifest
+from icml26.common.config import config_to_dict
 from icml26.contract import ArmSpec, Curve, Outcome, RunContext
+from icml26.provenance import cpu_model
 
 from .analysis import average_curves, crossing_ratio, finite_mean, first_crossing, games_won, paired_gaps, return_ratio
 from .claims import CHECKS
@@ -56,21 +64,28 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     # 0: one process per thread the runner was given (ICML26_THREADS; 1 in a --seeds sweep job)
     processes = config.processes or ctx.threads
     start = time.perf_counter()
-    chosen, tuning_notes = _tune_spr_lr(config, ctx, probes, processes) if config.spr_lr_grid else ({}, [])
+    cpus: dict[str, int] = {}
+    chosen, tuning_notes = _tune_spr_lr(config, ctx, probes, processes, cpus) if config.spr_lr_grid else ({}, [])
     jobs = []
     for game in config.games:
         for s in range(config.seeds):
             for arm in config.arms:
                 jobs.append(_job(config, ctx, probes, game, s, arm, "agent", len(jobs)))
                 if arm in chosen:
-                    jobs[-1]["spr_lr"] = chosen[arm]
-    results = _execute(jobs, processes)
+                    jobs[-1]["spr_lr"] = chosen[arm][game]
+    results = _execute(jobs, processes, cache=config.run_cache, cpus=cpus)
     wall = time.perf_counter() - start
     outcome, speed = _summarize(config, results)
-    for arm, lr in chosen.items():
-        outcome.metrics[arm]["alpha_spr"] = lr
+    for arm, per_game in chosen.items():
+        if len(set(per_game.values())) == 1:
+            outcome.metrics[arm]["alpha_spr"] = next(iter(per_game.values()))
+        else:
+            outcome.metrics[arm].update({f"alpha_spr_{g}": lr for g, lr in per_game.items()})
     outcome.notes.extend(tuning_notes)
     ctx.provenance["processes"] = processes
+    if config.run_cache:
+        # runs reused from the cache may come from another session (and CPU); say which
+        ctx.provenance["run_cpus"] = cpus
     ctx.provenance["experiment_wall_s"] = round(wall, 1)
     ctx.provenance["throughput"] = {arm: {k: round(v, 1) for k, v in values.items()}
                                     for arm, values in speed.items()}
@@ -87,25 +102,100 @@ def _job(config: Config, ctx: RunContext, probes: dict[str, Any], game: str, see
             "device": str(ctx.device), "progress": ctx.show_progress, "position": position, "threads": 1}
 
 
-def _execute(jobs: list[dict[str, Any]], processes: int) -> list[RunSummary]:
-    """Run each job (one torch thread each) in this process or on a pool of ``processes`` workers."""
-    if processes == 1:
+def _execute(jobs: list[dict[str, Any]], processes: int, *, cache: bool = False,
+             cpus: dict[str, int] | None = None) -> list[RunSummary]:
+    """Run each job (one torch thread each) in this process or on a pool of ``processes`` workers; the
+    summaries in the order of ``jobs``. With ``cache``, a job already in the run cache is read from it and
+    each finished one is stored as it finishes (see :attr:`Config.run_cache`); ``cpus`` counts the CPU
+    model each summary was computed on."""
+    keys = [run_key(job) if cache else None for job in jobs]
+    results: list[RunSummary | None] = [None] * len(jobs)
+    counts = cpus if cpus is not None else {}
+    for i, key in enumerate(keys):
+        hit = _load_run(key) if key else None
+        if hit is not None:
+            results[i], cpu = hit
+            counts[cpu] = counts.get(cpu, 0) + 1
+    todo = [i for i, r in enumerate(results) if r is None]
+    if cache:
+        log.info("stream_spr: %d of %d run(s) read from the run cache, %d to run", len(jobs) - len(todo),
+                 len(jobs), len(todo))
+
+    def finish(i: int, summary: RunSummary) -> None:
+        results[i] = summary
+        counts[cpu_model()] = counts.get(cpu_model(), 0) + 1
+        if keys[i]:
+            _store_run(keys[i], summary)
+
+    if processes == 1 or len(todo) <= 1:
         previous = torch.get_num_threads()
         try:
-            return [run_one(job) for job in jobs]
+            for i in todo:
+                finish(i, run_one(jobs[i]))
         finally:
             torch.set_num_threads(previous)
-    order = sorted(jobs, key=lambda j: not ARMS[j["arm"]]["spr"])  # the longest runs first
-    mp = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(max_workers=min(processes, len(jobs)), mp_context=mp) as pool:
-        return list(pool.map(run_one, order))
+    elif todo:
+        order = sorted(todo, key=lambda i: not ARMS[jobs[i]["arm"]]["spr"])  # the longest runs first
+        mp = multiprocessing.get_context("spawn")
+        with concurrent.futures.ProcessPoolExecutor(max_workers=min(processes, len(todo)), mp_context=mp) as pool:
+            futures = {pool.submit(run_one, jobs[i]): i for i in order}
+            for future in concurrent.futures.as_completed(futures):
+                finish(futures[future], future.result())
+    return [r for r in results if r is not None]
 
 
-def _tune_spr_lr(config: Config, ctx: RunContext, probes: dict[str, Any],
-                 processes: int) -> tuple[dict[str, float], list[str]]:
+#: Config fields that do not change what one run computes (they choose which runs exist, or how).
+_NOT_IN_A_RUN = ("games", "seeds", "arms", "processes", "spr_lr_grid", "tune_seeds", "tune_steps", "tune_per_game",
+                 "run_cache")
+#: The modules one run executes: a change to any of them retires every cached run.
+_RUN_MODULES = ("agents", "games", "networks", "normalization", "optim", "orth", "probes", "rank", "runs", "spr",
+                "spr_agent", "wrappers")
+_RUN_CACHE = "stream_spr-runs"
+
+
+def _code_digest() -> str:
+    here = Path(__file__).parent
+    h = hashlib.sha256()
+    for name in _RUN_MODULES:
+        h.update(name.encode())
+        h.update((here / f"{name}.py").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def run_key(job: dict[str, Any]) -> str:
+    """The cache key of one run: every input of :func:`~.runs.run_one` (the config fields a run reads, the
+    game, arm, seed, α_SPR, step budget, probe states and device), the source of the modules it executes,
+    and the torch and numpy versions."""
+    cfg = job["config"]
+    settings = {k: v for k, v in config_to_dict(cfg).items() if k not in _NOT_IN_A_RUN}
+    probe = np.ascontiguousarray(job["probe"])
+    return config_hash(settings, job["game"], job["seed_index"], job["arm"], job["seed"], job.get("spr_lr"),
+                       job.get("total_steps") or cfg.total_steps, hashlib.sha256(probe.tobytes()).hexdigest(),
+                       list(probe.shape), str(probe.dtype), job["device"], _code_digest(), torch.__version__,
+                       np.__version__, length=24)
+
+
+def _load_run(key: str) -> tuple[RunSummary, str] | None:
+    path = cache_dir() / _RUN_CACHE / key
+    if not path.is_dir() or verify_manifest(path) is not None:
+        return None
+    data = json.loads((path / "run.json").read_text())
+    return RunSummary(**data["summary"]), data["cpu"]
+
+
+def _store_run(key: str, summary: RunSummary) -> None:
+    with entry(_RUN_CACHE, key, {"game": summary.game, "arm": summary.arm, "seed_index": summary.seed_index}) as (
+            _, build):
+        if build is not None:
+            (build / "run.json").write_text(json.dumps({"summary": dataclasses.asdict(summary), "cpu": cpu_model()}))
+
+
+def _tune_spr_lr(config: Config, ctx: RunContext, probes: dict[str, Any], processes: int,
+                 cpus: dict[str, int] | None = None) -> tuple[dict[str, dict[str, float]], list[str]]:
     """α_SPR of each tunable arm by the shared tuner: every grid value on ``tune_seeds`` development
     seeds per game (the ``tune_agent`` stream, disjoint from the scored seeds' ``agent`` stream), scored
-    by the mean last-10% return over those runs; returns ``{arm: α_SPR}`` and a note per arm."""
+    by the mean last-10% return over those runs (over every game, or each game's own with
+    ``tune_per_game``); returns ``{arm: {game: α_SPR}}`` and a note per arm (and game)."""
     arms = [a for a in config.arms if ARMS[a].get("tunable")]
     ctx.stage(f"tuning α_SPR of {', '.join(arms)} over {list(config.spr_lr_grid)} on {config.tune_seeds} "
               f"development seed(s) per game")
@@ -116,21 +206,27 @@ def _tune_spr_lr(config: Config, ctx: RunContext, probes: dict[str, Any],
                 for lr in config.spr_lr_grid:
                     jobs.append({**_job(config, ctx, probes, game, d, arm, "tune_agent", len(jobs)),
                                  "spr_lr": lr, "total_steps": config.tune_steps or config.total_steps})
-    runs = _execute(jobs, processes)
+    runs = _execute(jobs, processes, cache=config.run_cache, cpus=cpus)
     score = {(j["arm"], j["spr_lr"], j["game"], j["seed_index"]): r.return_last10 for j, r in zip(jobs, runs)}
-    chosen, notes = {}, []
+    scopes = [(g,) for g in config.games] if config.tune_per_game else [tuple(config.games)]
+    chosen: dict[str, dict[str, float]] = {}
+    notes = []
     for arm in arms:
-        def objective(params: dict[str, Any], arm: str = arm) -> float:
-            return finite_mean(v for (a, lr, _, _), v in score.items() if a == arm and lr == params["spr_lr"])
+        for scope in scopes:
+            def objective(params: dict[str, Any], arm: str = arm, scope: tuple[str, ...] = scope) -> float:
+                return finite_mean(v for (a, lr, g, _), v in score.items()
+                                   if a == arm and lr == params["spr_lr"] and g in scope)
 
-        spec = ArmSpec(arm, "method" if arm == "spr_orth2" else "control",
-                       space={"spr_lr": tuple(config.spr_lr_grid)}, trials=len(config.spr_lr_grid),
-                       select_on=f"{config.tune_seeds} development seed(s) per game, last-10% return")
-        chosen[arm] = float(ctx.tune(spec, objective, maximize=True)["spr_lr"])
-        table = ", ".join(f"{lr:g}: {objective({'spr_lr': lr}):.2f}" for lr in config.spr_lr_grid)
-        notes.append(f"α_SPR of {LABELS[arm]} tuned on {config.tune_seeds} development seed(s) per game, "
-                     f"{config.tune_steps or config.total_steps} steps each (mean last-10% return {table}): "
-                     f"{chosen[arm]:g}.")
+            where = f"{scope[0]}, " if config.tune_per_game else ""
+            spec = ArmSpec(arm, "method" if arm == "spr_orth2" else "control",
+                           space={"spr_lr": tuple(config.spr_lr_grid)}, trials=len(config.spr_lr_grid),
+                           select_on=f"{where}{config.tune_seeds} development seed(s) per game, last-10% return")
+            lr_best = float(ctx.tune(spec, objective, maximize=True)["spr_lr"])
+            chosen.setdefault(arm, {}).update({g: lr_best for g in scope})
+            table = ", ".join(f"{lr:g}: {objective({'spr_lr': lr}):.2f}" for lr in config.spr_lr_grid)
+            notes.append(f"α_SPR of {LABELS[arm]} tuned on {where}{config.tune_seeds} development seed(s) per game, "
+                         f"{config.tune_steps or config.total_steps} steps each (mean last-10% return {table}): "
+                         f"{lr_best:g}.")
     return chosen, notes
 
 
