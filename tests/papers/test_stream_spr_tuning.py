@@ -284,3 +284,32 @@ def test_a_run_killed_midway_keeps_the_runs_that_finished(monkeypatch, tmp_path)
     monkeypatch.setattr(experiment, "run_one", lambda job: calls.append(job) or _fake_summary(job))
     experiment.run(cfg, ctx)
     assert len(calls) == 6 - 3  # three of the six runs had finished
+
+
+def test_over_several_games_naive_spr_is_compared_by_the_geometric_mean_of_per_game_ratios(monkeypatch):
+    def summary(job):
+        s = _fake_summary(job)
+        if "total_steps" not in job and job["arm"] == "spr_naive" and job["game"] == "freeway":
+            s.return_last10 = 8.0  # orth2 4.0: ratio 0.5 on Freeway, 2.0 on Breakout
+        return s
+
+    monkeypatch.setattr(experiment, "run_one", summary)
+    monkeypatch.setattr(experiment, "collect_probe_states", lambda *a, **k: None)
+    cfg = dataclasses.replace(Config.tiny(), games=("breakout", "freeway"), seeds=2,
+                              arms=("spr_orth2", "spr_naive", "spr_authors", "stream_q"), total_steps=900,
+                              curve_points=3, loss_window=900)
+    ctx = RunContext(seed=0, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False,
+                     streams=experiment.STREAMS)
+    out = experiment.run(cfg, ctx)
+    check = next(c for c in out.checks if c.id == "return_ratio_naive")
+    assert check.value == pytest.approx(1.0)  # sqrt(2.0 * 0.5); the arithmetic ratio of means would be 4 / 5
+    assert "breakout 2.000, freeway 0.500" in check.note
+    notes = [n for n in out.notes if n.startswith("SPR+orth² minus")]
+    assert [n.split(",")[0] for n in notes] == ["SPR+orth² minus Stream Q(λ)", "SPR+orth² minus Stream Q(λ)+SPR (naive)",
+                                               "SPR+orth² minus SPR+orth+orth²"]
+    assert "breakout +2.00" in notes[1] and "freeway -4.00" in notes[1]
+    # without naive SPR the full mode says why the check is missing
+    cfg = dataclasses.replace(cfg, arms=("spr_orth2", "stream_q"))
+    out = experiment.run(cfg, ctx)
+    check = next(c for c in out.checks if c.id == "return_ratio_naive")
+    assert math.isnan(check.value) and "spr_naive is not among the arms" in check.note

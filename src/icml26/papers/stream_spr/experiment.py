@@ -20,6 +20,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import math
 import multiprocessing
 import time
 from pathlib import Path
@@ -279,9 +280,14 @@ def _summarize(config: Config, results: list[RunSummary]) -> tuple[Outcome, dict
         wins = games_won({g: method[f"return_{g}"] for g in config.games},
                          {g: base[f"return_{g}"] for g in config.games})
         checks.append(CHECKS["games_won"].measure(wins, note=f"of {len(config.games)} games, {config.seeds} seed(s)"))
-        checks.append(CHECKS["return_ratio_naive"].not_measured("several games or seeds: the per-game returns are "
-                                                                "in the metrics"))
+        if "spr_naive" in metrics:
+            checks.append(_naive_ratio_over_games(config, method, metrics["spr_naive"]))
+        else:
+            checks.append(CHECKS["return_ratio_naive"].not_measured("spr_naive is not among the arms"))
         notes.append(_seed_note(config, results))
+        for other in ("spr_naive", "spr_authors"):
+            if other in metrics:
+                notes.append(_seed_note(config, results, other))
     else:
         checks.append(CHECKS["return_ratio"].measure(return_ratio(method["return_last10pct"],
                                                                   base["return_last10pct"])))
@@ -327,10 +333,24 @@ def _per_seed(results: list[RunSummary], arm: str, game: str) -> list[float]:
     return [r.return_last10 for r in runs]
 
 
-def _seed_note(config: Config, results: list[RunSummary]) -> str:
-    """Per game, the method's last-10% return minus the baseline's, paired by seed, and the games won per seed."""
+def _naive_ratio_over_games(config: Config, method: dict[str, float], naive: dict[str, float]) -> Any:
+    """``return_ratio_naive`` over several games: the geometric mean over games of SPR+orth²'s mean return
+    (over seeds) over naive SPR's, so that no game's return scale dominates; not measured when a game's
+    mean return is not positive on either side."""
+    ratios = {g: return_ratio(method[f"return_{g}"], naive[f"return_{g}"]) for g in config.games}
+    table = ", ".join(f"{g} {r:.3f}" for g, r in ratios.items())
+    if not all(math.isfinite(r) and r > 0 for r in ratios.values()):
+        return CHECKS["return_ratio_naive"].not_measured(f"a per-game ratio is not positive and finite ({table})")
+    value = math.exp(sum(math.log(r) for r in ratios.values()) / len(ratios))
+    return CHECKS["return_ratio_naive"].measure(
+        value, note=f"geometric mean over {len(ratios)} game(s) of the per-game ratio of mean returns over "
+                    f"{config.seeds} seed(s): {table}")
+
+
+def _seed_note(config: Config, results: list[RunSummary], baseline: str = "stream_q") -> str:
+    """Per game, the method's last-10% return minus ``baseline``'s, paired by seed, and the games won per seed."""
     method = {g: _per_seed(results, "spr_orth2", g) for g in config.games}
-    base = {g: _per_seed(results, "stream_q", g) for g in config.games}
+    base = {g: _per_seed(results, baseline, g) for g in config.games}
     gaps = paired_gaps(method, base)
 
     def fmt(st: dict[str, Any]) -> str:
@@ -345,7 +365,7 @@ def _seed_note(config: Config, results: list[RunSummary]) -> str:
     below = sum(1 for g in config.games if gaps[g]["n"] and gaps[g]["n"] > 1 and gaps[g]["ci_high"] < 0)
     won = [games_won({g: method[g][i] for g in config.games}, {g: base[g][i] for g in config.games})
            for i in range(config.seeds)]
-    return (f"SPR+orth² minus Stream Q(λ), last-10% return paired by seed (mean [95% t interval over "
+    return (f"SPR+orth² minus {LABELS[baseline]}, last-10% return paired by seed (mean [95% t interval over "
             f"{config.seeds} seeds]): {per_game}. Games whose interval lies above 0: {above}; below 0: {below}. "
             f"Games won on each seed alone: {won}.")
 
