@@ -313,3 +313,43 @@ def test_over_several_games_naive_spr_is_compared_by_the_geometric_mean_of_per_g
     out = experiment.run(cfg, ctx)
     check = next(c for c in out.checks if c.id == "return_ratio_naive")
     assert math.isnan(check.value) and "spr_naive is not among the arms" in check.note
+
+
+def test_in_a_pool_the_runs_that_succeed_are_cached_before_a_failed_one_is_raised(monkeypatch, tmp_path):
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path))
+    cfg = dataclasses.replace(Config.tiny(), seeds=2, total_steps=900, curve_points=3, loss_window=900,
+                              run_cache=True)
+    jobs = [{"config": cfg, "game": "breakout", "seed_index": s, "arm": arm, "seed": 11 + s,
+             "probe": np.zeros((2, 3), np.float32), "device": "cpu", "threads": 1}
+            for s in range(2) for arm in ("spr_orth2", "stream_q")]
+
+    class Done:
+        def __init__(self, value=None, error=None):
+            self.value, self.error = value, error
+
+        def exception(self):
+            return self.error
+
+        def result(self):
+            return self.value
+
+    class InlinePool:  # a process pool that runs each job at submit time
+        def __init__(self, *a, **k):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def submit(self, fn, job):
+            if job["seed_index"] == 1 and job["arm"] == "spr_orth2":
+                return Done(error=RuntimeError("diverged"))
+            return Done(value=_fake_summary(job))
+
+    monkeypatch.setattr(experiment.concurrent.futures, "ProcessPoolExecutor", InlinePool)
+    monkeypatch.setattr(experiment.concurrent.futures, "as_completed", lambda futures: list(futures))
+    with pytest.raises(RuntimeError, match="diverged"):
+        experiment._execute(jobs, 2, cache=True)
+    assert [experiment._load_run(experiment.run_key(j)) is not None for j in jobs] == [True, True, False, True]

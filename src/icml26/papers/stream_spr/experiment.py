@@ -140,8 +140,16 @@ def _execute(jobs: list[dict[str, Any]], processes: int, *, cache: bool = False,
         mp = multiprocessing.get_context("spawn")
         with concurrent.futures.ProcessPoolExecutor(max_workers=min(processes, len(todo)), mp_context=mp) as pool:
             futures = {pool.submit(run_one, jobs[i]): i for i in order}
+            failed: BaseException | None = None
             for future in concurrent.futures.as_completed(futures):
-                finish(futures[future], future.result())
+                # the pool finishes every submitted run anyway: keep the ones that succeed, then raise
+                error = future.exception()
+                if error is None:
+                    finish(futures[future], future.result())
+                elif failed is None:
+                    failed = error
+            if failed is not None:
+                raise failed
     return [r for r in results if r is not None]
 
 
