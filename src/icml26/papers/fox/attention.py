@@ -15,6 +15,13 @@ intervention is active in the current context.
   ``ContextVar``, so the second stream of a logits processor can run its own inside the main
   stream's ``generate``).
 
+Text routing (:func:`route_text_attention`, a testbed's architecture, not an intervention): in the
+decoder layers it names as *blocked*, a text token after the image may attend to the tokens up to the
+end of the image block and to itself, not to earlier text; so whatever the model computes from earlier
+text (a language prior) is computed in the other layers. The pathology testbed uses it to put the prior
+in the layers Fox probes. It lives on the attention modules and applies to every forward, with or
+without an intervention.
+
 Interventions (in :mod:`.interventions`, with the prompt's :class:`KeySets`; their names still
 import from here): :class:`FoxIntervention` (probe + saturation), :class:`PAIIntervention`
 (image logits ``s + α|s|``), :class:`SIDIntervention` (keep the least-attended image tokens),
@@ -39,7 +46,7 @@ from typing import Any, Iterator, Protocol
 import torch
 from torch import nn
 
-from icml26.common.argcheck import check_real
+from icml26.common.argcheck import check_int, check_real
 from icml26.common.extras import require
 from icml26.papers.fox.interventions import (
     FoxIntervention,
@@ -71,6 +78,7 @@ __all__ = [
     "key_sets",
     "language_model",
     "register_fox_attention",
+    "route_text_attention",
     "sid_keep_mask",
     "use_fox_attention",
 ]
@@ -143,6 +151,11 @@ def fox_attention_forward(
         if mask.dtype == torch.bool:
             mask = torch.zeros(mask.shape, dtype=scores.dtype, device=mask.device).masked_fill(~mask, float("-inf"))
         mask = mask[:, :, :, : key_states.shape[-2]]
+    text_start = getattr(module, TEXT_ROUTING_ATTR, None)
+    if text_start is not None:
+        routing = text_routing_mask(scores.shape[-2], scores.shape[-1], text_start, dtype=scores.dtype,
+                                    device=scores.device)
+        mask = routing if mask is None else mask + routing
     if active:
         scores = intervention.edit_scores(layer, scores, mask)
     if mask is not None:
@@ -153,6 +166,47 @@ def fox_attention_forward(
     probs = nn.functional.dropout(probs, p=dropout, training=module.training)
     out = torch.matmul(probs, value_states).transpose(1, 2).contiguous()
     return out, probs
+
+
+TEXT_ROUTING_ATTR = "icml26_text_routed_from"
+"""Attribute of a blocked layer's attention module: the first position after the image block."""
+
+
+def text_routing_mask(n_queries: int, n_keys: int, text_start: int, *, dtype: torch.dtype = torch.float32,
+                      device: torch.device | str | None = None) -> torch.Tensor:
+    """``(1, 1, Q, K)`` additive mask of a blocked layer: ``-inf`` where a query at absolute position
+    ``q >= text_start`` would attend to a key ``k >= text_start`` other than itself. The queries are the
+    last ``Q`` of the ``K`` positions (prefill, training and cached decoding alike; no left padding)."""
+    q = torch.arange(n_keys - n_queries, n_keys, device=device)[:, None]
+    k = torch.arange(n_keys, device=device)[None, :]
+    blocked = (q >= text_start) & (k >= text_start) & (k != q)
+    return torch.zeros(blocked.shape, dtype=dtype, device=device).masked_fill(blocked, float("-inf"))[None, None]
+
+
+def route_text_attention(model: nn.Module, *, text_start: int, text_layers: tuple[int, ...] | list[int]) -> nn.Module:
+    """Make every decoder layer outside ``text_layers`` a blocked layer (see the module docstring).
+
+    The decoder then runs :func:`fox_attention_forward` for good (``use_fox_attention`` leaves it so); the
+    vision tower keeps its own attention. Returns ``model``.
+
+    Args:
+        model: a vision-language model whose prompts put every image token before position ``text_start``
+            (ShapeScenes: ``<s> look at :`` then the image tokens) and pad on the right only.
+        text_start: the first position after the image block.
+        text_layers: the decoder layers in which text may attend to earlier text (may be empty).
+    """
+    text_start = check_int(text_start, "text_start", low=1)
+    decoder = language_model(model)
+    modules = [m for m in decoder.modules() if isinstance(getattr(m, "layer_idx", None), int)]
+    if not modules:
+        raise ValueError(f"{type(decoder).__name__} has no attention modules with layer_idx")
+    n_layers = 1 + max(m.layer_idx for m in modules)
+    layers = frozenset(check_int(v, "text_layers", low=0) for v in text_layers)
+    _check_num_layers(layers, n_layers)
+    decoder.set_attn_implementation(register_fox_attention())
+    for m in modules:
+        setattr(m, TEXT_ROUTING_ATTR, None if m.layer_idx in layers else text_start)
+    return model
 
 
 def register_fox_attention() -> str:

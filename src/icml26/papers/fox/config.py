@@ -70,6 +70,11 @@ class Config:
     ``pope_check_every`` steps; ``train_steps`` is the cap). 0 (default): train ``train_steps`` steps."""
     pope_check_every: int = neutral_field(250, min=1)
     """Steps between two development POPE checks."""
+    text_layers: tuple[int, ...] = neutral_field(())
+    """Decoder layers in which text after the image may attend to earlier text; in the others it sees the
+    prompt up to the end of the image block and itself (:func:`~.attention.route_text_attention`), so a
+    language prior the model learns is computed in these layers. ``()`` (default): every layer, a plain
+    decoder. The pathology testbed can set it to Fox's probed layers."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -83,6 +88,10 @@ class Config:
         self.fox_layers = tuple(self.fox_layers)
         if any(v >= self.decoder_layers for v in self.fox_layers):
             raise ValueError(f"fox_layers={self.fox_layers} must be below decoder_layers={self.decoder_layers}")
+        self.text_layers = tuple(self.text_layers)
+        if any(not 0 <= v < self.decoder_layers for v in self.text_layers):
+            raise ValueError(f"text_layers={self.text_layers} must lie in 0..{self.decoder_layers - 1} "
+                             f"(decoder_layers={self.decoder_layers})")
         self.arms = tuple(self.arms)
         if not set(self.arms) <= set(ARMS) or not {"Fox", "vanilla"} <= set(self.arms):
             raise ValueError(f"arms={self.arms} must include 'Fox' and 'vanilla' and come from {ARMS}")

@@ -59,10 +59,23 @@ class TinyVLMConfig:
     """Decoder key/value heads."""
     intermediate: int = 256
     """Decoder MLP width."""
+    text_layers: tuple[int, ...] | None = None
+    """Decoder layers in which a text token after the image may attend to earlier text (in the others it
+    sees the prompt up to the end of the image block and itself: :func:`~.attention.route_text_attention`).
+    ``None``: every layer (a plain Llama decoder)."""
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            check_int(getattr(self, f.name), f.name, low=1)
+            if f.name != "text_layers":
+                check_int(getattr(self, f.name), f.name, low=1)
+        if self.text_layers is not None:
+            if isinstance(self.text_layers, (str, bytes)):
+                raise TypeError("text_layers must be a sequence of layer indices or None")
+            object.__setattr__(self, "text_layers", tuple(check_int(v, "text_layers", low=0)
+                                                          for v in self.text_layers))
+            bad = [v for v in self.text_layers if v >= self.layers]
+            if bad:
+                raise ValueError(f"text_layers {bad} are out of range for {self.layers} decoder layers")
         if self.image_size % self.patch_size:
             raise ValueError(f"image_size={self.image_size} must be a multiple of patch_size={self.patch_size}")
         if self.hidden % self.heads or self.heads % self.kv_heads:
@@ -94,6 +107,10 @@ def build_tiny_llava(config: TinyVLMConfig = TinyVLMConfig(), vocab: ShapeVocab 
     model.generation_config.pad_token_id = vocab[vocab.PAD]
     model.generation_config.eos_token_id = vocab[vocab.EOS]
     model.generation_config.bos_token_id = vocab[vocab.BOS]
+    if config.text_layers is not None:
+        from icml26.papers.fox.attention import route_text_attention
+
+        route_text_attention(model, text_start=len(PREFIX) + config.n_image_tokens, text_layers=config.text_layers)
     return model.eval()
 
 

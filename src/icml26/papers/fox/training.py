@@ -267,7 +267,10 @@ def trained_tiny_llava(model_config: TinyVLMConfig = TinyVLMConfig(), scene_conf
     """A tiny LLaVA trained on ShapeScenes, from the cache when this configuration and seed were trained before."""
     transformers = require("transformers", "lm")
     seed = check_int(seed, "seed", low=0)
-    config = {"model": dataclasses.asdict(model_config), "scenes": dataclasses.asdict(scene_config),
+    model_key = dataclasses.asdict(model_config)
+    if model_key["text_layers"] is None:  # added after models were cached: a plain decoder keeps its key
+        del model_key["text_layers"]
+    config = {"model": model_key, "scenes": dataclasses.asdict(scene_config),
               "train": _train_key(train_config), "seed": seed}
     key = config_hash(_VERSION, config, transformers.__version__, torch.__version__)
     digest = None
