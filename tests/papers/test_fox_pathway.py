@@ -208,10 +208,16 @@ def test_stream_disagreement_counts_mentions_and_is_zero_for_the_null_interventi
 
 def test_cache_key_of_the_default_training_is_unchanged():
     """Models cached before the POPE stop existed keep their key; a POPE target changes it."""
-    old = {k: v for k, v in dataclasses.asdict(TrainConfig()).items() if k not in ("stop_pope_accuracy", "check_every")}
+    added = ("stop_pope_accuracy", "check_every", "check_on", "check_scenes")
+    old = {k: v for k, v in dataclasses.asdict(TrainConfig()).items() if k not in added}
     assert _train_key(TrainConfig()) == old
     assert _train_key(TrainConfig(stop_pope_accuracy=0.8)) == {**old, "stop_pope_accuracy": 0.8}
     assert _train_key(TrainConfig(stop_pope_accuracy=0.8, check_every=100))["check_every"] == 100
+    # the check's set and size enter the key only when they differ from what the committed runs used
+    assert _train_key(TrainConfig(stop_pope_accuracy=0.8, check_on="evaluation", check_scenes=1000)) == \
+        {**old, "stop_pope_accuracy": 0.8, "check_on": "evaluation", "check_scenes": 1000}
+    with pytest.raises(ValueError, match="check_on"):
+        TrainConfig(check_on="dev")
 
 
 class _Answers(torch.nn.Module):
@@ -247,6 +253,35 @@ def test_pope_random_accuracy_pairs_one_yes_and_one_no_per_scene():
         assert got == want and model.training
 
 
+def test_pope_random_accuracy_can_ask_as_the_run_scores_pope():
+    """protocol='pope': every present shape and as many random absent ones (pope_questions 'random'), so an
+    always-yes model scores the share of present-shape questions."""
+    from icml26.papers.fox.scenes import pope_questions
+    from icml26.papers.fox.training import pope_random_accuracy
+
+    vocab = ShapeVocab()
+    drawn = sample_adversarial_scenes(9, np.random.default_rng(2), SceneConfig())
+    images = render_scenes(drawn, SceneConfig(), size=32)
+    questions = pope_questions(drawn, "random", np.random.default_rng(0))
+    assert len(questions) > 2 * len(drawn)  # scenes with 2-3 objects ask more than one yes
+    yes_share = sum(a for _, _, a in questions) / len(questions)
+    assert pope_random_accuracy(_Answers(vocab["yes"], vocab), vocab, drawn, images, np.random.default_rng(0),
+                                n_image_tokens=16, protocol="pope") == pytest.approx(yes_share)
+    truth = _Answers(0, vocab, scenes=None)
+    truth.forward = lambda input_ids, attention_mask=None, pixel_values=None: _truthful(input_ids, questions, vocab)
+    assert pope_random_accuracy(truth, vocab, drawn, images, np.random.default_rng(0), n_image_tokens=16,
+                                protocol="pope") == 1.0
+    with pytest.raises(ValueError, match="protocol"):
+        pope_random_accuracy(truth, vocab, drawn, images, np.random.default_rng(0), n_image_tokens=16, protocol="x")
+
+
+def _truthful(input_ids, questions, vocab):
+    logits = torch.zeros(*input_ids.shape, len(vocab))
+    for r, (_, _, answer) in enumerate(questions):
+        logits[r, -1, vocab["yes" if answer else "no"]] = 1.0
+    return type("Out", (), {"logits": logits})()
+
+
 def test_training_stops_at_the_first_check_that_reaches_the_pope_target():
     from icml26.papers.fox.model import TinyVLMConfig
 
@@ -257,6 +292,9 @@ def test_training_stops_at_the_first_check_that_reaches_the_pope_target():
     assert 0.0 < logs["pope_dev_accuracy"][0] <= 1.0
     _, logs = train_tiny_llava(small, SceneConfig(), TrainConfig(**base), seed=0)
     assert logs["steps_trained"] == [12.0] and "pope_dev_accuracy" not in logs
+    _, logs = train_tiny_llava(small, SceneConfig(), TrainConfig(stop_pope_accuracy=1.0, check_on="evaluation",
+                                                                 check_scenes=20, **base), seed=0)
+    assert len(logs["pope_dev_accuracy"]) == 2 and logs["steps_trained"] == [12.0]  # checks at 5, 10; never 1.0
 
 
 # -- the pathology testbed ------------------------------------------------------------------------
@@ -266,7 +304,8 @@ def test_the_committed_config_records_no_pathology_fields_and_the_further_run_ha
     from icml26.papers.fox.config import Config
     from icml26.papers.fox.pathology_run import OVERRIDES, pathology_config
 
-    fields = ("testbed", "pope_target_accuracy", "pope_check_every")
+    fields = ("testbed", "pope_target_accuracy", "pope_check_every", "pope_check_on", "pope_check_scenes",
+              "text_layers")
     assert not set(fields) & set(config_to_dict(Config.quick()))  # neutral at their defaults: not recorded
     assert Config.quick().testbed == "default" and Config.quick().pope_target_accuracy == 0.0
     config = pathology_config("quick")

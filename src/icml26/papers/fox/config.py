@@ -70,6 +70,12 @@ class Config:
     ``pope_check_every`` steps; ``train_steps`` is the cap). 0 (default): train ``train_steps`` steps."""
     pope_check_every: int = neutral_field(250, min=1)
     """Steps between two development POPE checks."""
+    pope_check_on: str = neutral_field("training")
+    """What the development POPE check reads: ``"training"`` (one present and one absent shape per
+    training-distribution scene) or ``"evaluation"`` (POPE-random as the run scores it, on adversarial
+    development scenes); see :attr:`~.training.TrainConfig.check_on`."""
+    pope_check_scenes: int = neutral_field(200, min=1)
+    """Development scenes of each POPE check."""
     text_layers: tuple[int, ...] = neutral_field(())
     """Decoder layers in which text after the image may attend to earlier text; in the others it sees the
     prompt up to the end of the image block and itself (:func:`~.attention.route_text_attention`), so a
@@ -97,6 +103,8 @@ class Config:
             raise ValueError(f"arms={self.arms} must include 'Fox' and 'vanilla' and come from {ARMS}")
         if self.decoder_width % 8:
             raise ValueError(f"decoder_width={self.decoder_width} must be a multiple of the 8 heads")
+        if self.pope_check_on not in ("training", "evaluation"):
+            raise ValueError(f"pope_check_on={self.pope_check_on!r} must be 'training' or 'evaluation'")
         if self.testbed not in TESTBEDS:
             raise ValueError(f"testbed={self.testbed!r} must be one of {TESTBEDS}")
         if self.testbed == "pathology" and not self.mechanism:

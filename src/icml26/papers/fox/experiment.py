@@ -151,7 +151,8 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     train_config = TrainConfig(steps=config.train_steps, batch_size=config.batch_size, lr=config.lr,
                                n_scenes=config.n_train_scenes, caption_fraction=config.caption_fraction,
                                vision_pretrain_steps=config.vision_pretrain_steps,
-                               stop_pope_accuracy=config.pope_target_accuracy, check_every=config.pope_check_every)
+                               stop_pope_accuracy=config.pope_target_accuracy, check_every=config.pope_check_every,
+                               check_on=config.pope_check_on, check_scenes=config.pope_check_scenes)
     ctx.stage("fox: training (or loading) the tiny LLaVA")
     start = time.perf_counter()
     trained = trained_tiny_llava(model_config, scene_config, train_config, seed=ctx.seed_for("model"),

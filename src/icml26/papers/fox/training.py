@@ -31,7 +31,9 @@ from icml26.papers.fox.scenes import (
     SceneConfig,
     ShapeVocab,
     caption_tokens,
+    pope_questions,
     render_scenes,
+    sample_adversarial_scenes,
     sample_scenes,
 )
 
@@ -42,6 +44,10 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _VERSION = "fox-tiny-llava-v1"
+
+
+CHECK_SETS = ("training", "evaluation")
+"""What the development POPE check reads (:attr:`TrainConfig.check_on`)."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -76,6 +82,13 @@ class TrainConfig:
     0: train ``steps`` steps (no checks)."""
     check_every: int = 250
     """Steps between two development POPE checks (with ``stop_pope_accuracy > 0``)."""
+    check_on: str = "training"
+    """What the development check asks: ``"training"``, one present and one absent shape per
+    training-distribution scene; ``"evaluation"``, POPE-random as the run scores it (every present shape and
+    as many random absent ones) on adversarial scenes (an anchor without its partner), so that the target is
+    read on the distribution it is scored on."""
+    check_scenes: int = 200
+    """Development scenes of the check (their own random stream, never a scored scene)."""
 
     def __post_init__(self) -> None:
         for name in ("steps", "batch_size", "n_scenes"):
@@ -89,6 +102,9 @@ class TrainConfig:
         check_real(self.vision_lr_scale, "vision_lr_scale", low=0.0, low_open=True)
         check_real(self.stop_pope_accuracy, "stop_pope_accuracy", low=0.0, high=1.0)
         check_int(self.check_every, "check_every", low=1)
+        check_int(self.check_scenes, "check_scenes", low=1)
+        if self.check_on not in CHECK_SETS:
+            raise ValueError(f"check_on={self.check_on!r} must be one of {CHECK_SETS}")
 
 
 @dataclasses.dataclass
@@ -165,17 +181,26 @@ def pretrain_vision(model, scenes, images: np.ndarray, steps: int, rng: np.rando
 
 
 def pope_random_accuracy(model, vocab: ShapeVocab, scenes, images: np.ndarray, rng: np.random.Generator, *,
-                         n_image_tokens: int) -> float:
-    """Greedy POPE-random accuracy: per scene one present shape ("yes") and one absent shape drawn uniformly
-    ("no"); the answer is yes when the argmax over the vocabulary at the last prompt row is ``yes``."""
+                         n_image_tokens: int, protocol: str = "one_each") -> float:
+    """Greedy POPE-random accuracy; the answer is yes when the argmax over the vocabulary at the last prompt row
+    is ``yes``. ``protocol``: ``"one_each"``, per scene one present shape ("yes") and one absent shape drawn
+    uniformly ("no"); ``"pope"``, :func:`~.scenes.pope_questions` ``"random"`` (every present shape and as
+    many random absent ones, as the run scores POPE)."""
+    if protocol not in ("one_each", "pope"):
+        raise ValueError(f"protocol={protocol!r} must be 'one_each' or 'pope'")
+    if protocol == "pope":
+        questions = pope_questions(scenes, "random", rng)
+    else:
+        questions = []
+        for i, scene in enumerate(scenes):
+            absent = [s for s in SHAPES if s not in scene.shapes]
+            questions += [(i, scene.shapes[rng.integers(len(scene.shapes))], True),
+                          (i, absent[rng.integers(len(absent))], False)]
     prompts, answers, which = [], [], []
-    for i, scene in enumerate(scenes):
-        absent = [s for s in SHAPES if s not in scene.shapes]
-        for shape, answer in ((scene.shapes[rng.integers(len(scene.shapes))], True),
-                              (absent[rng.integers(len(absent))], False)):
-            prompts.append(vocab.encode(question_prompt(shape, n_image_tokens)))
-            answers.append(answer)
-            which.append(i)
+    for i, shape, answer in questions:
+        prompts.append(vocab.encode(question_prompt(shape, n_image_tokens)))
+        answers.append(answer)
+        which.append(i)
     device = next(model.parameters()).device
     ids = torch.tensor(prompts, dtype=torch.long, device=device)
     was_training = model.training
@@ -217,12 +242,14 @@ def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, tra
     checks: list[float] = []
     if train_config.stop_pope_accuracy > 0:  # development scenes of their own stream: training draws unchanged
         dev_rng = np.random.default_rng([seed, 2])
-        dev_scenes = sample_scenes(200, dev_rng, scene_config)
+        sample = sample_adversarial_scenes if train_config.check_on == "evaluation" else sample_scenes
+        dev_scenes = sample(train_config.check_scenes, dev_rng, scene_config)
         dev_images = render_scenes(dev_scenes, scene_config, size=model_config.image_size)
+        protocol = "pope" if train_config.check_on == "evaluation" else "one_each"
     for step in progress_bar(range(train_config.steps), enabled=show_progress, desc="fox: train tiny LLaVA"):
         if train_config.stop_pope_accuracy > 0 and step and step % train_config.check_every == 0:
             checks.append(pope_random_accuracy(model, vocab, dev_scenes, dev_images, np.random.default_rng([seed, 3]),
-                                               n_image_tokens=model_config.n_image_tokens))
+                                               n_image_tokens=model_config.n_image_tokens, protocol=protocol))
             if checks[-1] >= train_config.stop_pope_accuracy:
                 break
         idx = rng.integers(0, len(scenes), size=train_config.batch_size)
@@ -245,7 +272,7 @@ def train_tiny_llava(model_config: TinyVLMConfig, scene_config: SceneConfig, tra
     return model, logs
 
 
-_KEY_NEUTRAL = {"stop_pope_accuracy": 0.0, "check_every": 250}
+_KEY_NEUTRAL = {"stop_pope_accuracy": 0.0, "check_every": 250, "check_on": "training", "check_scenes": 200}
 """Fields added after models were cached: left out of the cache key at these values (they change nothing
 there), so the models already trained keep their key."""
 
@@ -254,7 +281,8 @@ def _train_key(train_config: TrainConfig) -> dict[str, Any]:
     """The training config as it enters the cache key."""
     out = dataclasses.asdict(train_config)
     if out["stop_pope_accuracy"] == 0.0:
-        out.pop("check_every")
+        for name in ("check_every", "check_on", "check_scenes"):
+            out.pop(name)
     for name, value in _KEY_NEUTRAL.items():
         if name in out and out[name] == value:
             out.pop(name)
