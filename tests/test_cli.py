@@ -210,6 +210,24 @@ def test_internal_error_is_not_reported_as_a_user_error(fake_paper, tmp_path, ca
     assert "internal error" in err and "asked to fail" in err
 
 
+def test_a_run_that_measured_nothing_is_the_settings_fault_not_a_bug(fake_paper, tmp_path, capsys, monkeypatch):
+    """A non-finite metric (e.g. a budget too small for an episode to end) is one line, exit 2, nothing written."""
+    experiment = sys.modules["icml26.papers.zz_fake.experiment"]
+    measured = experiment.run
+
+    def no_episode_ended(config, ctx):
+        out = measured(config, ctx)
+        out.metrics["method"]["score"] = float("nan")
+        return out
+
+    monkeypatch.setattr(experiment, "run", no_episode_ended)
+    assert main(["run", "zz_fake", "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "non-finite metrics: method.score=nan" in err and "larger budget" in err
+    assert "internal error" not in err and "Traceback" not in err
+    assert not (tmp_path / "zz_fake" / "result.json").exists()
+
+
 @pytest.mark.parametrize("code,text", [(errno.ENOSPC, "No space left on device"),
                                        (errno.EROFS, "Read-only file system"),
                                        (errno.EACCES, "Permission denied")])

@@ -114,7 +114,7 @@ def _setting(args: argparse.Namespace) -> str:
 def _cmd_run(args: argparse.Namespace) -> int:
     from icml26.common.extras import MissingExtraError
     from icml26.common.seeding import resolve_device
-    from icml26.runner import PaperNotImplementedError, check_out
+    from icml26.runner import MeasuredNothingError, PaperNotImplementedError, check_out
 
     overrides = _parse_overrides(args.overrides)
     if args.threads is not None and args.threads < 1:
@@ -155,7 +155,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
             raise CliError(str(exc)) from None
         try:
             result = _run_one(plan, args)
-        except MissingExtraError as exc:
+        except (MissingExtraError, MeasuredNothingError) as exc:
             raise CliError(str(exc)) from None
         print(result.verdict())
         if result.path is not None:

@@ -51,6 +51,7 @@ from icml26.results import (
 from icml26.seeds import aggregate_folder, parse_seeds, seeds_in
 
 __all__ = [
+    "MeasuredNothingError",
     "PaperNotImplementedError",
     "RunContext",
     "RunPlan",
@@ -75,6 +76,11 @@ Setting = Literal["full", "quick", "tiny"]
 
 class PaperNotImplementedError(RuntimeError):
     """The paper is registered but its reproduction does not exist yet."""
+
+
+class MeasuredNothingError(ValueError):
+    """A run finished but a metric is not finite: the settings gave it nothing to measure there (a budget too
+    small for an episode to end, an empty split); nothing is written. The user's settings, not a bug."""
 
 
 def build_config(key: str, setting: Setting = "quick", overrides: Mapping[str, Any] | None = None):
@@ -321,7 +327,7 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
     bad = [f"{arm}.{m}={v}" for arm, vals in outcome.metrics.items() for m, v in vals.items()
            if not math.isfinite(float(v))]
     if bad:  # JSON has no NaN; say which value is missing instead of failing in the encoder
-        raise ValueError(f"{key} ({setting}) produced non-finite metrics: {', '.join(bad)}; the run measured "
+        raise MeasuredNothingError(f"{key} ({setting}) produced non-finite metrics: {', '.join(bad)}; the run measured "
                          "nothing there (e.g. too few steps for an episode to end): give it a larger budget")
     declared = getattr(module, "CHECKS", None)
     measured = finish_checks(declared, outcome.checks, where=spec.experiment_module, setting=setting) \
