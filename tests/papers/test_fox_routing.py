@@ -50,6 +50,10 @@ def test_the_mask_by_hand():
                                 [True, True, True, True, True, False],    # q = 4: itself
                                 [True, True, True, True, False, True]]    # q = 5: not 4
     assert float(m[allowed].abs().max()) == 0.0
+    with pytest.raises(ValueError, match="n_keys"):
+        text_routing_mask(4, 3, 1)  # more queries than keys
+    with pytest.raises(ValueError, match="text_start"):
+        text_routing_mask(1, 3, -1)
 
 
 def test_with_every_layer_blocked_earlier_text_cannot_reach_a_later_token():

@@ -177,6 +177,9 @@ def text_routing_mask(n_queries: int, n_keys: int, text_start: int, *, dtype: to
     """``(1, 1, Q, K)`` additive mask of a blocked layer: ``-inf`` where a query at absolute position
     ``q >= text_start`` would attend to a key ``k >= text_start`` other than itself. The queries are the
     last ``Q`` of the ``K`` positions (prefill, training and cached decoding alike; no left padding)."""
+    n_queries = check_int(n_queries, "n_queries", low=1)
+    n_keys = check_int(n_keys, "n_keys", low=n_queries)
+    text_start = check_int(text_start, "text_start", low=0)
     q = torch.arange(n_keys - n_queries, n_keys, device=device)[:, None]
     k = torch.arange(n_keys, device=device)[None, :]
     blocked = (q >= text_start) & (k >= text_start) & (k != q)
