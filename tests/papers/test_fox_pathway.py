@@ -267,19 +267,26 @@ def test_pope_random_accuracy_can_ask_as_the_run_scores_pope():
     yes_share = sum(a for _, _, a in questions) / len(questions)
     assert pope_random_accuracy(_Answers(vocab["yes"], vocab), vocab, drawn, images, np.random.default_rng(0),
                                 n_image_tokens=16, protocol="pope") == pytest.approx(yes_share)
-    truth = _Answers(0, vocab, scenes=None)
-    truth.forward = lambda input_ids, attention_mask=None, pixel_values=None: _truthful(input_ids, questions, vocab)
+    truth = _Scripted([answer for _, _, answer in questions], vocab)
     assert pope_random_accuracy(truth, vocab, drawn, images, np.random.default_rng(0), n_image_tokens=16,
                                 protocol="pope") == 1.0
     with pytest.raises(ValueError, match="protocol"):
         pope_random_accuracy(truth, vocab, drawn, images, np.random.default_rng(0), n_image_tokens=16, protocol="x")
 
 
-def _truthful(input_ids, questions, vocab):
-    logits = torch.zeros(*input_ids.shape, len(vocab))
-    for r, (_, _, answer) in enumerate(questions):
-        logits[r, -1, vocab["yes" if answer else "no"]] = 1.0
-    return type("Out", (), {"logits": logits})()
+class _Scripted(torch.nn.Module):
+    """A stand-in model that answers row ``r`` with ``answers[r]`` (yes for True)."""
+
+    def __init__(self, answers, vocab: ShapeVocab):
+        super().__init__()
+        self.answers, self.vocab = answers, vocab
+        self.weight = torch.nn.Parameter(torch.zeros(1))
+
+    def forward(self, input_ids, attention_mask=None, pixel_values=None):
+        logits = torch.zeros(*input_ids.shape, len(self.vocab))
+        for r, answer in enumerate(self.answers):
+            logits[r, -1, self.vocab["yes" if answer else "no"]] = 1.0
+        return type("Out", (), {"logits": logits})()
 
 
 def test_training_stops_at_the_first_check_that_reaches_the_pope_target():

@@ -46,9 +46,10 @@ def _sharpened(config: TinyVLMConfig, seed: int = 0):
 def test_the_mask_by_hand():
     m = text_routing_mask(3, 6, 4)[0, 0]  # queries at 3, 4, 5 of keys 0..5
     allowed = torch.isfinite(m)
-    assert allowed.tolist() == [[True, True, True, True, True, True],     # q = 3: before the text (causality: the causal mask)
-                                [True, True, True, True, True, False],    # q = 4: itself
-                                [True, True, True, True, False, True]]    # q = 5: not 4
+    # q = 3 comes before the text (causality is the causal mask's business); q = 4 sees itself; q = 5 not 4
+    assert allowed.tolist() == [[True, True, True, True, True, True],
+                                [True, True, True, True, True, False],
+                                [True, True, True, True, False, True]]
     assert float(m[allowed].abs().max()) == 0.0
     with pytest.raises(ValueError, match="n_keys"):
         text_routing_mask(4, 3, 1)  # more queries than keys
@@ -82,7 +83,8 @@ def test_a_layer_allowed_to_read_text_carries_it_and_only_the_blocked_layers_are
 
 
 def test_the_plain_decoder_is_unchanged():
-    plain, routed_nowhere = build_tiny_llava(TinyVLMConfig(), seed=0), build_tiny_llava(TinyVLMConfig(text_layers=(0, 1, 2, 3)), seed=0)
+    plain = build_tiny_llava(TinyVLMConfig(), seed=0)
+    routed_nowhere = build_tiny_llava(TinyVLMConfig(text_layers=(0, 1, 2, 3)), seed=0)
     x = _inputs([7, 6, 9])
     with torch.no_grad():
         ref = plain(**x).logits
@@ -124,7 +126,8 @@ def test_config_validation_and_the_neutral_default():
     from icml26.common.config import config_to_dict
 
     assert "text_layers" not in config_to_dict(Config.quick())  # the committed runs' configuration is unchanged
-    assert config_to_dict(dataclasses.replace(Config.quick(), decoder_layers=8, text_layers=(1, 2, 3)))["text_layers"] == [1, 2, 3]
+    routed = dataclasses.replace(Config.quick(), decoder_layers=8, text_layers=(1, 2, 3))
+    assert config_to_dict(routed)["text_layers"] == [1, 2, 3]
 
 
 def test_a_plain_models_cache_key_is_what_it_was(monkeypatch, tmp_path):

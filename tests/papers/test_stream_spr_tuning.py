@@ -225,7 +225,8 @@ def test_tune_per_game_chooses_each_games_alpha_on_that_games_development_runs(m
     scored = {(j["game"], j["arm"]): j.get("spr_lr") for j in jobs if "total_steps" not in j}
     assert scored[("breakout", "spr_orth2")] == 3e-4 and scored[("freeway", "spr_orth2")] == 1e-3
     assert scored[("breakout", "spr_naive")] == 1e-4 and scored[("freeway", "spr_naive")] == 3e-4
-    assert out.metrics["spr_orth2"]["alpha_spr_breakout"] == 3e-4 and out.metrics["spr_orth2"]["alpha_spr_freeway"] == 1e-3
+    orth2 = out.metrics["spr_orth2"]
+    assert orth2["alpha_spr_breakout"] == 3e-4 and orth2["alpha_spr_freeway"] == 1e-3
     assert len(ctx.tuning["spr_orth2"]["calls"]) == 2
     # one value over both games (the default): orth2 by the mean over games, 1e-3 (mean 5.5) over 3e-4 (2.0)
     out, jobs, _ = _tuned_run(monkeypatch, ("breakout", "freeway"))
@@ -305,8 +306,8 @@ def test_over_several_games_naive_spr_is_compared_by_the_geometric_mean_of_per_g
     assert check.value == pytest.approx(1.0)  # sqrt(2.0 * 0.5); the arithmetic ratio of means would be 4 / 5
     assert "breakout 2.000, freeway 0.500" in check.note
     notes = [n for n in out.notes if n.startswith("SPR+orth² minus")]
-    assert [n.split(",")[0] for n in notes] == ["SPR+orth² minus Stream Q(λ)", "SPR+orth² minus Stream Q(λ)+SPR (naive)",
-                                               "SPR+orth² minus SPR+orth+orth²"]
+    assert [n.split(",")[0] for n in notes] == [
+        "SPR+orth² minus Stream Q(λ)", "SPR+orth² minus Stream Q(λ)+SPR (naive)", "SPR+orth² minus SPR+orth+orth²"]
     assert "breakout +2.00" in notes[1] and "freeway -4.00" in notes[1]
     # without naive SPR the full mode says why the check is missing
     cfg = dataclasses.replace(cfg, arms=("spr_orth2", "stream_q"))

@@ -11,6 +11,9 @@ __all__ = ["ARMS", "Config", "TESTBEDS"]
 
 ARMS = ("Fox", "vanilla", "VCD", "SID", "PAI", "Fox all layers")
 
+CHECK_SETS = ("training", "evaluation")
+"""What the development POPE check reads (``pope_check_on``; :attr:`~.training.TrainConfig.check_on`)."""
+
 TESTBEDS = ("default", "pathology")
 """Which checks a run scores: ``"default"`` (the committed quick run: no pathology, no harm) or
 ``"pathology"`` (the CHAIR and POPE checks gated by the preconditions that the pathway Fox targets exists;
@@ -103,8 +106,8 @@ class Config:
             raise ValueError(f"arms={self.arms} must include 'Fox' and 'vanilla' and come from {ARMS}")
         if self.decoder_width % 8:
             raise ValueError(f"decoder_width={self.decoder_width} must be a multiple of the 8 heads")
-        if self.pope_check_on not in ("training", "evaluation"):
-            raise ValueError(f"pope_check_on={self.pope_check_on!r} must be 'training' or 'evaluation'")
+        if self.pope_check_on not in CHECK_SETS:
+            raise ValueError(f"pope_check_on={self.pope_check_on!r} must be one of {CHECK_SETS}")
         if self.testbed not in TESTBEDS:
             raise ValueError(f"testbed={self.testbed!r} must be one of {TESTBEDS}")
         if self.testbed == "pathology" and not self.mechanism:

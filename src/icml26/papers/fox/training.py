@@ -24,6 +24,7 @@ from icml26.common.extras import require
 from icml26.common.hf import quiet_transformers
 from icml26.common.progress import progress as progress_bar
 from icml26.common.schedule import warmup_cosine
+from icml26.papers.fox.config import CHECK_SETS
 from icml26.papers.fox.model import TinyVLMConfig, build_tiny_llava, caption_prompt, pixel_values, question_prompt
 from icml26.papers.fox.scenes import (
     COLOURS,
@@ -44,10 +45,6 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 _VERSION = "fox-tiny-llava-v1"
-
-
-CHECK_SETS = ("training", "evaluation")
-"""What the development POPE check reads (:attr:`TrainConfig.check_on`)."""
 
 
 @dataclasses.dataclass(frozen=True)
