@@ -22,6 +22,12 @@ text (a language prior) is computed in the other layers. The pathology testbed u
 in the layers Fox probes. It lives on the attention modules and applies to every forward, with or
 without an intervention.
 
+Logit soft-capping (:func:`cap_attention_logits`, also a testbed's architecture): in the layers it names,
+the scaled logits become ``c·tanh(s/c)`` before any intervention and before the mask (as Gemma 2 caps its
+attention logits, there with ``c = 50``). With ``c ≤ 4`` every logit of a capped head lies in one 8-wide bin
+of Fox's saturation, so saturating the head leaves it attending uniformly over the keys it may see: the
+head routes by logit differences finer than saturation keeps.
+
 Interventions (in :mod:`.interventions`, with the prompt's :class:`KeySets`; their names still
 import from here): :class:`FoxIntervention` (probe + saturation), :class:`PAIIntervention`
 (image logits ``s + α|s|``), :class:`SIDIntervention` (keep the least-attended image tokens),
@@ -72,6 +78,7 @@ __all__ = [
     "ProbeRecord",
     "SIDIntervention",
     "active_intervention",
+    "cap_attention_logits",
     "current_intervention",
     "fox_attention_forward",
     "image_token_id",
@@ -143,6 +150,9 @@ def fox_attention_forward(
     key_states = _repeat_kv(key, groups)
     value_states = _repeat_kv(value, groups)
     scores = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    cap = getattr(module, LOGIT_CAP_ATTR, None)
+    if cap is not None:
+        scores = cap * torch.tanh(scores / cap)
     intervention = _ACTIVE.get()
     layer = getattr(module, "layer_idx", None)
     active = intervention is not None and layer is not None
@@ -170,6 +180,9 @@ def fox_attention_forward(
 
 TEXT_ROUTING_ATTR = "icml26_text_routed_from"
 """Attribute of a blocked layer's attention module: the first position after the image block."""
+
+LOGIT_CAP_ATTR = "icml26_logit_cap"
+"""Attribute of a capped layer's attention module: the soft cap ``c`` of its scaled logits."""
 
 
 def text_routing_mask(n_queries: int, n_keys: int, text_start: int, *, dtype: torch.dtype = torch.float32,
@@ -209,6 +222,39 @@ def route_text_attention(model: nn.Module, *, text_start: int, text_layers: tupl
     decoder.set_attn_implementation(register_fox_attention())
     for m in modules:
         setattr(m, TEXT_ROUTING_ATTR, None if m.layer_idx in layers else text_start)
+    return model
+
+
+def cap_attention_logits(model: nn.Module, *, cap: float, layers: tuple[int, ...] | list[int] | None = None
+                         ) -> nn.Module:
+    """Soft-cap the scaled attention logits of the decoder layers ``layers`` (every layer if ``None``):
+    ``s ← cap·tanh(s/cap)`` before the mask and before any intervention (see the module docstring).
+
+    The decoder then runs :func:`fox_attention_forward` for good; the vision tower keeps its own
+    attention. A layer not named keeps its logits as they are. Returns ``model``.
+
+    Args:
+        model: a Hugging Face (vision-)language model whose decoder routes attention through
+            ``AttentionInterface``.
+        cap: the cap ``c > 0`` (logits then lie in ``(−c, c)``).
+        layers: decoder layer indices, or ``None`` for all.
+    """
+    cap = check_real(cap, "cap", low=0.0, low_open=True)
+    decoder = language_model(model)
+    modules = [m for m in decoder.modules() if isinstance(getattr(m, "layer_idx", None), int)]
+    if not modules:
+        raise ValueError(f"{type(decoder).__name__} has no attention modules with layer_idx")
+    n_layers = 1 + max(m.layer_idx for m in modules)
+    if layers is None:
+        chosen = frozenset(range(n_layers))
+    else:
+        if isinstance(layers, (str, bytes)):
+            raise TypeError("layers must be a sequence of decoder layer indices or None")
+        chosen = frozenset(check_int(v, "layers", low=0) for v in layers)
+        _check_num_layers(chosen, n_layers)
+    decoder.set_attn_implementation(register_fox_attention())
+    for m in modules:
+        setattr(m, LOGIT_CAP_ATTR, float(cap) if m.layer_idx in chosen else None)
     return model
 
 

@@ -84,6 +84,12 @@ class Config:
     prompt up to the end of the image block and itself (:func:`~.attention.route_text_attention`), so a
     language prior the model learns is computed in these layers. ``()`` (default): every layer, a plain
     decoder. The pathology testbed can set it to Fox's probed layers."""
+    logit_cap: float = neutral_field(0.0, min=0.0)
+    """Soft cap ``c`` of the decoder's scaled attention logits in ``cap_layers`` (``c·tanh(s/c)``,
+    :func:`~.attention.cap_attention_logits`); with ``c ≤ 4`` a capped head's logits all lie in one bin of
+    Fox's saturation, which then erases its routing. 0 (default): uncapped, a plain decoder."""
+    cap_layers: tuple[int, ...] = neutral_field(())
+    """Decoder layers ``logit_cap`` caps; ``()`` (default): every layer."""
 
     def __post_init__(self) -> None:
         validate_numbers(self)
@@ -101,6 +107,12 @@ class Config:
         if any(not 0 <= v < self.decoder_layers for v in self.text_layers):
             raise ValueError(f"text_layers={self.text_layers} must lie in 0..{self.decoder_layers - 1} "
                              f"(decoder_layers={self.decoder_layers})")
+        self.cap_layers = tuple(self.cap_layers)
+        if any(not 0 <= v < self.decoder_layers for v in self.cap_layers):
+            raise ValueError(f"cap_layers={self.cap_layers} must lie in 0..{self.decoder_layers - 1} "
+                             f"(decoder_layers={self.decoder_layers})")
+        if self.cap_layers and not self.logit_cap:
+            raise ValueError(f"cap_layers={self.cap_layers} needs logit_cap > 0 (the cap); set logit_cap")
         self.arms = tuple(self.arms)
         if not set(self.arms) <= set(ARMS) or not {"Fox", "vanilla"} <= set(self.arms):
             raise ValueError(f"arms={self.arms} must include 'Fox' and 'vanilla' and come from {ARMS}")

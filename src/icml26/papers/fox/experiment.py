@@ -146,7 +146,8 @@ def _pathway(config, ctx, model, vocab, scenes, images, vanilla_captions, truths
 
 def run(config: Config, ctx: RunContext) -> Outcome:
     model_config = TinyVLMConfig(hidden=config.decoder_width, layers=config.decoder_layers,
-                                 intermediate=2 * config.decoder_width, text_layers=config.text_layers or None)
+                                 intermediate=2 * config.decoder_width, text_layers=config.text_layers or None,
+                                 logit_cap=config.logit_cap or None, cap_layers=config.cap_layers or None)
     scene_config = SceneConfig(p_partner=config.p_partner, faint_fraction=config.faint_fraction)
     train_config = TrainConfig(steps=config.train_steps, batch_size=config.batch_size, lr=config.lr,
                                n_scenes=config.n_train_scenes, caption_fraction=config.caption_fraction,

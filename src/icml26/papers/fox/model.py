@@ -16,7 +16,7 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from icml26.common.argcheck import check_int
+from icml26.common.argcheck import check_int, check_real
 from icml26.common.extras import require
 from icml26.papers.fox.scenes import PREFIX, ShapeVocab
 
@@ -63,19 +63,33 @@ class TinyVLMConfig:
     """Decoder layers in which a text token after the image may attend to earlier text (in the others it
     sees the prompt up to the end of the image block and itself: :func:`~.attention.route_text_attention`).
     ``None``: every layer (a plain Llama decoder)."""
+    logit_cap: float | None = None
+    """Soft cap ``c`` of the scaled attention logits in ``cap_layers`` (``c·tanh(s/c)``:
+    :func:`~.attention.cap_attention_logits`). ``None``: uncapped (a plain Llama decoder)."""
+    cap_layers: tuple[int, ...] | None = None
+    """Decoder layers whose logits ``logit_cap`` caps; ``None``: every layer. Needs ``logit_cap``."""
+
+    _LAYER_LISTS = ("text_layers", "cap_layers")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
-            if f.name != "text_layers":
+            if f.name not in (*self._LAYER_LISTS, "logit_cap"):
                 check_int(getattr(self, f.name), f.name, low=1)
-        if self.text_layers is not None:
-            if isinstance(self.text_layers, (str, bytes)):
-                raise TypeError("text_layers must be a sequence of layer indices or None")
-            object.__setattr__(self, "text_layers", tuple(check_int(v, "text_layers", low=0)
-                                                          for v in self.text_layers))
-            bad = [v for v in self.text_layers if v >= self.layers]
+        for name in self._LAYER_LISTS:
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if isinstance(value, (str, bytes)):
+                raise TypeError(f"{name} must be a sequence of layer indices or None")
+            object.__setattr__(self, name, tuple(check_int(v, name, low=0) for v in value))
+            bad = [v for v in getattr(self, name) if v >= self.layers]
             if bad:
-                raise ValueError(f"text_layers {bad} are out of range for {self.layers} decoder layers")
+                raise ValueError(f"{name} {bad} are out of range for {self.layers} decoder layers")
+        if self.logit_cap is not None:
+            object.__setattr__(self, "logit_cap", check_real(self.logit_cap, "logit_cap", low=0.0, low_open=True))
+        elif self.cap_layers is not None:
+            raise ValueError(f"cap_layers={self.cap_layers} needs logit_cap (the cap); set logit_cap or leave "
+                             "cap_layers None")
         if self.image_size % self.patch_size:
             raise ValueError(f"image_size={self.image_size} must be a multiple of patch_size={self.patch_size}")
         if self.hidden % self.heads or self.heads % self.kv_heads:
@@ -111,6 +125,10 @@ def build_tiny_llava(config: TinyVLMConfig = TinyVLMConfig(), vocab: ShapeVocab 
         from icml26.papers.fox.attention import route_text_attention
 
         route_text_attention(model, text_start=len(PREFIX) + config.n_image_tokens, text_layers=config.text_layers)
+    if config.logit_cap is not None:
+        from icml26.papers.fox.attention import cap_attention_logits
+
+        cap_attention_logits(model, cap=config.logit_cap, layers=config.cap_layers)
     return model.eval()
 
 

@@ -293,8 +293,9 @@ def trained_tiny_llava(model_config: TinyVLMConfig = TinyVLMConfig(), scene_conf
     transformers = require("transformers", "lm")
     seed = check_int(seed, "seed", low=0)
     model_key = dataclasses.asdict(model_config)
-    if model_key["text_layers"] is None:  # added after models were cached: a plain decoder keeps its key
-        del model_key["text_layers"]
+    for name in ("text_layers", "logit_cap", "cap_layers"):  # added after models were cached: a plain
+        if model_key[name] is None:                         # decoder keeps its key
+            del model_key[name]
     config = {"model": model_key, "scenes": dataclasses.asdict(scene_config),
               "train": _train_key(train_config), "seed": seed}
     key = config_hash(_VERSION, config, transformers.__version__, torch.__version__)
