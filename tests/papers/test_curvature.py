@@ -678,6 +678,37 @@ def test_pretrained_arm_analyses_only_the_selected_layers(smollm2):
     assert [i for i, r in enumerate(rho) if r is not None] == [0, 22] and metrics["best_layer"] in (0, 22)
 
 
+def test_without_the_tiny_model_the_pretrained_arm_is_the_same_numbers(smollm2):
+    """``tiny_model=False`` runs the pretrained arm and its on-manifold study alone; their named streams make
+    them the numbers of the same seed's run with the tiny model, and no tiny-model check is measured."""
+    from icml26.contract import RunContext
+    from icml26.papers.curvature.claims import TINY_MODEL_CHECKS
+    from icml26.papers.curvature.experiment import STREAMS, Config, run
+
+    small = dict(pretrained_tokens=300, pretrained_context=96, pretrained_batch=4, bootstrap=20,
+                 pretrained_perturb_positions=4, pretrained_perturb_length=8, pretrained_perturb_batch=4,
+                 onmanifold_prefixes=2, onmanifold_directions=2, onmanifold_pc_draws=1)
+    with_tiny = dataclasses.replace(Config.tiny(), **small)
+    alone = dataclasses.replace(with_tiny, tiny_model=False)
+    outcomes = [run(c, RunContext(seed=3, device=torch.device("cpu"), setting="quick", threads=1, streams=STREAMS))
+                for c in (with_tiny, alone)]
+    full, only = outcomes
+    pretrained = {k for k in full.metrics if k.startswith("pretrained") or k.startswith("on-manifold")}
+    assert pretrained and set(only.metrics) == pretrained
+    for k in pretrained:
+        assert only.metrics[k] == full.metrics[k], k
+    def measured(checks):
+        return {c.id: (c.value, c.units) for c in checks if not c.note.startswith("not measured")}
+
+    assert measured(only.checks) and not set(measured(only.checks)) & set(TINY_MODEL_CHECKS)
+    assert measured(only.checks) == {k: v for k, v in measured(full.checks).items() if k in measured(only.checks)}
+    assert {c.id for c in only.checks if c.note.startswith("not measured")} == set(TINY_MODEL_CHECKS)
+    assert set(only.curves) == {"pretrained_by_layer", "pretrained_delta_entropy_vs_epsilon", "onmanifold_slopes"}
+    assert only.notes == [n for n in full.notes if n.startswith("SmolLM2")]
+    with pytest.raises(ValueError, match="pretrained_tokens"):
+        dataclasses.replace(Config.tiny(), tiny_model=False)
+
+
 def test_initial_slope_recovers_the_linear_term():
     from icml26.papers.curvature.analysis import initial_slope
 

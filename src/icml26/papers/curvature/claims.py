@@ -57,6 +57,11 @@ CHECKS = declare(
               source="issue", ref="issue #7"),
 )
 
+TINY_MODEL_CHECKS = ("init_correlation", "trained_correlation", "trained_curvature_drop", "init_curvature_drop",
+                     "tiny_beats_bigram", "aligned_slope", "aligned_slope_p_value", "misaligned_slope_ratio",
+                     "regularizer_curvature_cut", "regularizer_loss_increase")
+"""The checks of the tiny model's sections (not measured with ``tiny_model=False``)."""
+
 # Arms. Nothing is selected for any arm. The perturbation arms share the layer (the inner layer of
 # maximal Spearman rho, picked by the correlation, not by any slope), the prefixes and the sizes; the
 # regulariser arms share the initialisation, the batches, the steps and the optimiser (quick values below;

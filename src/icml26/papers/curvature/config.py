@@ -79,6 +79,10 @@ class Config:
     entropy slope on the angle slope runs over them)."""
     onmanifold_pc_draws: int = dataclasses.field(default=16, metadata={"min": 1})
     """``N`` of the precursor code's best-of-N rule in the top-10 principal subspace."""
+    tiny_model: bool = True
+    """Train and analyse the tiny model (straightening, its perturbation study, the regulariser). Off: the
+    pretrained arm and its on-manifold study only (needs ``pretrained_tokens > 0``); the quick setting's
+    tiny model does not beat its interpolated bigram, so its sections run in the full setting."""
     onmanifold_only: bool = False
     """Run the on-manifold study alone (a further run: no tiny model, no correlation analysis); needs
     ``onmanifold_layer >= 0``."""
@@ -120,6 +124,9 @@ class Config:
         if self.onmanifold_only and (self.onmanifold_layer < 0 or self.onmanifold_prefixes == 0):
             raise ValueError("onmanifold_only=True runs the on-manifold study alone: set onmanifold_layer >= 0 "
                              f"(got {self.onmanifold_layer}) and onmanifold_prefixes > 0 (got {self.onmanifold_prefixes})")
+        if not self.tiny_model and self.pretrained_tokens == 0 and not self.onmanifold_only:
+            raise ValueError("tiny_model=False leaves the pretrained arm only, and pretrained_tokens=0 turns it off: "
+                             "set pretrained_tokens > 0 or tiny_model=True")
         if any(layer < 0 for layer in self.pretrained_layers) or len(set(self.pretrained_layers)) != len(
                 self.pretrained_layers):
             raise ValueError(f"pretrained_layers={self.pretrained_layers} must be distinct hidden_states indices "

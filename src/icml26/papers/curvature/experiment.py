@@ -34,7 +34,7 @@ import numpy as np
 
 from icml26.contract import Curve, Outcome, RunContext
 from icml26.papers.curvature.analysis import correlation_summary, interpolated_bigram, straightening_summary
-from icml26.papers.curvature.claims import CHECKS
+from icml26.papers.curvature.claims import CHECKS, TINY_MODEL_CHECKS
 from icml26.papers.curvature.config import Config
 from icml26.papers.curvature.figures import plot
 from icml26.papers.curvature.layerwise import CurvatureEntropyAnalysis
@@ -72,6 +72,8 @@ stream's entropy, so no two names share one. ``tune:<arm id>`` belongs to the sh
 def run(config: Config, ctx: RunContext) -> Outcome:
     if config.onmanifold_only:
         return _onmanifold_only(config, ctx)
+    if not config.tiny_model:
+        return _pretrained_only(config, ctx)
     data = prepare_data(config, ctx)
     # one training run, keeping the weights at every checkpoint
     base = train_base(config, ctx, data)
@@ -92,18 +94,46 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         manifold = onmanifold_study(config, data.corpus, ctx, layer)
 
     metrics = _metrics(straight, pert, bigram, reg, pretrained, pre_study)
-    curves = _curves(config, data.layers, base, straight, pert, reg, pre_study)
-    if pretrained_curve is not None:
-        curves["pretrained_by_layer"] = pretrained_curve
+    curves = {**_curves(config, data.layers, base, straight, pert, reg),
+              **_pretrained_curves(pretrained_curve, pre_study)}
     checks = _checks(config, ctx, metrics, pert, bigram, reg, pretrained, pre_study)
-    notes = _notes(config, metrics, straight, pert, bigram, pretrained, pre_study)
+    notes = _notes(config, metrics, straight, pert, bigram) + _pretrained_notes(config, pretrained, pre_study)
+    return _with_manifold(Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes), manifold, ctx)
+
+
+def _with_manifold(outcome: Outcome, manifold: OnManifoldStudy | None, ctx: RunContext) -> Outcome:
+    """``outcome`` with the on-manifold study's metrics, curve, note and checks added."""
     if manifold is not None:
-        metrics.update(manifold.metrics())
-        curves["onmanifold_slopes"] = manifold.curve()
-        notes.append("SmolLM2-135M-Instruct, " + manifold.summary() + ".")
-    checks += [c for c in _manifold_checks(manifold, "pretrained_perturb_positions=0 or onmanifold_prefixes=0")
-               if manifold is not None or ctx.setting in CHECKS[c.id].settings]
-    return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
+        outcome.metrics.update(manifold.metrics())
+        outcome.curves["onmanifold_slopes"] = manifold.curve()
+        outcome.notes.append("SmolLM2-135M-Instruct, " + manifold.summary() + ".")
+    outcome.checks.extend(c for c in _manifold_checks(manifold, "pretrained_perturb_positions=0 or "
+                                                      "onmanifold_prefixes=0")
+                          if manifold is not None or ctx.setting in CHECKS[c.id].settings)
+    return outcome
+
+
+def _pretrained_only(config: Config, ctx: RunContext) -> Outcome:
+    """The pretrained arm and its on-manifold study without the tiny model (``tiny_model=False``): the
+    named streams make its numbers those of the same seed's run with the tiny model."""
+    from icml26.common.corpus import stdlib_corpus
+
+    corpus = stdlib_corpus()
+    pretrained, pre_study = pretrained_arm(config, corpus, ctx)
+    curve = pretrained.pop("curves")
+    manifold = None
+    if pre_study is not None and config.onmanifold_prefixes > 0:
+        manifold = onmanifold_study(config, corpus, ctx, config.onmanifold_layer if config.onmanifold_layer >= 0
+                                    else pre_study.layer)
+    metrics = {"pretrained (SmolLM2)": pretrained,
+               **({f"pretrained {k}": v for k, v in pre_study.metrics().items()} if pre_study is not None else {})}
+    why = ("tiny_model=false: the tiny model's sections are not run (the quick setting's tiny model does not beat "
+           "its interpolated bigram; they run in the full setting)")
+    checks = [CHECKS[c].not_measured(why) for c in TINY_MODEL_CHECKS if ctx.setting in CHECKS[c].settings]
+    checks += _pretrained_checks(config, ctx, pretrained, pre_study)
+    outcome = Outcome(metrics=metrics, checks=checks, curves=_pretrained_curves(curve, pre_study),
+                      notes=_pretrained_notes(config, pretrained, pre_study))
+    return _with_manifold(outcome, manifold, ctx)
 
 
 def _manifold_checks(manifold: OnManifoldStudy | None, why_not: str) -> list:
@@ -213,7 +243,7 @@ def _pretrained_checks(config: Config, ctx: RunContext, pretrained: dict[str, An
 
 
 def _curves(config: Config, layers: list[int], base, straight: Straightening, pert: TinyPerturbations,
-            reg: Regularized, pre_study: PerturbationStudy | None) -> dict[str, Any]:
+            reg: Regularized) -> dict[str, Any]:
     step_names = {step: f"step {step}" for step in config.checkpoints}
     study, layer, eps = pert.study, pert.layer, pert.study.epsilons
     finite_slopes = np.concatenate([v[np.isfinite(v)] for v in study.slopes.values()])
@@ -257,6 +287,11 @@ def _curves(config: Config, layers: list[int], base, straight: Straightening, pe
                                            f"lambda={config.reg_weight}": reg.log.valid_loss},
             xlabel="step", ylabel="validation loss (nats)", title="Training with the regulariser"),
     }
+    return curves
+
+
+def _pretrained_curves(by_layer: Curve | None, pre_study: PerturbationStudy | None) -> dict[str, Any]:
+    curves: dict[str, Any] = {} if by_layer is None else {"pretrained_by_layer": by_layer}
     if pre_study is not None:
         curves["pretrained_delta_entropy_vs_epsilon"] = Curve(
             x=pre_study.epsilons,
@@ -269,7 +304,7 @@ def _curves(config: Config, layers: list[int], base, straight: Straightening, pe
 
 
 def _notes(config: Config, metrics: dict[str, dict[str, float]], straight: Straightening, pert: TinyPerturbations,
-           bigram, pretrained: dict[str, Any] | None, pre_study: PerturbationStudy | None) -> list[str]:
+           bigram) -> list[str]:
     study, unreg, trained = pert.study, metrics["unregularized"], metrics["trained"]
     notes = [
         f"Perturbations at hidden_states[{pert.layer}] "
@@ -286,6 +321,12 @@ def _notes(config: Config, metrics: dict[str, dict[str, float]], straight: Strai
         f"Correlations over {int(straight.final.n_tokens[0])} held-out tokens; the paper reports r ~ 0.15 at "
         "GPT-2 XL scale.",
     ]
+    return notes
+
+
+def _pretrained_notes(config: Config, pretrained: dict[str, Any] | None,
+                      pre_study: PerturbationStudy | None) -> list[str]:
+    notes = []
     if pre_study is not None:
         notes.append(f"SmolLM2-135M-Instruct, {pre_study.summary()}; {config.pretrained_perturb_length}-token prefixes "
                      "(the last token rerun against the prefix's key-value cache for every patch).")
