@@ -212,17 +212,7 @@ def route_text_attention(model: nn.Module, *, text_start: int, text_layers: tupl
         text_layers: the decoder layers in which text may attend to earlier text (may be empty).
     """
     text_start = check_int(text_start, "text_start", low=1)
-    decoder = language_model(model)
-    modules = [m for m in decoder.modules() if isinstance(getattr(m, "layer_idx", None), int)]
-    if not modules:
-        raise ValueError(f"{type(decoder).__name__} has no attention modules with layer_idx")
-    n_layers = 1 + max(m.layer_idx for m in modules)
-    layers = frozenset(check_int(v, "text_layers", low=0) for v in text_layers)
-    _check_num_layers(layers, n_layers)
-    decoder.set_attn_implementation(register_fox_attention())
-    for m in modules:
-        setattr(m, TEXT_ROUTING_ATTR, None if m.layer_idx in layers else text_start)
-    return model
+    return _mark_layers(model, TEXT_ROUTING_ATTR, text_layers, "text_layers", inside=None, outside=text_start)
 
 
 def cap_attention_logits(model: nn.Module, *, cap: float, layers: tuple[int, ...] | list[int] | None = None
@@ -240,6 +230,12 @@ def cap_attention_logits(model: nn.Module, *, cap: float, layers: tuple[int, ...
         layers: decoder layer indices, or ``None`` for all.
     """
     cap = check_real(cap, "cap", low=0.0, low_open=True)
+    return _mark_layers(model, LOGIT_CAP_ATTR, layers, "layers", inside=cap, outside=None)
+
+
+def _mark_layers(model: nn.Module, attr: str, layers, name: str, *, inside: Any, outside: Any) -> nn.Module:
+    """Set ``attr`` on every decoder attention module: ``inside`` in the layers named (every layer for
+    ``None``), ``outside`` in the others; the decoder then runs :func:`fox_attention_forward`."""
     decoder = language_model(model)
     modules = [m for m in decoder.modules() if isinstance(getattr(m, "layer_idx", None), int)]
     if not modules:
@@ -249,12 +245,12 @@ def cap_attention_logits(model: nn.Module, *, cap: float, layers: tuple[int, ...
         chosen = frozenset(range(n_layers))
     else:
         if isinstance(layers, (str, bytes)):
-            raise TypeError("layers must be a sequence of decoder layer indices or None")
-        chosen = frozenset(check_int(v, "layers", low=0) for v in layers)
+            raise TypeError(f"{name} must be a sequence of decoder layer indices (or None for all)")
+        chosen = frozenset(check_int(v, name, low=0) for v in layers)
         _check_num_layers(chosen, n_layers)
     decoder.set_attn_implementation(register_fox_attention())
     for m in modules:
-        setattr(m, LOGIT_CAP_ATTR, float(cap) if m.layer_idx in chosen else None)
+        setattr(m, attr, inside if m.layer_idx in chosen else outside)
     return model
 
 
