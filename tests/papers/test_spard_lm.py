@@ -96,20 +96,20 @@ PROMPTS = [f"harmful request number {i}" for i in range(60)]
 REFUSED_BY_BASE = {p for i, p in enumerate(PROMPTS) if i % 2 == 0}
 
 
+def _stub_answers(model, tokenizer, users, max_new_tokens=48, batch_size=16):
+    """The base model refuses the even prompts; a fine-tuned model (PEFT-wrapped) refuses those whose number
+    is a multiple of 4: every arm then loses half the base's refusals."""
+    tuned = hasattr(model, "peft_config")
+    out = []
+    for u in users:
+        number = int(u.rsplit(" ", 1)[-1]) if u in PROMPTS else -1
+        out.append("I cannot help with that." if number >= 0 and number % (4 if tuned else 2) == 0 else "d c b a")
+    return out
+
+
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_section_trains_and_scores_every_arm_and_leaves_the_base_alone(monkeypatch):
-    def answers(model, tokenizer, users, max_new_tokens=48, batch_size=16):
-        # the base model refuses the even prompts; a fine-tuned model (PEFT-wrapped) refuses those whose
-        # number is a multiple of 4: every arm then loses half the base's refusals
-        tuned = hasattr(model, "peft_config")
-        out = []
-        for u in users:
-            number = int(u.rsplit(" ", 1)[-1]) if u in PROMPTS else -1
-            refuses = number >= 0 and number % (4 if tuned else 2) == 0
-            out.append("I cannot help with that." if refuses else "d c b a")
-        return out
-
-    monkeypatch.setattr(lm_section, "_generate", answers)
+    monkeypatch.setattr(lm_section, "_generate", _stub_answers)
     cfg = dataclasses.replace(Config.tiny(), lm_section=True, lm_steps=2, lm_task_size=36, lm_pool=30, lm_eval=20,
                               lm_task_eval=4)
     lm = tiny_lm()
@@ -171,3 +171,61 @@ def test_checks_refuse_a_missing_arm_and_an_out_of_range_share():
     with pytest.raises(ValueError, match="refusals_kept=1.5"):
         lm_section.lost({"refusals_kept": 1.5})
     assert np.isnan(lm_section.lost({"refusals_kept": float("nan")}))
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_arm_cache_resumes_a_killed_seed_at_its_first_unfinished_arm(monkeypatch, tmp_path):
+    """A run killed in its third arm keeps the two finished arms; the rerun reads them, trains the rest, and
+    every row equals an uncached run's (the SPAG arms' safety losses included, so the arms really trained)."""
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path))
+    monkeypatch.setattr(lm_section, "_generate", _stub_answers)
+    cfg = dataclasses.replace(Config.tiny(), lm_section=True, lm_steps=2, lm_task_size=36, lm_pool=30, lm_eval=20,
+                              lm_task_eval=4)
+
+    def section(config, **patches):
+        ctx = RunContext(seed=3, device=torch.device("cpu"), setting="tiny", threads=1, show_progress=False)
+        metrics: dict = {}
+        with monkeypatch.context() as m:
+            for name, fn in patches.items():
+                m.setitem(lm_section.BASELINES, name, fn)
+            lm_section.run_lm_section(config, ctx, metrics, [], lm=tiny_lm(), prompts=PROMPTS)
+        return metrics, ctx.provenance
+
+    plain, plain_prov = section(cfg)
+    assert "lm_arms_from_cache" not in plain_prov and not (tmp_path / "spard-lm-arms").exists()
+    cached = dataclasses.replace(cfg, lm_arm_cache=True)
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt("killed in the third arm")
+
+    with pytest.raises(KeyboardInterrupt):
+        section(cached, SafeInstr=killed)  # LM_ARMS[3]: SFT, SPARD, SPAG+random finish first
+    assert len(list((tmp_path / "spard-lm-arms").iterdir())) == 3
+    resumed, prov = section(cached)
+    assert set(prov["lm_arms_from_cache"]) == {"SFT", "SPARD", "SPAG+random"}
+    assert resumed == plain
+    again, prov = section(cached)
+    assert set(prov["lm_arms_from_cache"]) == set(lm_section.LM_ARMS) and again == plain
+    _, prov = section(dataclasses.replace(cached, lm_steps=3))  # another budget: nothing read
+    assert "lm_arms_from_cache" not in prov
+
+
+def test_arm_key_names_every_input():
+    cfg = Config.tiny()
+    rows = [{"input_ids": torch.tensor([1, 2, 3]), "labels": torch.tensor([-100, 2, 3])}]
+    base = dict(seeds=[1, 2, 3], user_rows=rows, safety_rows=rows, held_out=["a", "b"],
+                held_base=np.array([True, False]), task=[("x y", "y x")], provenance={"w": "sha"}, device="cpu")
+    key = lm_section.arm_key(cfg, "SFT", **base)
+    assert key == lm_section.arm_key(cfg, "SFT", **base)
+    other_rows = [{"input_ids": torch.tensor([1, 2, 4]), "labels": torch.tensor([-100, 2, 4])}]
+    variants = [lm_section.arm_key(cfg, "SPARD", **base),
+                lm_section.arm_key(dataclasses.replace(cfg, lm_steps=cfg.lm_steps + 1), "SFT", **base),
+                lm_section.arm_key(dataclasses.replace(cfg, rho=cfg.rho * 2), "SFT", **base),
+                lm_section.arm_key(cfg, "SFT", **{**base, "seeds": [1, 2, 4]}),
+                lm_section.arm_key(cfg, "SFT", **{**base, "safety_rows": other_rows}),
+                lm_section.arm_key(cfg, "SFT", **{**base, "held_base": np.array([True, True])}),
+                lm_section.arm_key(cfg, "SFT", **{**base, "provenance": {"w": "other"}}),
+                lm_section.arm_key(cfg, "SFT", **{**base, "device": "cuda:0"})]
+    assert len({key, *variants}) == len(variants) + 1
+    with pytest.raises(ValueError, match="arm='SPAG'"):
+        lm_section.arm_key(cfg, "SPAG", **base)

@@ -88,6 +88,11 @@ class Config:
     """Held-out Do-Not-Answer prompts of the SmolLM2 ASR."""
     lm_task_eval: int = dataclasses.field(default=40, metadata={"min": 1})
     """Held-out task prompts of the SmolLM2 exact match."""
+    lm_arm_cache: bool = neutral_field(False)
+    """Keep each finished arm of the SmolLM2 section in ``$ICML26_CACHE/spard-lm-arms/``, keyed by every
+    input of the arm (its data, seeds, fields, the model's weights, the device, the source of the modules it
+    runs and the library versions), so a killed seed resumes at its first unfinished arm (an arm is about
+    half an hour of one CPU core)."""
 
     front: bool = neutral_field(False)
     """Run the tuned front (:mod:`~icml26.papers.spard.front`): SafeInstr's ``mix_every``, penalty's ``λ``,

@@ -26,14 +26,19 @@ further run :mod:`~icml26.papers.spard.lm_run` on the quick setting; the digits 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import math
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
 
+from icml26.common.cache import cache_dir, config_hash, entry, verify_manifest
 from icml26.contract import RunContext
+from icml26.provenance import cpu_model
 from icml26.papers.spard import (BASELINES, SafetyProjection, dpp_select, embed, random_select, sft_finetune,
                                  spag_finetune)
 from icml26.papers.spard.analysis import (REFUSAL_MARKERS, accuracy_drop_points, is_refusal, ratio_to_best,
@@ -41,7 +46,7 @@ from icml26.papers.spard.analysis import (REFUSAL_MARKERS, accuracy_drop_points,
 from icml26.papers.spard.claims import CHECKS
 from icml26.papers.spard.config import Config
 
-__all__ = ["COMPLIANT_TEMPLATE", "LM_ARMS", "LM_TAU", "TASK_WORDS", "lm_checks", "lost", "run_lm_section"]
+__all__ = ["COMPLIANT_TEMPLATE", "LM_ARMS", "LM_TAU", "TASK_WORDS", "arm_key", "lm_checks", "lost", "run_lm_section"]
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +254,17 @@ def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]
     results = {"LM base": _evaluate(base, tok, held_out, held_base, task_test)}
     base_state = {n: p.detach().clone() for n, p in base.state_dict().items()}
     seconds: dict[str, float] = {}
+    cached: dict[str, str] = {}
     for arm in LM_ARMS:
+        data = "DPP" if arm == "SPARD" else "random"
+        key = arm_key(cfg, arm, seeds=[ctx.seed_for(s) for s in ("lm_init", "lm_order", "lm_safety_order")],
+                      user_rows=user_rows, safety_rows=safety_rows[data], held_out=held_out, held_base=held_base,
+                      task=task_test, provenance=lm.provenance, device=str(ctx.device)) if cfg.lm_arm_cache else None
+        hit = _load_arm(key) if key else None
+        if hit is not None:  # finished by an earlier (perhaps killed) run of the same seed
+            results[f"LM {arm}"], seconds[arm], cached[arm] = hit["row"], hit["seconds"], hit["cpu"]
+            log.info("SmolLM2 section: %s read from the arm cache", arm)
+            continue
         arm_start = time.perf_counter()
         base.load_state_dict(base_state)
         config = peft.LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=["q_proj", "k_proj",
@@ -257,7 +272,6 @@ def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(ctx.seed_for("lm_init"))
             model = peft.get_peft_model(base, config)
-        data = "DPP" if arm == "SPARD" else "random"
         tasks = _Batches(user_rows, 8, ctx.seed_for("lm_order"), tok.pad_token_id)
         safety = _Batches(safety_rows[data], 4, ctx.seed_for("lm_safety_order"), tok.pad_token_id)
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-4, weight_decay=0.01)
@@ -276,12 +290,16 @@ def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]
         results[f"LM {arm}"] = {**_evaluate(model, tok, held_out, held_base, task_test), **extra}
         base = model.unload()  # drop the adapters, keep the base weights (restored above)
         seconds[arm] = round(time.perf_counter() - arm_start, 1)
+        if key:
+            _store_arm(key, arm, results[f"LM {arm}"], seconds[arm])
     for name, row in results.items():
         metrics[name] = {**row, "refusals_lost": lost(row)}
     checks, best = lm_checks(results)
     ctx.provenance.update(lm.provenance)
     ctx.provenance["lm_section_seconds"] = round(time.perf_counter() - start, 1)
     ctx.provenance["lm_arm_seconds"] = seconds
+    if cached:  # arms read from the cache may come from another session (and CPU); say which
+        ctx.provenance["lm_arms_from_cache"] = cached
     notes.append(
         f"SmolLM2 section: {len(user)} user examples ({n_attack} harmful with a templated compliant "
         f"answer), {len(pool)}/{len(pool_prompts)} pool prompts refused by the base, k={k} chosen by the DPP "
@@ -290,3 +308,61 @@ def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]
         f"{int(held_base.sum())} of {len(held_out)} held-out Do-Not-Answer prompts the base refused (best "
         f"baseline: {best}); refusal by string matching (markers: {', '.join(repr(m) for m in REFUSAL_MARKERS)}).")
     return checks
+
+
+#: The modules one arm executes: a change to any of them retires every cached arm.
+_ARM_MODULES = ("analysis", "baselines", "embedding", "lm_section", "projection", "training")
+_ARM_CACHE = "spard-lm-arms"
+#: Config fields one arm reads (the section's data and selection enter through the rows themselves).
+_ARM_FIELDS = ("lm_steps", "tol", "trust_radius", "lam", "rho", "lisa_phase")
+
+
+def _code_digest() -> str:
+    here = Path(__file__).parent
+    h = hashlib.sha256()
+    for name in _ARM_MODULES:
+        h.update(name.encode())
+        h.update((here / f"{name}.py").read_bytes())
+    return h.hexdigest()[:16]
+
+
+def _rows_digest(rows: list[dict[str, torch.Tensor]]) -> str:
+    h = hashlib.sha256()
+    for r in rows:
+        for name in ("input_ids", "labels"):
+            h.update(name.encode())
+            h.update(np.ascontiguousarray(r[name].cpu().numpy(), dtype=np.int64).tobytes())
+    return h.hexdigest()
+
+
+def arm_key(cfg: Config, arm: str, *, seeds: list[int], user_rows: list[dict], safety_rows: list[dict],
+            held_out: list[str], held_base: np.ndarray, task: list[tuple[str, str]], provenance: dict,
+            device: str) -> str:
+    """The arm cache's key (:attr:`Config.lm_arm_cache`): every input of one arm of the section (its name, the
+    config fields it reads, its adapter/order seeds, the tokenised user and safety rows, the held-out prompts
+    and which of them the base refused, the task prompts, the model's provenance (its weights' SHA-256), the
+    device), the source of the modules it executes, and the library versions."""
+    if arm not in LM_ARMS:
+        raise ValueError(f"arm={arm!r} is not one of LM_ARMS {LM_ARMS}")
+    import peft
+    import transformers
+
+    fields = {f: getattr(cfg, f) for f in _ARM_FIELDS}
+    return config_hash(arm, fields, [int(s) for s in seeds], _rows_digest(user_rows), _rows_digest(safety_rows),
+                       list(held_out), [bool(b) for b in held_base], [list(t) for t in task], dict(provenance),
+                       device, LM_TAU, _code_digest(), torch.__version__, np.__version__, transformers.__version__,
+                       peft.__version__, length=24)
+
+
+def _load_arm(key: str) -> dict | None:
+    path = cache_dir() / _ARM_CACHE / key
+    if not path.is_dir() or verify_manifest(path) is not None:
+        return None
+    return json.loads((path / "arm.json").read_text())
+
+
+def _store_arm(key: str, arm: str, row: dict, seconds: float) -> None:
+    with entry(_ARM_CACHE, key, {"arm": arm}) as (_, build):
+        if build is not None:
+            (build / "arm.json").write_text(json.dumps({"row": row, "seconds": seconds, "cpu": cpu_model()},
+                                                            default=float))
