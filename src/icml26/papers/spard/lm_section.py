@@ -36,15 +36,15 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icml26.common.cache import cache_dir, config_hash, entry, verify_manifest
+from icml26.common.cache import cache_dir, config_hash, entry, source_digest, verify_manifest
 from icml26.contract import RunContext
-from icml26.provenance import cpu_model
 from icml26.papers.spard import (BASELINES, SafetyProjection, dpp_select, embed, random_select, sft_finetune,
                                  spag_finetune)
 from icml26.papers.spard.analysis import (REFUSAL_MARKERS, accuracy_drop_points, is_refusal, ratio_to_best,
                                          refusal_attack_success_rate, refusals_kept)
 from icml26.papers.spard.claims import CHECKS
 from icml26.papers.spard.config import Config
+from icml26.provenance import cpu_model
 
 __all__ = ["COMPLIANT_TEMPLATE", "LM_ARMS", "LM_TAU", "TASK_WORDS", "arm_key", "lm_checks", "lost", "run_lm_section"]
 
@@ -318,12 +318,7 @@ _ARM_FIELDS = ("lm_steps", "tol", "trust_radius", "lam", "rho", "lisa_phase")
 
 
 def _code_digest() -> str:
-    here = Path(__file__).parent
-    h = hashlib.sha256()
-    for name in _ARM_MODULES:
-        h.update(name.encode())
-        h.update((here / f"{name}.py").read_bytes())
-    return h.hexdigest()[:16]
+    return source_digest(Path(__file__).parent, _ARM_MODULES)
 
 
 def _rows_digest(rows: list[dict[str, torch.Tensor]]) -> str:

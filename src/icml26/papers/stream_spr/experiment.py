@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common.cache import cache_dir, config_hash, entry, verify_manifest
+from icml26.common.cache import cache_dir, config_hash, entry, source_digest, verify_manifest
 from icml26.common.config import config_to_dict
 from icml26.contract import ArmSpec, Curve, Outcome, RunContext
 from icml26.provenance import cpu_model
@@ -163,12 +163,7 @@ _RUN_CACHE = "stream_spr-runs"
 
 
 def _code_digest() -> str:
-    here = Path(__file__).parent
-    h = hashlib.sha256()
-    for name in _RUN_MODULES:
-        h.update(name.encode())
-        h.update((here / f"{name}.py").read_bytes())
-    return h.hexdigest()[:16]
+    return source_digest(Path(__file__).parent, _RUN_MODULES)
 
 
 def run_key(job: dict[str, Any]) -> str:
