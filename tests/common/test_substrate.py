@@ -194,3 +194,20 @@ def test_source_digest_is_the_sha256_of_names_and_bytes_and_follows_every_module
         source_digest(tmp_path, ())
     with pytest.raises(FileNotFoundError):
         source_digest(tmp_path, ("missing",))
+    with pytest.raises(ValueError, match="length=0"):
+        source_digest(tmp_path, ("a",), length=0)
+
+
+def test_json_entry_round_trips_and_a_tampered_entry_reads_as_none(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path))
+    data = {"row": {"asr": np.float64(0.25), "n": 3}, "cpu": "x"}
+    assert cache_mod.read_json_entry("k", "key1", "arm.json") is None
+    cache_mod.write_json_entry("k", "key1", "arm.json", data, {"arm": "SFT"})
+    assert cache_mod.read_json_entry("k", "key1", "arm.json") == {"row": {"asr": 0.25, "n": 3}, "cpu": "x"}
+    cache_mod.write_json_entry("k", "key1", "arm.json", {"other": 1})  # a verified entry is kept
+    assert cache_mod.read_json_entry("k", "key1", "arm.json")["cpu"] == "x"
+    (tmp_path / "k" / "key1" / "arm.json").write_text('{"row": {"asr": 0.0}}')  # edited by hand: stale
+    assert cache_mod.read_json_entry("k", "key1", "arm.json") is None
+    for bad in ("../arm.json", "arm.txt", "manifest.json"):
+        with pytest.raises(ValueError, match="name="):
+            cache_mod.write_json_entry("k", "key2", bad, data)

@@ -34,8 +34,10 @@ __all__ = [
     "entry",
     "file_sha256",
     "load_entry",
+    "read_json_entry",
     "source_digest",
     "verify_manifest",
+    "write_json_entry",
     "write_manifest",
 ]
 
@@ -64,6 +66,8 @@ def source_digest(folder: str | os.PathLike, modules: tuple[str, ...] | list[str
     given): part of a cache key, so that a change to any module an entry's computation runs retires it."""
     if not modules:
         raise ValueError("modules must name at least one module")
+    if not 1 <= length <= 64:
+        raise ValueError(f"length={length} must be between 1 and 64 hex digits")
     h = hashlib.sha256()
     for name in modules:
         h.update(name.encode())
@@ -177,3 +181,27 @@ def load_entry(path: str | os.PathLike) -> CacheEntry:
     """The :class:`CacheEntry` of a finished entry folder (its manifest read, not re-verified)."""
     path = Path(path)
     return CacheEntry(path=path, manifest=json.loads((path / MANIFEST).read_text()))
+
+
+def _json_name(name: str) -> str:
+    if not isinstance(name, str) or not name.endswith(".json") or Path(name).name != name or name == MANIFEST:
+        raise ValueError(f"name={name!r} must be a plain '<file>.json' name other than {MANIFEST}")
+    return name
+
+
+def read_json_entry(kind: str, key: str, name: str) -> Any | None:
+    """The JSON file ``name`` of the finished entry ``kind/key``; ``None`` when there is no such entry or its
+    files no longer match its manifest (a stale entry is rebuilt by the next :func:`write_json_entry`)."""
+    path = cache_dir() / kind / key
+    if not path.is_dir() or verify_manifest(path) is not None:
+        return None
+    return json.loads((path / _json_name(name)).read_text())
+
+
+def write_json_entry(kind: str, key: str, name: str, data: Any, config: Mapping[str, Any] | None = None) -> None:
+    """Store ``data`` as the JSON file ``name`` of the entry ``kind/key`` (NumPy scalars written as floats),
+    through :func:`entry`: written whole or not at all; an existing verified entry is kept."""
+    _json_name(name)
+    with entry(kind, key, config) as (_, build):
+        if build is not None:
+            (build / name).write_text(json.dumps(data, default=float))

@@ -27,7 +27,6 @@ further run :mod:`~icml26.papers.spard.lm_run` on the quick setting; the digits 
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import math
 import time
@@ -36,7 +35,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from icml26.common.cache import cache_dir, config_hash, entry, source_digest, verify_manifest
+from icml26.common.cache import config_hash, read_json_entry, source_digest, write_json_entry
 from icml26.contract import RunContext
 from icml26.papers.spard import (BASELINES, SafetyProjection, dpp_select, embed, random_select, sft_finetune,
                                  spag_finetune)
@@ -350,14 +349,8 @@ def arm_key(cfg: Config, arm: str, *, seeds: list[int], user_rows: list[dict], s
 
 
 def _load_arm(key: str) -> dict | None:
-    path = cache_dir() / _ARM_CACHE / key
-    if not path.is_dir() or verify_manifest(path) is not None:
-        return None
-    return json.loads((path / "arm.json").read_text())
+    return read_json_entry(_ARM_CACHE, key, "arm.json")
 
 
 def _store_arm(key: str, arm: str, row: dict, seconds: float) -> None:
-    with entry(_ARM_CACHE, key, {"arm": arm}) as (_, build):
-        if build is not None:
-            (build / "arm.json").write_text(json.dumps({"row": row, "seconds": seconds, "cpu": cpu_model()},
-                                                            default=float))
+    write_json_entry(_ARM_CACHE, key, "arm.json", {"row": row, "seconds": seconds, "cpu": cpu_model()}, {"arm": arm})

@@ -18,7 +18,6 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import hashlib
-import json
 import logging
 import math
 import multiprocessing
@@ -29,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from icml26.common.cache import cache_dir, config_hash, entry, source_digest, verify_manifest
+from icml26.common.cache import config_hash, read_json_entry, source_digest, write_json_entry
 from icml26.common.config import config_to_dict
 from icml26.contract import ArmSpec, Curve, Outcome, RunContext
 from icml26.provenance import cpu_model
@@ -180,18 +179,13 @@ def run_key(job: dict[str, Any]) -> str:
 
 
 def _load_run(key: str) -> tuple[RunSummary, str] | None:
-    path = cache_dir() / _RUN_CACHE / key
-    if not path.is_dir() or verify_manifest(path) is not None:
-        return None
-    data = json.loads((path / "run.json").read_text())
-    return RunSummary(**data["summary"]), data["cpu"]
+    data = read_json_entry(_RUN_CACHE, key, "run.json")
+    return None if data is None else (RunSummary(**data["summary"]), data["cpu"])
 
 
 def _store_run(key: str, summary: RunSummary) -> None:
-    with entry(_RUN_CACHE, key, {"game": summary.game, "arm": summary.arm, "seed_index": summary.seed_index}) as (
-            _, build):
-        if build is not None:
-            (build / "run.json").write_text(json.dumps({"summary": dataclasses.asdict(summary), "cpu": cpu_model()}))
+    write_json_entry(_RUN_CACHE, key, "run.json", {"summary": dataclasses.asdict(summary), "cpu": cpu_model()},
+                     {"game": summary.game, "arm": summary.arm, "seed_index": summary.seed_index})
 
 
 def _tune_spr_lr(config: Config, ctx: RunContext, probes: dict[str, Any], processes: int,
