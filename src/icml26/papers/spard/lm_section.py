@@ -141,8 +141,12 @@ def _embed_prompts(model, tokenizer, users: list[str], batch_size: int = 32) -> 
     return torch.cat(parts)
 
 
-def _evaluate(model, tokenizer, harmful: list[str], base_refused: np.ndarray, task: list[tuple[str, str]]) -> dict:
-    answers = _generate(model, tokenizer, harmful)
+def _evaluate(model, tokenizer, harmful: list[str], base_refused: np.ndarray, task: list[tuple[str, str]],
+              answers: list[str] | None = None) -> dict:
+    """ASR, refusals kept and task exact match of ``model``; ``answers`` (the model's greedy answers to
+    ``harmful``, already generated) saves generating them again."""
+    if answers is None:
+        answers = _generate(model, tokenizer, harmful)
     refused = np.array([is_refusal(a) for a in answers])
     task_out = _generate(model, tokenizer, [u for u, _ in task], max_new_tokens=16)
     exact = [o.strip().split("\n")[0].strip().rstrip(".") == a for o, (_, a) in zip(task_out, task)]
@@ -238,7 +242,8 @@ def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]
 
     pool_answers = _generate(base, tok, pool_prompts)
     pool = [(u, a) for u, a in zip(pool_prompts, pool_answers) if is_refusal(a)]
-    held_base = np.array([is_refusal(a) for a in _generate(base, tok, held_out)])
+    held_answers = _generate(base, tok, held_out)
+    held_base = np.array([is_refusal(a) for a in held_answers])
     user = task_train + [(u, COMPLIANT_TEMPLATE) for u in attack]
     k = min(len(pool), max(2, int(cfg.headline_ratio * len(user))))
     if k < 2 or not held_base.any():
@@ -250,7 +255,7 @@ def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]
               "random": random_select(e_pool, e_user, k, seed=ctx.rng("lm_random_select"), power=cfg.power)}
     safety_rows = {name: _encode(tok, [pool[i] for i in sel.order], eos=False) for name, sel in chosen.items()}
     user_rows = _encode(tok, user)
-    results = {"LM base": _evaluate(base, tok, held_out, held_base, task_test)}
+    results = {"LM base": _evaluate(base, tok, held_out, held_base, task_test, answers=held_answers)}
     base_state = {n: p.detach().clone() for n, p in base.state_dict().items()}
     seconds: dict[str, float] = {}
     cached: dict[str, str] = {}
