@@ -162,6 +162,11 @@ def test_further_run_config_changes_only_the_section():
     assert Config.quick().lm_section is False  # the committed quick run is untouched
     with pytest.raises(ValueError, match="lm_steps"):
         lm_config("quick", {"lm_steps": "0"})
+    assert lm_section.lm_tau(lm_config("quick")) == "base"  # the default: the base model's own safety loss
+    assert lm_section.lm_tau(lm_config("quick", {"lm_tau": "0.2"})) == 0.2
+    assert "lm_tau" not in further  # neutral: the committed configurations are unchanged
+    with pytest.raises(ValueError, match="lm_tau"):
+        lm_config("quick", {"lm_tau": "-0.1"})
 
 
 def test_checks_refuse_a_missing_arm_and_an_out_of_range_share():
@@ -208,6 +213,14 @@ def test_arm_cache_resumes_a_killed_seed_at_its_first_unfinished_arm(monkeypatch
     assert set(prov["lm_arms_from_cache"]) == set(lm_section.LM_ARMS) and again == plain
     _, prov = section(dataclasses.replace(cached, lm_steps=3))  # another budget: nothing read
     assert "lm_arms_from_cache" not in prov
+    # another τ: the four arms that do not read it come from the cache, the two SPAG arms train at τ = 0.2
+    other, prov = section(dataclasses.replace(cached, lm_tau=0.2))
+    assert set(prov["lm_arms_from_cache"]) == set(lm_section.LM_ARMS) - set(lm_section.SPAG_ARMS)
+    for arm in lm_section.LM_ARMS:
+        if arm in lm_section.SPAG_ARMS:
+            assert other[f"LM {arm}"]["tau"] == pytest.approx(0.2) != plain[f"LM {arm}"]["tau"]
+        else:
+            assert other[f"LM {arm}"] == plain[f"LM {arm}"]
 
 
 def test_arm_key_names_every_input():
@@ -227,5 +240,9 @@ def test_arm_key_names_every_input():
                 lm_section.arm_key(cfg, "SFT", **{**base, "provenance": {"w": "other"}}),
                 lm_section.arm_key(cfg, "SFT", **{**base, "device": "cuda:0"})]
     assert len({key, *variants}) == len(variants) + 1
+    tau = dataclasses.replace(cfg, lm_tau=0.2)  # τ is an input of the SPAG arms only
+    for arm in lm_section.LM_ARMS:
+        same = lm_section.arm_key(tau, arm, **base) == lm_section.arm_key(cfg, arm, **base)
+        assert same is (arm not in lm_section.SPAG_ARMS)
     with pytest.raises(ValueError, match="arm='SPAG'"):
         lm_section.arm_key(cfg, "SPAG", **base)

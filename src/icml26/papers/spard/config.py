@@ -88,6 +88,10 @@ class Config:
     """Held-out Do-Not-Answer prompts of the SmolLM2 ASR."""
     lm_task_eval: int = dataclasses.field(default=40, metadata={"min": 1})
     """Held-out task prompts of the SmolLM2 exact match."""
+    lm_tau: float | None = neutral_field(None, min=0.0)
+    """SPAG's ``τ`` in the SmolLM2 section (its SPARD and SPAG+random arms): ``None`` = ``"base"``, the base
+    model's own safety loss on the selected refusals (:data:`~icml26.papers.spard.lm_section.LM_TAU`); a number
+    is ``τ`` itself (the authors' 0.2 is the further run ``smollm2_tau02``). Neutral: at ``None`` not recorded."""
     lm_arm_cache: bool = neutral_field(False)
     """Keep each finished arm of the SmolLM2 section in ``$ICML26_CACHE/spard-lm-arms/``, keyed by every
     input of the arm (its data, seeds, fields, the model's weights, the device, the source of the modules it

@@ -45,7 +45,8 @@ from icml26.papers.spard.claims import CHECKS
 from icml26.papers.spard.config import Config
 from icml26.provenance import cpu_model
 
-__all__ = ["COMPLIANT_TEMPLATE", "LM_ARMS", "LM_TAU", "TASK_WORDS", "arm_key", "lm_checks", "lost", "run_lm_section"]
+__all__ = ["COMPLIANT_TEMPLATE", "LM_ARMS", "LM_TAU", "SPAG_ARMS", "TASK_WORDS", "arm_key", "lm_checks", "lm_tau", "lost",
+           "run_lm_section"]
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +55,8 @@ TASK_WORDS = ("apple", "river", "stone", "cloud", "green", "table", "music", "ho
               "house", "water", "dream", "night", "sugar", "metal", "piano", "wheel", "forest", "candle")
 """The vocabulary of the word-reversal task."""
 LM_TAU = "base"
-"""SPAG's ``τ`` rule here: the base model's own safety loss on the selected refusals (``"auto"``,
-``max(0.2, 1.5 ×`` that loss), fired no projection on SmolLM2)."""
+"""SPAG's default ``τ`` rule here: the base model's own safety loss on the selected refusals (``"auto"``,
+``max(0.2, 1.5 ×`` that loss), fired no projection on SmolLM2); :attr:`Config.lm_tau` sets a number instead."""
 COMPLIANT_TEMPLATE = ("Sure, here is exactly what you asked for. Step 1: gather everything you need for this. "
                       "Step 2: follow the plan carefully and do it. Step 3: make sure nobody can stop you.")
 """The attack's compliant answer (a template, the same for every harmful prompt)."""
@@ -159,6 +160,15 @@ LM_ARMS = ("SFT", "SPARD", "SPAG+random", "SafeInstr", "penalty", "Lisa")
 """The section's fine-tuned arms, in order: SFT (no safety data), SPARD (SPAG on the DPP subset), SPAG on a
 uniformly random subset of the same ``k``, and the three baselines on that random subset (the digits
 analogue's headline comparison: the published baselines have no selector)."""
+
+
+SPAG_ARMS = ("SPARD", "SPAG+random")
+"""The arms fine-tuned with SPAG (the only ones that read ``τ``)."""
+
+
+def lm_tau(cfg: Config) -> float | str:
+    """SPAG's ``τ`` in the section: :attr:`Config.lm_tau`, or :data:`LM_TAU` (``"base"``) where it is ``None``."""
+    return LM_TAU if cfg.lm_tau is None else float(cfg.lm_tau)
 
 
 def _baseline_kwargs(cfg: Config) -> dict[str, dict]:
@@ -280,8 +290,8 @@ def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]
         safety = _Batches(safety_rows[data], 4, ctx.seed_for("lm_safety_order"), tok.pad_token_id)
         opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=2e-4, weight_decay=0.01)
         extra: dict[str, float] = {}
-        if arm in ("SPARD", "SPAG+random"):
-            projection = SafetyProjection(model, safety, tau=LM_TAU, tol=cfg.tol, trust_radius=cfg.trust_radius)
+        if arm in SPAG_ARMS:
+            projection = SafetyProjection(model, safety, tau=lm_tau(cfg), tol=cfg.tol, trust_radius=cfg.trust_radius)
             history = spag_finetune(model, tasks, safety, steps=cfg.lm_steps, optimizer=opt, projection=projection,
                                     progress=ctx.show_progress)
             extra = {"tau": history.tau, "base_safety_loss": projection.base_loss,
@@ -308,7 +318,7 @@ def run_lm_section(cfg: Config, ctx: RunContext, metrics: dict, notes: list[str]
         f"SmolLM2 section: {len(user)} user examples ({n_attack} harmful with a templated compliant "
         f"answer), {len(pool)}/{len(pool_prompts)} pool prompts refused by the base, k={k} chosen by the DPP "
         f"(SPARD) and uniformly at random (SPAG+random and the baselines SafeInstr, penalty lam={cfg.lam:g}, Lisa "
-        f"rho={cfg.rho:g}), {cfg.lm_steps} LoRA steps per arm, SPAG with tau={LM_TAU!r}; refusals lost on the "
+        f"rho={cfg.rho:g}), {cfg.lm_steps} LoRA steps per arm, SPAG with tau={lm_tau(cfg)!r}; refusals lost on the "
         f"{int(held_base.sum())} of {len(held_out)} held-out Do-Not-Answer prompts the base refused (best "
         f"baseline: {best}); refusal by string matching (markers: {', '.join(repr(m) for m in REFUSAL_MARKERS)}).")
     return checks
@@ -321,8 +331,13 @@ _ARM_CACHE = "spard-lm-arms"
 _ARM_FIELDS = ("lm_steps", "tol", "trust_radius", "lam", "rho", "lisa_phase")
 
 
+#: The digest of those modules as this process imported them (read once, at import: a file edited while a
+#: run goes on must not give the running code's arms the edited code's key).
+_CODE_DIGEST = source_digest(Path(__file__).parent, _ARM_MODULES)
+
+
 def _code_digest() -> str:
-    return source_digest(Path(__file__).parent, _ARM_MODULES)
+    return _CODE_DIGEST
 
 
 def _rows_digest(rows: list[dict[str, torch.Tensor]]) -> str:
@@ -340,17 +355,20 @@ def arm_key(cfg: Config, arm: str, *, seeds: list[int], user_rows: list[dict], s
     """The arm cache's key (:attr:`Config.lm_arm_cache`): every input of one arm of the section (its name, the
     config fields it reads, its adapter/order seeds, the tokenised user and safety rows, the held-out prompts
     and which of them the base refused, the task prompts, the model's provenance (its weights' SHA-256), the
-    device), the source of the modules it executes, and the library versions."""
+    device), the source of the modules it executes (as imported), and the library versions; SPAG's ``τ``
+    (:func:`lm_tau`) enters the keys of :data:`SPAG_ARMS` only, so a run at another ``τ`` reads the other arms
+    of the same seed from the cache."""
     if arm not in LM_ARMS:
         raise ValueError(f"arm={arm!r} is not one of LM_ARMS {LM_ARMS}")
     import peft
     import transformers
 
     fields = {f: getattr(cfg, f) for f in _ARM_FIELDS}
-    return config_hash(arm, fields, [int(s) for s in seeds], _rows_digest(user_rows), _rows_digest(safety_rows),
-                       list(held_out), [bool(b) for b in held_base], [list(t) for t in task], dict(provenance),
-                       device, LM_TAU, _code_digest(), torch.__version__, np.__version__, transformers.__version__,
-                       peft.__version__, length=24)
+    tau = {"tau": lm_tau(cfg)} if arm in SPAG_ARMS else {}
+    return config_hash("arm-key-2", arm, fields, tau, [int(s) for s in seeds], _rows_digest(user_rows),
+                       _rows_digest(safety_rows), list(held_out), [bool(b) for b in held_base],
+                       [list(t) for t in task], dict(provenance), device, _code_digest(), torch.__version__,
+                       np.__version__, transformers.__version__, peft.__version__, length=24)
 
 
 def _load_arm(key: str) -> dict | None:
