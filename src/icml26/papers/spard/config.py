@@ -91,7 +91,7 @@ class Config:
     lm_tau: float | None = neutral_field(None, min=0.0)
     """SPAG's ``τ`` in the SmolLM2 section (its SPARD and SPAG+random arms): ``None`` = ``"base"``, the base
     model's own safety loss on the selected refusals (:data:`~icml26.papers.spard.lm_section.LM_TAU`); a number
-    is ``τ`` itself (the authors' 0.2 is the further run ``smollm2_tau02``). Neutral: at ``None`` not recorded."""
+    is ``τ`` itself (``lm_tau=0.2``: the authors' value). Neutral: at ``None`` not recorded."""
     lm_arm_cache: bool = neutral_field(False)
     """Keep each finished arm of the SmolLM2 section in ``$ICML26_CACHE/spard-lm-arms/``, keyed by every
     input of the arm (its data, seeds, fields, the model's weights, the device, the source of the modules it
