@@ -211,3 +211,5 @@ def test_json_entry_round_trips_and_a_tampered_entry_reads_as_none(tmp_path, mon
     for bad in ("../arm.json", "arm.txt", "manifest.json"):
         with pytest.raises(ValueError, match="name="):
             cache_mod.write_json_entry("k", "key2", bad, data)
+        with pytest.raises(ValueError, match="name="):  # refused whether or not the entry exists
+            cache_mod.read_json_entry("k", "absent", bad)

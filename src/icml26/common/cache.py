@@ -192,10 +192,11 @@ def _json_name(name: str) -> str:
 def read_json_entry(kind: str, key: str, name: str) -> Any | None:
     """The JSON file ``name`` of the finished entry ``kind/key``; ``None`` when there is no such entry or its
     files no longer match its manifest (a stale entry is rebuilt by the next :func:`write_json_entry`)."""
+    _json_name(name)
     path = cache_dir() / kind / key
     if not path.is_dir() or verify_manifest(path) is not None:
         return None
-    return json.loads((path / _json_name(name)).read_text())
+    return json.loads((path / name).read_text())
 
 
 def write_json_entry(kind: str, key: str, name: str, data: Any, config: Mapping[str, Any] | None = None) -> None:

@@ -161,8 +161,13 @@ _RUN_MODULES = ("agents", "games", "networks", "normalization", "optim", "orth",
 _RUN_CACHE = "stream_spr-runs"
 
 
+#: The digest of those modules as this process imported them (read once, at import: a file edited while a
+#: sweep goes on must not give the running code's runs the edited code's key).
+_CODE_DIGEST = source_digest(Path(__file__).parent, _RUN_MODULES)
+
+
 def _code_digest() -> str:
-    return source_digest(Path(__file__).parent, _RUN_MODULES)
+    return _CODE_DIGEST
 
 
 def run_key(job: dict[str, Any]) -> str:
