@@ -263,3 +263,26 @@ def test_info_starts_with_the_library_call_and_list_says_what_each_paper_applies
     assert main(["list"]) == 0
     out = capsys.readouterr().out
     assert out.count("applies: ") == len(registry.list_papers())
+
+
+def test_cache_export_and_import_carry_json_entries(tmp_path, monkeypatch, capsys):
+    from icml26.common import cache
+
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path / "here"))
+    bundle = tmp_path / "arms.json"
+    assert main(["cache", "export", "arms", str(bundle)]) == 2  # nothing to export
+    assert "no finished entries" in capsys.readouterr().err
+    cache.write_json_entry("arms", "key1", "arm.json", {"row": {"asr": 0.25}}, {"arm": "SFT"})
+    assert main(["cache", "export", "arms", str(bundle)]) == 0
+    assert "wrote 1 entries" in capsys.readouterr().out
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path / "there"))
+    assert main(["cache", "import", str(bundle)]) == 0
+    assert "1 entries added, 0 already here" in capsys.readouterr().out
+    assert cache.read_json_entry("arms", "key1", "arm.json") == {"row": {"asr": 0.25}}
+    assert main(["cache", "import", str(tmp_path / "missing.json")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    (tmp_path / "bad.json").write_text('{"schema": "other"}')
+    assert main(["cache", "import", str(tmp_path / "bad.json")]) == 2
+    assert "schema" in capsys.readouterr().err
+    assert main(["cache", "export", "arms"]) == 2
+    assert "needs KIND and FILE" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""Command line: ``icml26 list | info KEY | run KEY|all [--quick] [field=value …] | aggregate KEY | report``."""
+"""Command line: ``icml26 list | info KEY | run KEY|all [--quick] [field=value …] | aggregate KEY | report |
+cache export KIND FILE | cache import FILE``."""
 
 from __future__ import annotations
 
@@ -261,6 +262,41 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_cache(args: argparse.Namespace) -> int:
+    """Carry finished JSON cache entries (e.g. spard's SmolLM2 arms) between machines as one bundle file."""
+    from icml26.atomic import atomic_write_text
+    from icml26.common.cache import export_json_entries, import_json_entries
+
+    if args.action == "export":
+        if args.file is None:
+            raise CliError("cache export needs KIND and FILE: `icml26 cache export spard-lm-arms bundle.json`")
+        try:
+            bundle = export_json_entries(args.target)
+        except ValueError as exc:
+            raise CliError(str(exc)) from None
+        if not bundle["entries"]:
+            raise CliError(f"the cache holds no finished entries of kind {args.target!r}; nothing to export")
+        atomic_write_text(Path(args.file), json.dumps(bundle, indent=1, sort_keys=True) + "\n")
+        print(f"wrote {len(bundle['entries'])} entries of {args.target} to {args.file}")
+        return 0
+    if args.file is not None:
+        raise CliError("cache import takes one FILE: `icml26 cache import bundle.json`")
+    path = Path(args.target)
+    try:
+        bundle = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise CliError(f"bundle {path} does not exist") from None
+    except ValueError as exc:
+        raise CliError(f"bundle {path} is not valid JSON ({exc})") from None
+    try:
+        counts = import_json_entries(bundle)
+    except ValueError as exc:
+        raise CliError(f"bundle {path}: {exc}") from None
+    differ = f" ({counts['differ']} of them differ from the bundle's; kept this machine's)" if counts["differ"] else ""
+    print(f"{bundle['kind']}: {counts['added']} entries added, {counts['kept']} already here{differ}")
+    return 0
+
+
 def _seed_arg(text: str) -> int:
     try:
         value = int(text)
@@ -335,6 +371,15 @@ def build_parser() -> argparse.ArgumentParser:
                    help="also update each paper's README in the package (default: only for the "
                         "repository's own results folder)")
     p.set_defaults(func=_cmd_report)
+
+    p = sub.add_parser("cache", help="carry finished JSON cache entries between machines: `export KIND FILE` "
+                                     "writes a bundle, `import FILE` restores it (entries stay keyed by all "
+                                     "their inputs, so only a run with the same inputs reads them)")
+    p.add_argument("action", choices=("export", "import"))
+    p.add_argument("target", metavar="KIND|FILE", help="export: the entries' kind (e.g. spard-lm-arms); "
+                                                        "import: the bundle file")
+    p.add_argument("file", nargs="?", default=None, metavar="FILE", help="export: the bundle file to write")
+    p.set_defaults(func=_cmd_cache)
     return parser
 
 

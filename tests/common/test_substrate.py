@@ -213,3 +213,52 @@ def test_json_entry_round_trips_and_a_tampered_entry_reads_as_none(tmp_path, mon
             cache_mod.write_json_entry("k", "key2", bad, data)
         with pytest.raises(ValueError, match="name="):  # refused whether or not the entry exists
             cache_mod.read_json_entry("k", "absent", bad)
+
+
+def test_json_entries_travel_in_a_bundle_byte_for_byte(tmp_path, monkeypatch):
+    here, there = tmp_path / "here", tmp_path / "there"
+    monkeypatch.setenv("ICML26_CACHE", str(here))
+    cache_mod.write_json_entry("arms", "key1", "arm.json", {"row": {"asr": 0.25}, "cpu": "x"}, {"arm": "SFT"})
+    cache_mod.write_json_entry("arms", "key2", "arm.json", {"row": {"asr": 0.5}, "cpu": "y"}, {"arm": "Lisa"})
+    (here / "arms" / "key2" / "arm.json").write_text('{"row": {"asr": 0.0}}')  # stale: left out
+    (here / "arms" / ".key3.abc.tmp").mkdir()  # a build in progress: left out
+    bundle = json.loads(json.dumps(cache_mod.export_json_entries("arms")))  # as a file would carry it
+    assert bundle["schema"] == cache_mod.BUNDLE_SCHEMA and sorted(bundle["entries"]) == ["key1"]
+    monkeypatch.setenv("ICML26_CACHE", str(there))
+    assert cache_mod.import_json_entries(bundle) == {"added": 1, "kept": 0, "differ": 0}
+    for name in ("arm.json", "manifest.json"):  # the same bytes, so the same manifest digest
+        assert (there / "arms" / "key1" / name).read_bytes() == (here / "arms" / "key1" / name).read_bytes()
+    assert cache_mod.read_json_entry("arms", "key1", "arm.json") == {"row": {"asr": 0.25}, "cpu": "x"}
+    assert cache_mod.import_json_entries(bundle) == {"added": 0, "kept": 1, "differ": 0}  # idempotent
+    other = json.loads(json.dumps(bundle))
+    other["entries"]["key1"]["files"]["arm.json"] = '{"row": {"asr": 0.75}}'
+    assert cache_mod.import_json_entries(other) == {"added": 0, "kept": 1, "differ": 1}  # this machine's kept
+    assert cache_mod.read_json_entry("arms", "key1", "arm.json")["row"] == {"asr": 0.25}
+
+
+def test_a_bad_bundle_is_refused_before_anything_is_written(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path))
+    good = {"config": {}, "files": {"arm.json": "{}"}}
+    for bundle, match in [({"schema": "x"}, "schema"),
+                          ({"schema": cache_mod.BUNDLE_SCHEMA, "kind": "../k", "entries": {}}, "kind="),
+                          ({"schema": cache_mod.BUNDLE_SCHEMA, "kind": "k", "entries": []}, "entries"),
+                          ({"schema": cache_mod.BUNDLE_SCHEMA, "kind": "k", "entries": {"a": good, "../b": good}},
+                           "key="),
+                          ({"schema": cache_mod.BUNDLE_SCHEMA, "kind": "k",
+                            "entries": {"a": good, "b": {"files": {"manifest.json": "{}"}}}}, "name="),
+                          ({"schema": cache_mod.BUNDLE_SCHEMA, "kind": "k",
+                            "entries": {"a": good, "b": {"files": {"arm.json": "{ no"}}}}, "not valid JSON")]:
+        with pytest.raises(ValueError, match=match):
+            cache_mod.import_json_entries(bundle)
+        assert not (tmp_path / "k" / "a").exists()  # checked in full first: the good entry is not written
+
+
+def test_an_entry_of_weights_is_not_exported(tmp_path, monkeypatch):
+    monkeypatch.setenv("ICML26_CACHE", str(tmp_path))
+    with cache_mod.entry("pretrained", "m1") as (_, build):
+        (build / "model.safetensors").write_bytes(b"\0" * 8)
+    with pytest.raises(ValueError, match="other than top-level JSON"):
+        cache_mod.export_json_entries("pretrained")
+    assert cache_mod.export_json_entries("absent")["entries"] == {}
+    with pytest.raises(ValueError, match="kind="):
+        cache_mod.export_json_entries("../pretrained")

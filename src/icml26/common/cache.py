@@ -18,6 +18,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -26,13 +27,16 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 __all__ = [
+    "BUNDLE_SCHEMA",
     "MANIFEST",
     "STALE_SECONDS",
     "CacheEntry",
     "cache_dir",
     "config_hash",
     "entry",
+    "export_json_entries",
     "file_sha256",
+    "import_json_entries",
     "load_entry",
     "read_json_entry",
     "source_digest",
@@ -44,6 +48,8 @@ __all__ = [
 log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
+#: The format of a bundle of JSON entries (:func:`export_json_entries`, :func:`import_json_entries`).
+BUNDLE_SCHEMA = "icml26-cache-bundle/1"
 #: Temporary build folders older than this (seconds) belong to a dead build and are removed.
 STALE_SECONDS = 6 * 3600
 
@@ -206,3 +212,79 @@ def write_json_entry(kind: str, key: str, name: str, data: Any, config: Mapping[
     with entry(kind, key, config) as (_, build):
         if build is not None:
             (build / name).write_text(json.dumps(data, default=float))
+
+
+def _plain(what: str, name: Any) -> str:
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-][A-Za-z0-9_.-]*", name):
+        raise ValueError(f"{what}={name!r} must be a plain name (letters, digits, '_', '-', '.'; no path)")
+    return name
+
+
+def export_json_entries(kind: str) -> dict[str, Any]:
+    """Every finished, verified entry of ``kind`` as a bundle (:data:`BUNDLE_SCHEMA`): each entry's key, the
+    config its manifest records and the exact text of its JSON files, so that :func:`import_json_entries` on
+    another machine recreates the entries byte for byte. Entries are keyed by everything that produced them,
+    so an imported entry is read only by a computation with the same inputs, code and libraries.
+
+    Only entries made of JSON files travel (results such as finished arms, not weights): an entry holding
+    any other file raises ``ValueError`` naming it. A stale entry (files not matching its manifest) is left
+    out, with a warning."""
+    _plain("kind", kind)
+    parent = cache_dir() / kind
+    entries: dict[str, Any] = {}
+    for folder in sorted(parent.iterdir()) if parent.is_dir() else []:
+        if not folder.is_dir() or folder.name.startswith("."):
+            continue  # a build in progress or left by a killed process
+        problem = verify_manifest(folder)
+        if problem is not None:
+            log.warning("cache entry %s is stale (%s); left out of the bundle", folder, problem)
+            continue
+        names = _files(folder)
+        other = [n for n in names if not n.endswith(".json") or "/" in n]
+        if other:
+            raise ValueError(f"cache entry {folder} holds files other than top-level JSON ({other[:3]}); only "
+                             "entries made of JSON files can be exported")
+        entries[folder.name] = {"config": load_entry(folder).manifest.get("config", {}),
+                                "files": {n: (folder / n).read_text(encoding="utf-8") for n in names}}
+    return {"schema": BUNDLE_SCHEMA, "kind": kind, "entries": entries}
+
+
+def import_json_entries(bundle: Mapping[str, Any]) -> dict[str, int]:
+    """Write the entries of a bundle from :func:`export_json_entries` into this machine's cache, each through
+    :func:`entry` (whole or not at all). A verified entry already here is kept; if its files differ from the
+    bundle's, a warning says so (two results under one key: a key that misses an input). The bundle is
+    checked in full before anything is written: its schema, plain kind/key/file names, JSON text.
+    Returns ``{"added": n, "kept": n, "differ": n}``."""
+    if not isinstance(bundle, Mapping) or bundle.get("schema") != BUNDLE_SCHEMA:
+        raise ValueError(f"not a cache bundle: its 'schema' must be {BUNDLE_SCHEMA!r}")
+    kind = _plain("kind", bundle.get("kind"))
+    entries = bundle.get("entries")
+    if not isinstance(entries, Mapping):
+        raise ValueError("a cache bundle's 'entries' must map keys to entries")
+    for key, item in entries.items():
+        _plain("key", key)
+        if not isinstance(item, Mapping) or not isinstance(item.get("files"), Mapping) or not item["files"] \
+                or not isinstance(item.get("config", {}), Mapping):
+            raise ValueError(f"bundle entry {key!r} must hold 'files' (name -> JSON text) and a 'config' mapping")
+        for name, text in item["files"].items():
+            _json_name(name)
+            if not isinstance(text, str):
+                raise ValueError(f"bundle entry {key!r}: file {name!r} must be given as text")
+            try:
+                json.loads(text)
+            except ValueError as exc:
+                raise ValueError(f"bundle entry {key!r}: file {name!r} is not valid JSON ({exc})") from None
+    counts = {"added": 0, "kept": 0, "differ": 0}
+    for key, item in entries.items():
+        with entry(kind, key, item.get("config", {})) as (final, build):
+            if build is not None:
+                for name, text in item["files"].items():
+                    (build / name).write_text(text, encoding="utf-8")
+                counts["added"] += 1
+                continue
+            here = {n: (final / n).read_text(encoding="utf-8") for n in _files(final)}
+            if here != dict(item["files"]):
+                log.warning("cache entry %s/%s differs from the bundle's; kept this machine's", kind, key)
+                counts["differ"] += 1
+            counts["kept"] += 1
+    return counts
