@@ -326,7 +326,10 @@ def test_a_sentence_encoder_answers_the_encode_call_of_st_and_mteb_loops(tok, wo
     texts = list(world.texts[:5])
     got = enc.encode(texts, batch_size=2, show_progress_bar=False, normalize_embeddings=True)
     assert isinstance(got, np.ndarray) and got.dtype == np.float32 and got.shape[0] == 5
-    np.testing.assert_array_equal(got, model.encode(texts, "what colour is it").numpy())
+    # the wrapper passes its batch size through: bit for bit the model's own call with the same batches
+    np.testing.assert_array_equal(got, model.encode(texts, "what colour is it", batch_size=2).numpy())
+    # other batches pad to other lengths: equal up to float32 rounding (AMD EPYC's kernels differ in the last bit)
+    np.testing.assert_allclose(got, model.encode(texts, "what colour is it").numpy(), rtol=0, atol=1e-6)
     assert torch.equal(enc.encode(texts[0], convert_to_tensor=True), model.encode(texts[:1], "what colour is it")[0])
     with pytest.raises(ValueError, match="instruction"):
         model.as_sentence_encoder("  ")

@@ -428,7 +428,8 @@ class InstEmbModel(nn.Module):
             pooling: ``"daap"`` (DAAP of ``h_eos`` and the look-ahead states), ``"eos"`` (last
                 token), ``"lookahead"`` (mean look-ahead state), ``"mean"`` (mean over the prompt's
                 tokens); default: the model's ``settings.pooling``.
-            batch_size: texts per forward pass (the result does not depend on it).
+            batch_size: texts per forward pass (the result does not depend on it, up to float32 rounding: a
+                batch pads to its own longest text, and some CPUs' kernels round other shapes differently).
             padding_side: ``"right"`` or ``"left"`` (the result does not depend on it).
 
         Returns:
