@@ -9,6 +9,9 @@ it. :func:`entry` verifies the manifest before handing an existing entry out; a 
 was changed, removed or added (zeroed weights, a swapped vocabulary) makes the entry stale,
 and it is deleted and rebuilt. Temporary build folders left by a killed process are removed
 once they are older than :data:`STALE_SECONDS`.
+
+Entries made of JSON files (finished arms of a long run, not weights) travel between machines as one
+bundle file (:func:`export_json_entries`, :func:`import_json_entries`; ``icml26 cache export|import``).
 """
 
 from __future__ import annotations
