@@ -332,6 +332,75 @@ def test_a_claim_refuted_at_both_budgets_stays_refuted_when_another_headline_fli
     assert "not measured at the larger budget: b (budget_x3)" in claim_across_budgets(main, {"budget_x3": partial})[1]
 
 
+def test_a_headline_check_names_the_further_run_that_measures_it():
+    table = annotate(_specs(), headline=("a", "b"), run={"b": "smollm2"})
+    assert table["b"].run == "smollm2" and table["a"].run is None
+    with pytest.raises(ValueError, match="not headline checks"):
+        annotate(_specs(), headline=("a",), run={"b": "smollm2"})  # only a headline check is read elsewhere
+    with pytest.raises(ValueError, match="zz"):
+        annotate(_specs(), headline=("a",), run={"zz": "smollm2"})
+    for bad in ("a/b", "..", "", "x y"):
+        with pytest.raises(ValueError, match="folder name"):
+            CheckSpec("x", "x", ">", 0.0, "ours", "r", run=bad)
+
+
+def _lm_run(values_h, values_lm):
+    """A further run of three seeds measuring the main result's headline h and a second headline lm."""
+    seeds = []
+    for s, (h, lm) in enumerate(zip(values_h, values_lm)):
+        r = _seed_result(s, h)
+        r["claim"]["checks"].append(dict(r["claim"]["checks"][0], id="lm", name="lm", value=lm, passed=lm >= 0.0))
+        r["config"] = {"steps": 1, "lm": True}
+        seeds.append(r)
+    return aggregate_results(seeds)
+
+
+def test_a_headline_check_read_in_its_further_run_decides_the_papers_claim(aggregate):
+    from icml26.budgets import claim_across_runs, with_headline_runs
+
+    main = copy.deepcopy(aggregate)  # measures h only (held)
+    read_in = {"lm": "smollm2"}
+    assert with_headline_runs(main, {}, {}) is main
+    # the further run holds lm: supported, and the reason says where lm was read
+    held = _lm_run([1.0, 1.1, 1.2], [1.0, 1.2, 0.9])
+    status, reason = claim_across_runs(main, {"smollm2": held}, read_in)
+    assert status == "supported" and "lm from smollm2 (3 seeds)" in reason
+    merged = with_headline_runs(main, {"smollm2": held}, read_in)
+    assert [c["id"] for c in merged["claim"]["checks"]] == ["h", "lm"]
+    assert merged["claim"]["checks"][1]["read_in"] == "smollm2"
+    assert main["claim"]["checks"] == aggregate["claim"]["checks"]  # the main result itself is not changed
+    # ... does not hold there: the paper's claim is refuted though the main result's own headline held
+    failed = _lm_run([1.0, 1.1, 1.2], [-1.0, -1.2, -0.9])
+    status, reason = claim_across_runs(main, {"smollm2": failed}, read_in)
+    assert status == "refuted" and reason.startswith("headline not held: lm")
+    # ... is not committed, or does not measure lm: never supported on the main result's checks alone
+    status, reason = claim_across_runs(main, {}, read_in)
+    assert status == "inconclusive" and "lm (its further run smollm2 is not committed)" in reason
+    without = copy.deepcopy(failed)
+    without["claim"]["checks"] = [c for c in without["claim"]["checks"] if c["id"] != "lm"]
+    assert "lm (its further run smollm2 does not measure it)" in claim_across_runs(main, {"smollm2": without},
+                                                                                   read_in)[1]
+    # a main result refuted by its own headline stays refuted, naming the unread check too
+    refuted = aggregate_results([_seed_result(0, -1.0), _seed_result(1, -1.2), _seed_result(2, -0.9)])
+    status, reason = claim_across_runs(refuted, {}, read_in)
+    assert status == "refuted" and "headline not measured: lm" in reason
+    # a check the main result measures keeps the main reading
+    own = with_headline_runs(main, {"smollm2": failed}, {"h": "smollm2"})
+    assert own["claim"]["checks"] == main["claim"]["checks"] and own["claim"]["status"] == "supported"
+
+
+def test_the_summary_table_decides_with_a_headline_read_in_a_further_run(aggregate, monkeypatch):
+    import icml26.budgets
+    from icml26.results import _summary_table
+
+    monkeypatch.setattr(icml26.budgets, "headline_runs", lambda key: {"lm": "smollm2"} if key == "zz" else {})
+    failed = _lm_run([1.0, 1.1, 1.2], [-1.0, -1.2, -0.9])
+    row = [line for line in _summary_table({"zz": aggregate}, {"zz": {"smollm2": failed}}).splitlines()
+           if line.startswith("| [zz]")][0]
+    assert "❌ refuted" in row and "| lm |" in row  # decided by lm, read in smollm2
+    assert "❔ inconclusive" in _summary_table({"zz": aggregate}, {})
+
+
 def test_the_summary_table_says_at_how_many_budgets_the_claim_was_read(aggregate):
     from icml26.results import _summary_table
 

@@ -203,6 +203,22 @@ def test_every_marked_further_run_in_the_package_readmes_exists():
             assert (REPO_RESULTS / key / name / "result.json").is_file(), (key, name)
 
 
+def test_every_headline_check_read_in_a_further_run_is_measured_there_as_a_headline():
+    """A declared ``run`` (CheckSpec.run) names a committed further run that measures the check, with the
+    role the declarations give it: otherwise the paper's claim could not be read from it."""
+    from icml26 import registry
+    from icml26.budgets import headline_runs
+    from icml26.results import REPO_RESULTS
+
+    for key in registry.keys(status="implemented"):
+        for cid, name in headline_runs(key).items():
+            path = REPO_RESULTS / key / name / "result.json"
+            assert path.is_file(), (key, cid, name)
+            checks = {c.get("id"): c for c in load_result(path)["claim"]["checks"]}
+            assert cid in checks and checks[cid].get("value") is not None, (key, cid, name)
+            assert checks[cid].get("role") == "headline", f"{key}/{name}: rerun `icml26 aggregate {key} --run {name}`"
+
+
 def test_timing_table_reads_run_all_json_and_refuses_a_malformed_one(tmp_path):
     from icml26.results import timing_table
 

@@ -1,7 +1,11 @@
-"""A headline comparison of trained models read at two training budgets.
+"""A paper's claim read across its runs: a headline check measured in a further run, and a headline
+comparison of trained models read at two training budgets.
 
-A check that compares trained models declares its budget field; a further run ``budget_x<k>`` of
-the same paper at >= 3x that field is its second reading (:func:`claim_across_budgets`).
+A headline check too costly for the main setting declares the further run that measures it
+(:attr:`icml26.contract.CheckSpec.run`); the paper's claim is decided with that run's reading
+(:func:`with_headline_runs`). A check that compares trained models declares its budget field; a further
+run ``budget_x<k>`` of the same paper at >= 3x that field is its second reading
+(:func:`claim_across_budgets`). :func:`claim_across_runs` applies both.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ from typing import Any, Mapping
 
 from icml26.aggregate import claim_status as _claim_status
 from icml26.aggregate import effective_verdict as _effective_verdict
+from icml26.aggregate import role_counts as _role_counts
 from icml26.contract import OPS as _OPS
 from icml26.results import _is_number
 
-__all__ = ["BUDGET_FACTOR", "BUDGET_RUN", "budget_checks", "budget_runs", "claim_across_budgets"]
+__all__ = ["BUDGET_FACTOR", "BUDGET_RUN", "budget_checks", "budget_runs", "claim_across_budgets",
+           "claim_across_runs", "headline_runs", "with_headline_runs"]
 
 
 BUDGET_RUN = re.compile(r"budget_x(\d+)")
@@ -122,3 +128,65 @@ def claim_across_budgets(data: Mapping[str, Any],
 
 def _holds(value: Any, c: Mapping[str, Any]) -> bool | None:
     return None if value is None else bool(_OPS[c["op"]](value, c["target"]))
+
+
+def headline_runs(key: str) -> dict[str, str]:
+    """``{check id: further run}`` of paper ``key``'s headline checks read in a further run
+    (:attr:`~icml26.contract.CheckSpec.run`); empty for a paper the registry does not know."""
+    from icml26 import registry
+
+    spec = registry.PAPERS.get(key)
+    if spec is None:
+        return {}
+    return {i: c.run for i, c in spec.load_claims().items() if c.role == "headline" and c.run}
+
+
+def with_headline_runs(data: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]],
+                       read_in: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``data`` (a paper's main result) with each headline check it does not measure read in the further
+    run that declares it (``read_in``: ``{check id: run name}``, by default :func:`headline_runs`), and its
+    claim's status, reason and counts recomputed over the checks so completed.
+
+    A check the main result measures keeps the main reading. One whose run is not committed, or which the
+    run does not measure, stays unread: the claim cannot then be *supported* (it becomes inconclusive,
+    naming the check), though another headline check may still refute it. ``data`` unchanged (the same
+    object) when nothing is declared."""
+    read_in = headline_runs(data["paper"]) if read_in is None else dict(read_in)
+    if not read_in:
+        return data  # type: ignore[return-value]
+    checks = [dict(c) for c in data["claim"]["checks"]]
+    where = {c.get("id"): k for k, c in enumerate(checks)}
+    read, unread = [], []
+    for cid, name in read_in.items():
+        k = where.get(cid)
+        if k is not None and checks[k].get("value") is not None:
+            continue  # measured where the claim is stated
+        run = runs.get(name)
+        other = None if run is None else next((c for c in run["claim"]["checks"] if c.get("id") == cid), None)
+        if other is None or other.get("value") is None:
+            unread.append(f"{cid} (its further run {name} " + ("is not committed)" if run is None
+                                                                 else "does not measure it)"))
+            continue
+        c = {**other, "role": "headline", "read_in": name}
+        if k is None:
+            checks.append(c)
+        else:
+            checks[k] = c
+        units = run.get("seeds")
+        read.append(f"{cid} from {name}" + (f" ({len(units)} seeds)" if isinstance(units, list) else ""))
+    status, reason = _claim_status(checks)
+    if unread and status == "supported":
+        status, reason = "inconclusive", "headline not measured: " + "; ".join(unread) + "; the others held"
+    elif unread:
+        reason += "; headline not measured: " + "; ".join(unread)
+    if read:
+        reason += " [read in further runs: " + "; ".join(read) + "]"
+    claim = {**data["claim"], "checks": checks, "status": status, "reason": reason, "counts": _role_counts(checks)}
+    return {**data, "claim": claim}
+
+
+def claim_across_runs(data: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]],
+                      read_in: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """``(status, reason)`` of a paper's claim: its headline checks completed from their further runs
+    (:func:`with_headline_runs`), then read at two budgets (:func:`claim_across_budgets`)."""
+    return claim_across_budgets(with_headline_runs(data, runs, read_in), runs)

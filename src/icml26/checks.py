@@ -62,6 +62,7 @@ _SOURCES = ("paper", "issue", "ours")
 ROLES = ("headline", "supporting", "diagnostic")
 _ARM_ROLES = ("method", "baseline", "control")
 _ID = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+_RUN = re.compile(r"[A-Za-z0-9_.-]{1,100}")
 
 
 # ---------------------------------------------------------------------------
@@ -146,6 +147,10 @@ class CheckSpec:
             preconditions, e.g. "the model beats its bigram" before a representation effect is read
             off it). When one of them does not hold, the check is *gated*: reported with its value,
             not scored as held or not held (:func:`icml26.aggregate.gate`).
+        run: for a headline check that the paper's main result does not measure (a section too costly
+            for the quick setting, e.g. on a pretrained model), the further run
+            (``results/<key>/<run>/``) whose aggregate is its reading: the paper's claim is then decided
+            with it (:func:`icml26.budgets.claim_across_runs`). ``None``: read in the main result only.
     """
 
     id: str
@@ -159,6 +164,7 @@ class CheckSpec:
     compares: tuple[str, ...] = ()
     budget: str | None = None
     requires: tuple[str, ...] = ()
+    run: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not _ID.match(self.id):
@@ -195,6 +201,10 @@ class CheckSpec:
         if self.id in requires:
             raise ValueError(f"check {self.id!r}: requires names the check itself; a precondition is another check")
         object.__setattr__(self, "requires", requires)
+        if self.run is not None and (not isinstance(self.run, str) or not _RUN.fullmatch(self.run)
+                                     or self.run in (".", "..")):
+            raise ValueError(f"check {self.id!r}: run {self.run!r} must be a further run's folder name "
+                             "(letters, digits, '_', '-', '.'), e.g. 'smollm2'")
 
     def measure(self, value: float, note: str = "", *, units: Iterable[float] | None = None) -> Check:
         """The measured :class:`Check` of this spec (``value`` may be NaN: not held).
@@ -273,20 +283,24 @@ def _check_requires(table: Mapping[str, CheckSpec], where: str) -> None:
 def annotate(table: Mapping[str, CheckSpec], *, headline: Iterable[str] = (), diagnostic: Iterable[str] = (),
              compares: Mapping[str, Iterable[str]] | None = None,
              budget: Mapping[str, str] | None = None,
-             requires: Mapping[str, Iterable[str]] | None = None) -> dict[str, CheckSpec]:
-    """``table`` with roles, compared arms and budget fields set, in one place per paper.
+             requires: Mapping[str, Iterable[str]] | None = None,
+             run: Mapping[str, str] | None = None) -> dict[str, CheckSpec]:
+    """``table`` with roles, compared arms, budget fields and further runs set, in one place per paper.
 
     ``headline``: the ids of the one to three checks that state the abstract's central claim;
     ``diagnostic``: preconditions, sanity figures and checks true by construction; every other
     check is ``supporting``. ``compares``: ``{check id: (method arm, baseline arm, …)}``;
     ``budget``: ``{check id: config field}`` for comparisons of trained models; ``requires``:
     ``{check id: (precondition ids)}``, the checks that must hold for it to be scored (see
-    :attr:`CheckSpec.requires`). Unknown ids raise.
+    :attr:`CheckSpec.requires`); ``run``: ``{check id: further run}`` for a headline check the main
+    result does not measure (see :attr:`CheckSpec.run`). Unknown ids raise, and so does a ``run`` for a
+    check that is not a headline.
     """
     headline, diagnostic = tuple(headline), tuple(diagnostic)
     compares, budget, requires = dict(compares or {}), dict(budget or {}), dict(requires or {})
+    run = dict(run or {})
     for name, ids in (("headline", headline), ("diagnostic", diagnostic), ("compares", compares),
-                      ("budget", budget), ("requires", requires)):
+                      ("budget", budget), ("requires", requires), ("run", run)):
         unknown = [i for i in ids if i not in table]
         if unknown:
             raise ValueError(f"annotate(): {name} names undeclared check(s) {', '.join(unknown)}")
@@ -297,7 +311,12 @@ def annotate(table: Mapping[str, CheckSpec], *, headline: Iterable[str] = (), di
     for i, spec in table.items():
         role = "headline" if i in headline else "diagnostic" if i in diagnostic else spec.role
         out[i] = dataclasses.replace(spec, role=role, compares=tuple(compares.get(i, spec.compares)),
-                                     budget=budget.get(i, spec.budget), requires=requires.get(i, spec.requires))
+                                     budget=budget.get(i, spec.budget), requires=requires.get(i, spec.requires),
+                                     run=run.get(i, spec.run))
+    stray = [i for i, spec in out.items() if spec.run is not None and spec.role != "headline"]
+    if stray:
+        raise ValueError(f"annotate(): check(s) {', '.join(stray)} name a further run but are not headline checks; "
+                         "only a headline check is read in a further run (the others are reported where measured)")
     _check_requires(out, "annotate()")
     return out
 

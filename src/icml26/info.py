@@ -34,13 +34,14 @@ def describe(spec: registry.PaperSpec, results: str | Path = "results") -> None:
     replication = spec.load_replication()
     print(f"  unit:    {replication.unit} ({replication.why})")
     if committed and "status" in committed["claim"]:
-        from icml26.results import collect_extra, claim_across_budgets
+        from icml26.budgets import claim_across_runs
+        from icml26.results import collect_extra
 
         try:
             runs = collect_extra(results).get(spec.key, {})
         except Exception:  # a broken further run must not hide the main result here; `report` names it
             runs = {}
-        status, reason = claim_across_budgets(committed, runs)
+        status, reason = claim_across_runs(committed, runs)
         print(f"  status:  {status.upper()} in the committed result ({_seeds_of(committed)}): {reason}")
     roles = {"headline": "decides the claim", "supporting": "scored", "diagnostic": "reported, never scored"}
     print(f"\nchecks ({len(checks)}; a check holds when `measured op target`; no config field moves a target):")

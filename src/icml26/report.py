@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from icml26.aggregate import claim_status as _claim_status
 from icml26.aggregate import effective_verdict as _effective_verdict
 from icml26.aggregate import role_counts as _role_counts
-from icml26.budgets import claim_across_budgets
+from icml26.budgets import claim_across_runs, with_headline_runs
 from icml26.results import (
     ResultError,
     _is_number,
@@ -149,15 +149,15 @@ def _verdict_text(c: Mapping[str, Any]) -> str:
 
 
 def claim_line(data: Mapping[str, Any], runs: Mapping[str, Mapping[str, Any]] | None = None) -> str:
-    """One line: the claim's status and why (with the budget cross-check where a further run has one;
-    ``runs=None``: the run's own status only, as for a further run that is itself the second budget)."""
+    """One line: the claim's status and why (with the headline checks a further run measures and the budget
+    cross-check where a further run has one; ``runs=None``: the run's own status only, as for a further run)."""
     if runs is None:
         claim = data["claim"]
         status, reason = claim.get("status"), claim.get("reason")
         if not status or not reason:
             status, reason = _claim_status(claim["checks"])
         return f"{_STATUS_MARK.get(status, status)}: {md_escape(reason)}"
-    status, reason = claim_across_budgets(data, runs)
+    status, reason = claim_across_runs(data, runs)
     return f"{_STATUS_MARK.get(status, status)}: {md_escape(reason)}"
 
 
@@ -313,7 +313,8 @@ def _summary_table(results: Mapping[str, Mapping[str, Any]],
         return "_No results yet: run `icml26 run all --quick`, then `icml26 report`._"
     rows = []
     for key, data in results.items():
-        status, why = claim_across_budgets(data, (extra or {}).get(key, {}))
+        runs = (extra or {}).get(key, {})
+        status, why = claim_across_runs(data, runs)
         # read at two budgets when any headline budget check was compared with a budget_x<k> run
         budgets = (" (one budget)" if "(one budget only:" in why
                    else " (two budgets)" if status != "budget-dependent" and "budget_x" in why else "")
@@ -322,12 +323,12 @@ def _summary_table(results: Mapping[str, Mapping[str, Any]],
             data["setting"],
             _units_of(data),
             _STATUS_MARK.get(status, status) + budgets,
-            _deciding(data, status if status != "budget-dependent" else ""),
-            counts_text(data),
+            _deciding(with_headline_runs(data, runs), status if status != "budget-dependent" else ""),
+            counts_text(with_headline_runs(data, runs)),
             f"{data['provenance']['wall_time_s']:.0f} s",
         ])
     n = len(results)
-    tally = {k: sum(claim_across_budgets(d, (extra or {}).get(p, {}))[0] == k for p, d in results.items())
+    tally = {k: sum(claim_across_runs(d, (extra or {}).get(p, {}))[0] == k for p, d in results.items())
              for k in ("supported", "refuted", "inconclusive", "budget-dependent")}
     table = _markdown_table(["paper", "setting", "units", "claim", "decided by (headline checks)",
                              "checks held, by role", "wall time (all seeds)"], rows, raw=(0,))
@@ -386,7 +387,8 @@ def _paper_section(data: Mapping[str, Any], results_dir: Path, readme_dir: Path,
         f"(setting `{data['setting']}`, {_seed_text(data)}, {prov['wall_time_s']:.0f} s on "
         f"{prov['threads']} thread(s), {md_escape(prov['utc'])}); do not edit._",
         "",
-        f"Claim: {claim_line(data, (runs or {}) if name is None else None)} · checks held: {counts_text(data)}",
+        f"Claim: {claim_line(data, (runs or {}) if name is None else None)} · checks held: "
+        f"{counts_text(with_headline_runs(data, runs or {}) if name is None else data)}",
         "",
         *_tables_notes_figures(data, results_dir, readme_dir, alt=lambda fig: fig, name=name),
     ]
@@ -452,6 +454,7 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
     for key, data in results.items():
         spec = registry.PAPERS.get(key)
         prov = data["provenance"]
+        whole = with_headline_runs(data, extra.get(key, {}))  # with the headline checks further runs measure
         parts += [
             f"## {key}",
             "",
@@ -461,7 +464,7 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
             "",
             f"Claim: {claim_line(data, extra.get(key, {}))}",
             "",
-            f"Checks held: {counts_text(data)} · setting `{data['setting']}` · "
+            f"Checks held: {counts_text(whole)} · setting `{data['setting']}` · "
             f"{_seed_text(data)} · {prov['wall_time_s']:.1f} s on {prov['threads']} thread(s), "
             f"{md_escape(prov['device'])} · icml26 {md_escape(prov['icml26'])} "
             f"({md_escape(str(prov.get('git_commit') or 'no git')[:10])}) · {md_escape(prov['utc'])}",

@@ -73,4 +73,7 @@ CHECKS = annotate(
     requires={"pathology_chair_i_ratio": ("streams_disagree_hallucinated", "probe_saturation_over_random"),
               "fox_chair_i_ratio": ("streams_disagree_hallucinated", "probe_saturation_over_random"),
               "pathology_pope_f1_gain": ("pope_random_accuracy",), "pope_f1_gain": ("pope_random_accuracy",)},
+    # the testbed with the pathology is a further run (full setting); its latest recipe, the capped one,
+    # is where the paper's claim reads its CHAIR headline
+    run={"pathology_chair_i_ratio": "pathology_capped"},
 )
