@@ -111,6 +111,10 @@ def test_one_to_three_headline_checks_state_the_claim(key):
     checks = _available(key).load_claims()
     headline = [c.id for c in checks.values() if c.role == "headline"]
     assert 1 <= len(headline) <= 3, f"{key}: mark the one to three checks of the abstract's central claim"
+    # a headline check the quick setting does not measure is read in a further run, or the quick run could
+    # never decide the claim and nothing would say where it is decided
+    unread = [c.id for c in checks.values() if c.role == "headline" and "quick" not in c.settings and not c.run]
+    assert not unread, f"{key}: headline check(s) {unread} are not measured in quick; name their further run (run=)"
 
 
 @pytest.mark.parametrize("key", IMPLEMENTED)

@@ -249,7 +249,7 @@ def claim_status(checks: Sequence[Mapping[str, Any]]) -> tuple[str, str]:
     """
     headline = [c for c in checks if c.get("role") == "headline"]
     if not headline:
-        return "inconclusive", "no headline check is declared, so nothing decides the claim"
+        return "inconclusive", "no headline check is measured in this run, so nothing in it decides the claim"
     failed = [c for c in headline if effective_verdict(c) == "not held"]
     if failed:
         return "refuted", "headline not held: " + "; ".join(_describe(c) for c in failed)
