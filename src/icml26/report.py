@@ -16,7 +16,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 from icml26.aggregate import claim_status as _claim_status
 from icml26.aggregate import effective_verdict as _effective_verdict
 from icml26.aggregate import role_counts as _role_counts
-from icml26.budgets import claim_across_runs, with_headline_runs
+from icml26.budgets import claim_across_budgets, claim_across_runs, with_headline_runs
 from icml26.results import (
     ResultError,
     _is_number,
@@ -312,9 +312,12 @@ def _summary_table(results: Mapping[str, Mapping[str, Any]],
     if not results:
         return "_No results yet: run `icml26 run all --quick`, then `icml26 report`._"
     rows = []
+    tally = dict.fromkeys(("supported", "refuted", "inconclusive", "budget-dependent"), 0)
     for key, data in results.items():
         runs = (extra or {}).get(key, {})
-        status, why = claim_across_runs(data, runs)
+        whole = with_headline_runs(data, runs)  # with the headline checks further runs measure
+        status, why = claim_across_budgets(whole, runs)
+        tally[status] = tally.get(status, 0) + 1
         # read at two budgets when any headline budget check was compared with a budget_x<k> run
         budgets = (" (one budget)" if "(one budget only:" in why
                    else " (two budgets)" if status != "budget-dependent" and "budget_x" in why else "")
@@ -323,13 +326,11 @@ def _summary_table(results: Mapping[str, Mapping[str, Any]],
             data["setting"],
             _units_of(data),
             _STATUS_MARK.get(status, status) + budgets,
-            _deciding(with_headline_runs(data, runs), status if status != "budget-dependent" else ""),
-            counts_text(with_headline_runs(data, runs)),
+            _deciding(whole, status if status != "budget-dependent" else ""),
+            counts_text(whole),
             f"{data['provenance']['wall_time_s']:.0f} s",
         ])
     n = len(results)
-    tally = {k: sum(claim_across_runs(d, (extra or {}).get(p, {}))[0] == k for p, d in results.items())
-             for k in ("supported", "refuted", "inconclusive", "budget-dependent")}
     table = _markdown_table(["paper", "setting", "units", "claim", "decided by (headline checks)",
                              "checks held, by role", "wall time (all seeds)"], rows, raw=(0,))
     return (table + "\n\n" + f"{n} papers: " + ", ".join(f"{v} {k}" for k, v in tally.items() if v)
