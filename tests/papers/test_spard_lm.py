@@ -221,6 +221,17 @@ def test_arm_cache_resumes_a_killed_seed_at_its_first_unfinished_arm(monkeypatch
             assert other[f"LM {arm}"]["tau"] == pytest.approx(0.2) != plain[f"LM {arm}"]["tau"]
         else:
             assert other[f"LM {arm}"] == plain[f"LM {arm}"]
+    # at a given τ SPAG never reads the base model's loss: the experiment drops that NaN (every value left is
+    # finite, as the runner demands), and at τ = "base" it keeps the measured one
+    from icml26.papers.spard.experiment import drop_unmeasured_base_loss
+
+    assert all(np.isnan(other[f"LM {arm}"]["base_safety_loss"]) for arm in lm_section.SPAG_ARMS)
+    drop_unmeasured_base_loss(other)
+    assert all(np.isfinite(v) for row in other.values() for v in row.values())
+    assert not any("base_safety_loss" in row for row in other.values())
+    kept = {name: dict(row) for name, row in plain.items()}
+    drop_unmeasured_base_loss(kept)
+    assert kept == plain and all(np.isfinite(plain[f"LM {arm}"]["base_safety_loss"]) for arm in lm_section.SPAG_ARMS)
 
 
 def test_arm_key_names_every_input():

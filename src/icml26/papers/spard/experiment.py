@@ -30,7 +30,7 @@ from icml26.papers.spard.digits import HARM_CATEGORIES, Replicate, prepare_repli
 from icml26.papers.spard.figures import plot
 from icml26.papers.spard.front import TunedFront, front_metrics, run_front, scored_front
 
-__all__ = ["CHECKS", "Config", "STREAMS", "plot", "run"]
+__all__ = ["CHECKS", "Config", "STREAMS", "drop_unmeasured_base_loss", "plot", "run"]
 
 log = logging.getLogger(__name__)
 
@@ -214,6 +214,18 @@ def _front_section(front: TunedFront, cfg: Config, ctx: RunContext, metrics: dic
     checks.extend(CHECKS[i].measure(v, note=n) for i, (v, n) in values.items() if i in CHECKS)
 
 
+def drop_unmeasured_base_loss(metrics: dict[str, dict[str, float]]) -> None:
+    """Remove the LM rows' ``base_safety_loss`` where SPAG never measured it, in place.
+
+    With a numeric ``lm_tau`` the projection is given its ``τ`` and does not read the base model's safety
+    loss (:attr:`SafetyProjection.base_loss` stays NaN), so the row has nothing to report there; a NaN left in
+    would fail the run's finiteness check after hours of training. Done here, not in ``lm_section``, so the
+    arms already in the cache keep their keys (a change to ``lm_section`` retires them)."""
+    for name, row in metrics.items():
+        if name.startswith("LM ") and "base_safety_loss" in row and not math.isfinite(row["base_safety_loss"]):
+            del row["base_safety_loss"]
+
+
 def run(config: Config, ctx: RunContext) -> Outcome:
     # the front runs where config.front says so (front_run) and, at its grids, in the full setting
     front_cfg = config if config.front or ctx.setting == "full" else None
@@ -239,4 +251,5 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         from icml26.papers.spard.lm_section import run_lm_section
 
         checks += run_lm_section(config, ctx, metrics, notes)
+        drop_unmeasured_base_loss(metrics)
     return Outcome(metrics=metrics, checks=checks, curves=curves, notes=notes)
