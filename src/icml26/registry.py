@@ -303,10 +303,11 @@ for _spec in (
         area="lm",
         extras=(),
         claim=(
-            "Half-space projection with DPP-selected safety data keeps attack success low at task parity: "
-            "on a digits analogue of a harmful fine-tuning attack, SPARD's attack success stays at or below "
-            "15 % (SFT: at least 60 %) and at most half the best baseline's, within 3 task-accuracy points "
-            "of plain fine-tuning, and DPP selection beats random selection at p up to 3 %."
+            "Half-space projection with DPP-selected safety data keeps a language model safe through a harmful "
+            "fine-tuning attack at task parity: on SmolLM2-135M-Instruct fine-tuned with LoRA on a task with 10 % "
+            "harmful prompts, SPARD loses at most 15 % of the base model's held-out refusals (SFT: at least 60 %) "
+            "and at most half the best baseline's share, within 3 task points of plain fine-tuning; on a digits "
+            "analogue the same bars hold on attack success, and DPP selection beats random selection at p up to 3 %."
         ),
         status="implemented",
     ),

@@ -160,12 +160,14 @@ ARMS = declare_arms(
 )
 
 # The abstract: the lowest attack success rate, well below the defences, at task parity. That plain fine-
-# tuning is broken by the attack (sft_asr) is the precondition.
+# tuning is broken by the attack (sft_asr, lm_sft_refusals_lost) is the precondition.
 CHECKS = annotate(
     CHECKS,
-    # The SmolLM2 checks are to become the headline once a run has measured them; until then the
-    # digits analogue's three stay the headline and the lm_* checks are supporting.
-    headline=("spard_asr", "spard_vs_best_baseline", "task_parity"),
+    # On the language model (issue #40): the SmolLM2 section is too costly for the quick setting (about four
+    # core-hours a seed), so its three checks are read in the further run results/spard/smollm2/; the digits
+    # analogue's three (spard_asr, spard_vs_best_baseline, task_parity) are supporting.
+    headline=("lm_spard_refusals_lost", "lm_spard_vs_best_baseline", "lm_task_parity"),
+    run={"lm_spard_refusals_lost": "smollm2", "lm_spard_vs_best_baseline": "smollm2", "lm_task_parity": "smollm2"},
     diagnostic=("sft_asr", "lm_sft_refusals_lost"),
     compares={"spard_vs_best_baseline": ("spard", "safeinstr", "penalty", "lisa"),
               "task_parity": ("spard", "sft"),
