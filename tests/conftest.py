@@ -1,9 +1,11 @@
-"""Shared fixtures: a private cache folder, one torch thread, and a fake paper for testing the machinery."""
+"""Shared fixtures: a private cache folder, one torch thread, and a fake paper for testing the machinery; Ctrl-C
+restored where the suite was launched with SIGINT ignored."""
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import signal
 import sys
 import types
 
@@ -14,6 +16,15 @@ import torch
 from icml26 import registry
 from icml26.common.seeding import set_threads
 from icml26.contract import CheckSpec, Outcome, declare
+
+
+def pytest_configure(config):
+    """A suite launched in the background (``make test &``, ``nohup``) inherits SIGINT ignored, and so would
+    every process its tests start: the tests of what Ctrl-C does would then see nothing happen. Give SIGINT
+    Python's own handler back (a caught signal is reset to the default in a started process, so the children
+    get Python's handler too); xdist's workers run this as well."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture
