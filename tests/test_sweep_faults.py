@@ -297,3 +297,23 @@ def test_expected_seconds_takes_the_larger_of_the_committed_seeds_and_the_last_r
                 json.dumps({"papers": [{"paper": "fox", "wall_time_s": "slow"}]})):
         run_all.write_text(bad)
         assert expected_seconds("fox", tmp_path) == pytest.approx(70.0)  # a malformed file is ignored
+
+
+def test_run_all_reads_a_claim_as_the_report_does_across_its_further_runs(tmp_path):
+    """spard's headline checks are measured in its further run smollm2: its quick result alone is
+    inconclusive, read with that run it is refuted (the report's status), which run all's row records."""
+    import json
+    import shutil
+
+    from icml26.sweep import _claim_status_across_runs
+
+    results = Path(__file__).resolve().parents[1] / "results"
+    (tmp_path / "spard").mkdir()
+    shutil.copy(results / "spard" / "result.json", tmp_path / "spard" / "result.json")
+    data = json.loads((tmp_path / "spard" / "result.json").read_text())
+    assert data["claim"]["status"] == "inconclusive"
+    assert _claim_status_across_runs("spard", data, tmp_path) == "inconclusive"  # its further run not there
+    assert _claim_status_across_runs("spard", data, None) == "inconclusive"
+    shutil.copytree(results / "spard" / "smollm2", tmp_path / "spard" / "smollm2",
+                    ignore=shutil.ignore_patterns("seeds"))
+    assert _claim_status_across_runs("spard", data, tmp_path) == "refuted"
