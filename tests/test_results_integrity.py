@@ -139,6 +139,10 @@ def test_further_runs_are_reported_with_their_own_figures(tmp_path):
     shutil.copy(FIXTURE, results / "zz_fixture" / "seeds" / "1" / "result.json")
     assert list(collect(results)) == ["zz_fixture"]
     assert {k: list(v) for k, v in collect_extra(results).items()} == {"zz_fixture": ["longer"]}
+    assert {k: list(v) for k, v in collect_extra(results, paper="zz_fixture").items()} == {"zz_fixture": ["longer"]}
+    assert collect_extra(results, paper="other") == {}
+    with pytest.raises(ValueError, match="paper="):
+        collect_extra(results, paper="../zz_fixture")
     report(results)
     page = (results / "README.md").read_text()
     assert "### zz_fixture · longer" in page and "the longer run's own note" in page

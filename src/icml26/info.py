@@ -38,7 +38,7 @@ def describe(spec: registry.PaperSpec, results: str | Path = "results") -> None:
         from icml26.results import collect_extra
 
         try:
-            runs = collect_extra(results).get(spec.key, {})
+            runs = collect_extra(results, paper=spec.key).get(spec.key, {})
         except Exception:  # a broken further run must not hide the main result here; `report` names it
             runs = {}
         status, reason = claim_across_runs(committed, runs)

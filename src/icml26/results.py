@@ -379,15 +379,17 @@ def _check_seed_folder(path: Path, data: Mapping[str, Any]) -> None:
 _RUN_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-def collect_extra(results_dir: str | os.PathLike) -> dict[str, dict[str, dict[str, Any]]]:
+def collect_extra(results_dir: str | os.PathLike, paper: str | None = None) -> dict[str, dict[str, dict[str, Any]]]:
     """Load every further run ``<results_dir>/<key>/<name>/result.json`` (not ``seeds/``), validated.
 
     These are runs beside a paper's main result (another setting, a longer budget, a diagnostic);
-    returned as ``{key: {name: result}}`` with names sorted.
+    returned as ``{key: {name: result}}`` with names sorted. ``paper``: read only that paper's folder.
     """
     results_dir = Path(results_dir)
+    if paper is not None and not _RUN_NAME.fullmatch(paper):
+        raise ValueError(f"paper={paper!r} must be a paper key (letters, digits, '_', '.' or '-')")
     found: dict[str, dict[str, dict[str, Any]]] = {}
-    for path in sorted(results_dir.glob("*/*/result.json")):
+    for path in sorted(results_dir.glob(f"{paper or '*'}/*/result.json")):
         key, name = path.parent.parent.name, path.parent.name
         if name == "seeds":
             continue

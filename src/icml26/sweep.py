@@ -367,13 +367,11 @@ def _claim_status_across_runs(key: str, data: Mapping[str, Any], out: str | os.P
     """The claim's status as the report reads it: headline checks measured in a further run and a
     second budget read from the paper's further runs in ``out`` (the result's own status without them)."""
     from icml26.budgets import claim_across_runs
-    from icml26.results import load_result
+    from icml26.results import collect_extra
 
     if out is None:
         return data["claim"].get("status")
-    runs = {path.parent.name: load_result(path) for path in sorted((Path(out) / key).glob("*/result.json"))
-            if path.parent.name != "seeds"}
-    return claim_across_runs(data, runs)[0]
+    return claim_across_runs(data, collect_extra(out, paper=key).get(key, {}))[0]
 
 
 def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, device: str = "cpu",
@@ -418,7 +416,8 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
             try:
                 result = write_run(Path(out) / key, data, figures) if out is not None else Result(data)
                 status = _claim_status_across_runs(key, result.data, out)
-            except Exception as exc:  # a write that fails (full disk, read-only folder) costs this paper only
+            except Exception as exc:  # a write that fails (full disk, read-only folder), or a corrupt further run
+                # of this paper, costs this paper only
                 error = exc
             else:
                 claim = result.data["claim"]
