@@ -88,10 +88,10 @@ class Config:
     @classmethod
     def quick(cls) -> "Config":
         """The CPU reproduction: 3 blocks of width 96, 133 steps of 16x64 tokens, rates 7.5e-4 to 1.2e-2
-        in factors of 4, seven arms.
+        in factors of 4, seven arms (about 5 min a seed on one core).
 
-        133 steps is a third of the 400 this setting trained until issue #42 (about 11 min a seed on one
-        core); the 400-step sweep is kept as the further run ``budget_x3``, the claim's second budget."""
+        133 steps is a third of the committed further run ``budget_x3`` (``steps=400``, about 11 min a
+        seed), so the two read the claim at two training budgets."""
         return cls(base_lrs=(7.5e-4, 3e-3, 1.2e-2), steps=133, batch_size=16, context=64, d_model=96,
                    n_layers=3, eval_every=25, arms=QUICK_ARMS)
 

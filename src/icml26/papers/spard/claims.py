@@ -163,7 +163,7 @@ ARMS = declare_arms(
 # tuning is broken by the attack (sft_asr, lm_sft_refusals_lost) is the precondition.
 CHECKS = annotate(
     CHECKS,
-    # On the language model (issue #40): the SmolLM2 section is too costly for the quick setting (about four
+    # On the language model: the SmolLM2 section is too costly for the quick setting (about four
     # core-hours a seed), so its three checks are read in the further run results/spard/smollm2/; the digits
     # analogue's three (spard_asr, spard_vs_best_baseline, task_parity) are supporting.
     headline=("lm_spard_refusals_lost", "lm_spard_vs_best_baseline", "lm_task_parity"),
