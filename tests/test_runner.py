@@ -168,3 +168,41 @@ def test_no_paper_sets_torch_threads_itself():
         if re.search(r"set_num_threads\(|torch_threads\(", path.read_text(encoding="utf-8")):
             found.add((path.parent.name, path.name))
     assert found <= allowed, sorted(found - allowed)
+
+
+def test_stage_seconds_splits_the_run_at_each_announced_stage():
+    from icml26.contract import RunContext
+
+    ctx = RunContext(seed=0, device="cpu", setting="quick", threads=1, show_progress=False)
+    assert ctx.stage_seconds(10.0, 12.5) == {"(before the first stage)": 2.5}
+    ctx.stage_marks[:] = [("load", 11.0), ("train", 12.0), ("eval", 15.5), ("train", 16.0)]
+    # 10-11 before, load 11-12, train 12-15.5 and 16-17, eval 15.5-16
+    assert ctx.stage_seconds(10.0, 17.0) == {"(before the first stage)": 1.0, "load": 1.0, "train": 4.5, "eval": 0.5}
+    assert sum(ctx.stage_seconds(10.0, 17.0).values()) == pytest.approx(7.0)
+    ctx.stage_marks[:] = [("load", 10.0)]  # a stage announced at the start leaves no "before"
+    assert ctx.stage_seconds(10.0, 11.0) == {"load": 1.0}
+    with pytest.raises(ValueError, match="before start"):
+        ctx.stage_seconds(2.0, 1.0)
+
+
+def test_a_run_records_where_its_time_went(fake_paper, monkeypatch):
+    import sys
+    import time
+
+    experiment = sys.modules["icml26.papers.zz_fake.experiment"]
+    plain = experiment.run
+
+    def staged(config, ctx):
+        ctx.stage("warm-up")
+        time.sleep(0.05)
+        ctx.stage("measure")
+        return plain(config, ctx)
+
+    monkeypatch.setattr(experiment, "run", staged)
+    prov = runner.run("zz_fake", seed=1, out=None, progress=False).data["provenance"]
+    stages = prov["stage_seconds"]
+    assert list(stages) in (["warm-up", "measure"], ["(before the first stage)", "warm-up", "measure"])
+    assert stages["warm-up"] >= 0.05
+    assert sum(stages.values()) == pytest.approx(prov["wall_time_s"], abs=0.01)
+    monkeypatch.setattr(experiment, "run", plain)  # an experiment that announces nothing records nothing
+    assert "stage_seconds" not in runner.run("zz_fake", seed=1, out=None).data["provenance"]

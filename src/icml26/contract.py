@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 import zlib
 from typing import Any, Callable, Iterable, Mapping, Protocol, Sequence, runtime_checkable
 
@@ -205,6 +206,8 @@ class RunContext:
     (and the tuner's ``tune:<arm id>``) may be drawn from; ``None`` accepts any name."""
     tuning: dict[str, dict[str, Any]] = dataclasses.field(default_factory=dict)
     """What :meth:`tune` chose, per arm (written to the result's ``arms``)."""
+    stage_marks: list[tuple[str, float]] = dataclasses.field(default_factory=list, repr=False)
+    """``(stage, time.perf_counter())`` at each :meth:`stage` call (the run's profile: :meth:`stage_seconds`)."""
 
     def __post_init__(self) -> None:
         if self.streams is not None:
@@ -273,9 +276,27 @@ class RunContext:
         return progress(iterable, enabled=self.show_progress, **kwargs)
 
     def stage(self, text: str) -> None:
-        """Announce a stage of the run (a log line unless progress is off)."""
+        """Announce a stage of the run (a log line unless progress is off); its start is timed for the
+        result's provenance (:meth:`stage_seconds`)."""
+        self.stage_marks.append((str(text), time.perf_counter()))
         if self.show_progress is not False:
             logging.getLogger("icml26.progress").info("%s", text)
+
+    def stage_seconds(self, start: float, end: float) -> dict[str, float]:
+        """Wall seconds per announced stage between ``start`` and ``end`` (``time.perf_counter()``
+        values): each stage runs until the next one begins; the time before the first is
+        ``"(before the first stage)"``, and a stage announced twice sums its spans."""
+        if end < start:
+            raise ValueError(f"end={end!r} is before start={start!r}")
+        marks = [(name, min(max(t, start), end)) for name, t in self.stage_marks]
+        spans: dict[str, float] = {}
+        bounds = [("(before the first stage)", start), *marks, ("", end)]
+        for (name, t0), (_, t1) in zip(bounds[:-1], bounds[1:]):
+            if t1 > t0 or name not in spans:
+                spans[name] = round(spans.get(name, 0.0) + max(t1 - t0, 0.0), 3)
+        if spans.get("(before the first stage)") == 0.0:
+            del spans["(before the first stage)"]
+        return spans
 
 
 @runtime_checkable

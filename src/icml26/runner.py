@@ -320,7 +320,10 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
     start = time.perf_counter()
     with _allocations():
         outcome = module.run(config, ctx)
-    wall = time.perf_counter() - start
+    end = time.perf_counter()
+    wall = end - start
+    if ctx.stage_marks:  # where the time went, by the stages the experiment announced
+        ctx.provenance["stage_seconds"] = ctx.stage_seconds(start, end)
     if not isinstance(outcome, Outcome):
         raise TypeError(f"{spec.experiment_module}.run must return an Outcome, got {type(outcome)!r}")
 

@@ -120,6 +120,7 @@ def onmanifold_study(config: Config, corpus, ctx: RunContext, layer: int) -> OnM
     from icml26.common.pretrained import load_pretrained_lm
     from icml26.common.tiny_lm import encode_corpus
 
+    ctx.stage(f"SmolLM2: on-manifold controls at layer {layer}")
     lm = load_pretrained_lm(ctx.device, torch.float32)
     ctx.provenance["pretrained"] = lm.provenance
     model = lm.model.eval()

@@ -150,6 +150,7 @@ def pretrained_arm(config: Config, corpus, ctx: RunContext) -> tuple[dict[str, A
     """
     from icml26.common.pretrained import load_pretrained_lm
 
+    ctx.stage("SmolLM2: loading, tokenizing the corpus")
     lm = load_pretrained_lm(ctx.device, torch.float32)
     ctx.provenance["pretrained"] = lm.provenance
     model, tokenizer = lm.model, lm.tokenizer
@@ -164,6 +165,7 @@ def pretrained_arm(config: Config, corpus, ctx: RunContext) -> tuple[dict[str, A
         windows, rest = split_windows(stream, T, wanted, ctx.rng("pretrained"))
     except ValueError as exc:
         raise ValueError(f"pretrained_tokens={config.pretrained_tokens}: {exc}") from None
+    ctx.stage(f"SmolLM2: curvature and entropy over {len(windows)} windows")
     analysis = layerwise_curvature_entropy(model, windows, config.window,
                                            token_log_frequency=unigram_log_frequency(rest, vocab),
                                            batch_size=config.pretrained_batch, show_progress=ctx.show_progress,
@@ -195,6 +197,7 @@ def pretrained_arm(config: Config, corpus, ctx: RunContext) -> tuple[dict[str, A
         L = config.pretrained_perturb_length
         starts = ctx.rng("pretrained_prefixes").integers(0, stream.numel() - L, size=config.pretrained_perturb_positions)
         prefixes = torch.stack([stream[s: s + L] for s in starts.tolist()])
+        ctx.stage(f"SmolLM2: perturbations of {len(prefixes)} prefixes at layer {layer}")
         study = perturbation_study(model, prefixes, layer, config.epsilons, ctx,
                                    generator=ctx.torch_generator("pretrained_perturbation"),
                                    batch_size=config.pretrained_perturb_batch, use_cache=True,

@@ -100,9 +100,13 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     leakage = cascade_leakage(torch.as_tensor(synth.T.copy()), OPERATORS, config.levels)
     leak_seconds = time.perf_counter() - start
     # 2. forecasting; 3. the filter_axis="time" family and the strided-only diagnostic, paired by seed
+    ctx.stage("forecasting arms")
     fc = forecasts(config, ctx, splits, series)
+    ctx.stage("the filter_axis='time' family")
     family = time_family(config, ctx, splits, series) if config.time_family_seeds else None
+    ctx.stage("strided-only diagnostic")
     strided = strided_only(config, ctx, splits, series) if config.strided_seeds else None
+    ctx.stage("ridge forecasters and the leakage diagnostics")
     # 4. model-free: ridge forecasters on naively strided vs filtered-then-strided windows
     ridge = {}
     if syn in splits:

@@ -188,6 +188,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     data = load_digit_images(config.test_fraction, seed=split_seed)
     ctx.stage("digits classifier")
     scorer = DigitScorer.fit(data, seed=ctx.seed_for("classifier") % (2 ** 31))
+    ctx.stage("FP model (trained, or read from the cache)")
     fp, fp_info = _fp_model(config, data, ctx, split_seed)
     sample_labels = torch.arange(10).repeat_interleave(config.samples // 10)
     ctx.stage("kurtosis of the FP model's activations")
@@ -202,6 +203,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     if config.controls:
         plan += [("hadamard_absmax_a2", 2), ("naive_int_a2", 2)]
     for arm, bits in plan:
+        ctx.stage(f"QAT {arm}")
         start = time.perf_counter()
         models[arm], losses[arm] = _qat(arm, fp, bits, data, config, ctx)
         timings[arm] = time.perf_counter() - start
@@ -209,9 +211,11 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         results[arm] = _evaluate(models[arm], data, scorer, config, ctx, sample_labels)
     ctx.stage("AMPN: sensitivity and allocation")
     sens, alloc = _ampn(models["robuq_a4"], data, config, ctx)
+    ctx.stage("QAT robuq_ampn_a2")
     start = time.perf_counter()
     models["robuq_ampn_a2"], losses["robuq_ampn_a2"] = _qat("robuq_ampn_a2", fp, alloc.as_dict(), data, config, ctx)
     timings["robuq_ampn_a2"] = time.perf_counter() - start
+    ctx.stage("evaluating robuq_ampn_a2")
     results["robuq_ampn_a2"] = _evaluate(models["robuq_ampn_a2"], data, scorer, config, ctx, sample_labels)
     ts = results["fp"]["timesteps"]
     results["fp_start"] = {"eps_mse": float(np.mean(eps_mse(fp, data.x_test, data.y_test, LinearSchedule(), ts,

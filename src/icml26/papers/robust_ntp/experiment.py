@@ -222,8 +222,12 @@ def _natural_section(config: Config, ctx: RunContext) -> dict[str, float]:
 def run(config: Config, ctx: RunContext) -> Outcome:
     loss = rock_paper_scissors_loss()
     model = MarkovModel.sticky(3, config.stay)
+    ctx.stage("exact section: regret, fallback rate and TV by horizon")
     exact = _exact_section(config, ctx, model, loss)
+    ctx.stage("distilled students and the search adversary")
     students = _student_section(config, ctx, model, loss)
+    if config.natural_windows:
+        ctx.stage("SmolLM2 natural-text study")
     natural = _natural_section(config, ctx) if config.natural_windows else None
 
     h_max, t_d = max(config.horizons), students.horizon
