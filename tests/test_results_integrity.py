@@ -229,14 +229,17 @@ def test_timing_table_reads_run_all_json_and_refuses_a_malformed_one(tmp_path):
     path = tmp_path / "run_all.json"
     assert "No timing yet" in timing_table(path)
     good = {"wall_time_s": 1500.4, "serial_time_s": 2900.0, "workers": 2, "cpu": "AMD EPYC <b>",
-            "papers": [{"paper": "hamu", "status": "ok", "claim_status": "refuted", "wall_time_s": 512.3},
+            "papers": [{"paper": "hamu", "status": "ok", "claim_status": "refuted", "wall_time_s": 512.3,
+                        "stage_seconds": {"load": 12.0, "unlearn <all>": 400.6, "score": 99.7}},
                        {"paper": "fox", "status": "failed", "error": "x", "wall_time_s": None}]}
     path.write_text(json.dumps(good))
     text = timing_table(path)
-    assert "| hamu | refuted | 512 |" in text and "| fox | failed | – |" in text
+    assert "| hamu | refuted | 512 | unlearn &lt;all> (401 s) |" in text and "| fox | failed | – | – |" in text
     assert "1500 s of wall time on 2 worker(s)" in text and "<b>" not in text
     for bad in ({**good, "workers": 0}, {**good, "wall_time_s": "fast"}, {**good, "papers": [{"paper": 1}]},
-                {**good, "papers": [{"paper": "a", "status": "ok", "wall_time_s": -1}]}):
+                {**good, "papers": [{"paper": "a", "status": "ok", "wall_time_s": -1}]},
+                {**good, "papers": [{"paper": "a", "status": "ok", "wall_time_s": 1, "stage_seconds": {"x": -1}}]},
+                {**good, "papers": [{"paper": "a", "status": "ok", "wall_time_s": 1, "stage_seconds": [1]}]}):
         path.write_text(json.dumps(bad))
         with pytest.raises(ResultError, match="run_all.json"):
             timing_table(path)

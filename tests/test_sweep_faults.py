@@ -140,6 +140,10 @@ def test_run_all_runs_papers_in_parallel_and_merges_into_a_sweep(tmp_path):
     single = json.loads((tmp_path / "zs_expand" / "result.json").read_text())
     assert single["seed"] == 0 and "seeds" not in single
     assert lines[0].startswith("running 2 paper(s)") and any("merged into the 3-seed aggregate" in t for t in lines)
+    stages = {r["paper"]: r.get("stage_seconds") for r in done.rows}  # each row says where its time went
+    assert stages["zs_expand"] and sum(stages["zs_expand"].values()) == pytest.approx(
+        next(r["wall_time_s"] for r in done.rows if r["paper"] == "zs_expand"), abs=0.01)
+    assert stages["zs_expand"] == single["provenance"]["stage_seconds"]
 
 
 def test_a_sweep_never_mixes_configurations_and_a_single_seed_joins_a_sweep(fake_paper, tmp_path):

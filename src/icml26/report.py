@@ -227,8 +227,8 @@ TIMING_END = "<!-- timing:end -->"
 
 
 def timing_table(path: str | os.PathLike) -> str:
-    """The main job's timing from ``run_all.json`` (written by ``icml26 run all``): per paper its status and
-    seconds on one thread, then the wall time of the whole job beside the serial sum. Every field is
+    """The main job's timing from ``run_all.json`` (written by ``icml26 run all``): per paper its status,
+    seconds on one thread and its longest announced stage (``stage_seconds``), then the wall time of the whole job beside the serial sum. Every field is
     checked; a malformed file raises :class:`ResultError`."""
     path = Path(path)
     if not path.is_file():
@@ -251,9 +251,15 @@ def timing_table(path: str | os.PathLike) -> str:
         seconds = row.get("wall_time_s")
         if seconds is not None and (not _is_number(seconds) or seconds < 0):
             raise ResultError(f"{path}: field 'papers[{i}].wall_time_s' must be a non-negative number or null")
+        stages = row.get("stage_seconds")
+        if stages is not None and (not isinstance(stages, Mapping) or not all(
+                isinstance(k, str) and _is_number(v) and v >= 0 for k, v in stages.items())):
+            raise ResultError(f"{path}: field 'papers[{i}].stage_seconds' must map stage names to seconds")
+        largest = max(stages.items(), key=lambda kv: kv[1]) if stages else None
         rows.append([row["paper"], row.get("claim_status") or row["status"],
-                     "–" if seconds is None else f"{seconds:.0f}"])
-    table = _markdown_table(["paper", "claim (this run)", "seconds (one thread)"], rows)
+                     "–" if seconds is None else f"{seconds:.0f}",
+                     "–" if largest is None else md_escape(f"{largest[0]} ({largest[1]:.0f} s)")])
+    table = _markdown_table(["paper", "claim (this run)", "seconds (one thread)", "its longest stage"], rows)
     return (table + "\n\n" + md_escape(f"Whole job: {data['wall_time_s']:.0f} s of wall time on {data['workers']} "
                                        f"worker(s) ({data.get('cpu', 'unknown CPU')}), against "
                                        f"{data['serial_time_s']:.0f} s run one after another."))

@@ -424,6 +424,8 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
                 rows[key] = {"paper": key, "status": "ok", "claim_status": status,
                              "claim_passed": claim["passed"], "wall_time_s": data["provenance"]["wall_time_s"],
                              "seeds_in_aggregate": len(result.data.get("seeds", [seed]))}
+                if data["provenance"].get("stage_seconds"):  # where this paper's time went
+                    rows[key]["stage_seconds"] = data["provenance"]["stage_seconds"]
         if error is not None:
             rows[key] = {"paper": key, "status": "failed", "error": f"{type(error).__name__}: {error}",
                          "wall_time_s": None}
