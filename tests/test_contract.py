@@ -74,3 +74,14 @@ def test_method_and_baseline_differ(key, tiny_runs):
     for baseline in baselines:
         shared = set(method) & set(baseline)
         assert any(method[m] != baseline[m] for m in shared) or set(method) != set(baseline)
+
+
+@pytest.mark.parametrize("key", _params())
+def test_a_run_says_where_its_time_went(key, tiny_runs):
+    """Every reproduction announces its sections (``ctx.stage``); their seconds cover the whole run."""
+    first, _, _ = tiny_runs(key)
+    prov = first.data["provenance"]
+    stages = prov.get("stage_seconds")
+    assert stages, f"{key}: the run announced no stage (call ctx.stage before each costly section)"
+    assert all(v >= 0 for v in stages.values())
+    assert sum(stages.values()) == pytest.approx(prov["wall_time_s"], abs=0.01 + 1e-3 * len(stages))

@@ -92,6 +92,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     train_seconds = []
     n_sub = config.n_train_subjects + config.n_test_subjects
     for seed_index in ctx.progress(range(config.seeds), desc="seeds"):
+        ctx.stage(f"replicate {seed_index}: recordings, training, scoring")
         data = synthetic_psg(n_sub, config.epochs_per_subject, rng=ctx.rng("data", seed_index),
                              sampling_rate=config.sampling_rate, subject_variability=config.subject_variability)
         train, test = data.subset(slice(0, config.n_train_subjects)), data.subset(slice(config.n_train_subjects, None))

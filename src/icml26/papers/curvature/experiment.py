@@ -74,16 +74,21 @@ def run(config: Config, ctx: RunContext) -> Outcome:
         return _onmanifold_only(config, ctx)
     if not config.tiny_model:
         return _pretrained_only(config, ctx)
+    ctx.stage("corpus and tokenizer")
     data = prepare_data(config, ctx)
     # one training run, keeping the weights at every checkpoint
+    ctx.stage("training the tiny model")
     base = train_base(config, ctx, data)
     # 1. straightening and emergence
+    ctx.stage("tiny model: straightening and emergence")
     straight = straightening(config, ctx, data, base)
     # 2. aligned vs misaligned perturbations at the layer of maximal correlation
+    ctx.stage("tiny model: perturbations")
     pert = tiny_perturbations(config, ctx, data, base.model, straight.final)
     # the tiny model vs an interpolated bigram on the same tokens
     bigram = interpolated_bigram(data.train_ids, data.valid_ids, config.vocab_size)
     # 3. the curvature regulariser: same seed, batches and steps, lambda > 0
+    ctx.stage("tiny model: the curvature regulariser")
     reg = regularizer(config, ctx, data, base, straight.final)
     # 4. the pretrained arm: SmolLM2 on held-out windows of the same text
     pretrained, pre_study = pretrained_arm(config, data.corpus, ctx) if config.pretrained_tokens > 0 else (None, None)

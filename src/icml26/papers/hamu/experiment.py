@@ -90,6 +90,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                                                      for a in _arms_at(arms, rho, config)), desc="hamu runs")
 
     for rep in range(config.replicates):
+        ctx.stage(f"replicate {rep}: original and reference models, every arm")
         rng, val_rng = ctx.rng("forget_split", rep), ctx.rng("val_forget", rep)
         gen = ctx.torch_generator("model_init", rep)
         data = load_split(config.dataset, config.n_train, config.n_val, config.n_test, ctx.rng("data_split", rep))

@@ -329,6 +329,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     from icml26.common.tiny_lm import TinyLMConfig, encode_corpus
     from icml26.common.tokenizer import train_tokenizer
 
+    ctx.stage("corpus and tokenizer")
     corpus = stdlib_corpus()
     tokenizer = train_tokenizer(corpus, config.vocab_size)
     train_ids, valid_ids = encode_corpus(tokenizer, corpus)
@@ -344,7 +345,9 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     order = ["LLR"] + [k for k in config.arms if k != "LLR"]  # the controls read LLR's run
     for lr in config.base_lrs:
         for kind in order:
+            ctx.stage(f"training {kind} at base rate {lr:g}")
             runs[(kind, lr)] = _train(kind, lr, config, data, ctx, reference=runs.get(("LLR", lr)))
+    ctx.stage("tuning the base rates, checks")
 
     metrics = _metrics(config, runs)
     smallest = config.base_lrs[0]

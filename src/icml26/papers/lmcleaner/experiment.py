@@ -82,11 +82,20 @@ CALIBRATED = ("lmcleaner", "lmcleaner_tail", "replay", "retrain")
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
+    ctx.stage("the mixture")
     data = mixture(config, ctx.torch_generator("mixture"), ctx.device)
-    sweeps = {kind: lag_sweep(kind, data, config, ctx) for kind in config.models}
+    sweeps = {}
+    for kind in config.models:
+        ctx.stage(f"lag sweep: {kind}")
+        sweeps[kind] = lag_sweep(kind, data, config, ctx)
+    ctx.stage("certified noise")
     noise = certified_noise_section(config, ctx)
+    ctx.stage("the ledger's memory curve")
     ledger = ledger_curve(config)
+    if config.digits:
+        ctx.stage("digits")
     digits = digits_section(config, ctx) if config.digits else {}
+    ctx.stage("metrics and checks")
 
     last = max(config.lags)
     metrics: dict[str, dict[str, float]] = {arm: {} for arm in ARMS}

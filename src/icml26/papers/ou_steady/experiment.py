@@ -275,7 +275,9 @@ _NULLITY_CHECKS = {  # check id -> (design, support, statistic)
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
+    ctx.stage("the sample-size sweep (every estimator on every draw)")
     sweep = _sweep(config, ctx)
+    ctx.stage("summaries and the identifiability oracle")
     sizes = list(config.sample_sizes)
     bar = sweep.settings.index(config.bar_samples)
     tag = sample_size_tag(config.bar_samples)

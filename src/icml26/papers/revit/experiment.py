@@ -233,8 +233,11 @@ def crossover_steps(steps, ratios) -> int | None:
 
 
 def run(config: Config, ctx: RunContext) -> Outcome:
+    ctx.stage("flows and their rotations")
     data = _data(config, ctx)
+    ctx.stage("training every arm")
     runs = _train_arms(config, ctx, data)
+    ctx.stage("scoring, the budget curve")
 
     # --- metrics -------------------------------------------------------------------------
     metrics: dict[str, dict[str, float]] = {}

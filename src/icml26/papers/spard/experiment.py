@@ -232,10 +232,12 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     front = run_front(front_cfg, ctx, dict(ARMS)) if front_cfg is not None else None
     reps = []
     for r in ctx.progress(range(config.replicates), desc="spard replicates"):
+        ctx.stage(f"replicate {r}: data, the user's set, the attack")
         prepared = prepare_replicate(config, ctx, r)
         reps.append(run_replicate(config, ctx, r, prepared))
         if front is not None:
             scored_front(front, front_cfg, ctx, prepared)
+    ctx.stage("aggregate over replicates, checks")
     metrics = _aggregate(reps, config)
     checks, notes = _checks(metrics, reps, config)
     curves = _curves(metrics, config)

@@ -57,6 +57,7 @@ log = logging.getLogger(__name__)
 # The experiment
 # ---------------------------------------------------------------------------
 def run(config: Config, ctx: RunContext) -> Outcome:
+    ctx.stage("probe states")
     probes = {g: collect_probe_states(g, config.probe_states,
                                        ctx.seed_for("probe", game_stream_index(g)) % (2**31 - 1),
                                        config.sticky_action_prob)
@@ -73,8 +74,10 @@ def run(config: Config, ctx: RunContext) -> Outcome:
                 jobs.append(_job(config, ctx, probes, game, s, arm, "agent", len(jobs)))
                 if arm in chosen:
                     jobs[-1]["spr_lr"] = chosen[arm][game]
+    ctx.stage(f"{len(jobs)} agent run(s) of {config.total_steps} steps")
     results = _execute(jobs, processes, cache=config.run_cache, cpus=cpus)
     wall = time.perf_counter() - start
+    ctx.stage("summaries")
     outcome, speed = _summarize(config, results)
     for arm, per_game in chosen.items():
         if len(set(per_game.values())) == 1:
