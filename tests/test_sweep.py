@@ -194,6 +194,20 @@ def test_aggregate_results_refuses_mixed_configs(one_worker):
         aggregate_results([a, b])
 
 
+def test_an_aggregate_sums_its_seeds_stage_seconds_as_it_sums_their_wall_times(one_worker):
+    import copy
+
+    done, _ = one_worker
+    seeds = [copy.deepcopy(done.per_seed[s].data) for s in (0, 1)]
+    seeds[0]["provenance"].update(wall_time_s=3.0, stage_seconds={"load": 1.0, "train": 2.0})
+    seeds[1]["provenance"].update(wall_time_s=5.5, stage_seconds={"load": 0.5, "train": 4.0, "extra": 1.0})
+    prov = aggregate_results(seeds)["provenance"]
+    assert prov["stage_seconds"] == {"load": 1.5, "train": 6.0, "extra": 1.0}
+    assert sum(prov["stage_seconds"].values()) == prov["wall_time_s"] == 8.5
+    del seeds[1]["provenance"]["stage_seconds"]  # a seed that recorded none: the aggregate claims none
+    assert "stage_seconds" not in aggregate_results(seeds)["provenance"]
+
+
 def test_ray_backend_gives_the_process_backend_results(one_worker, tmp_path):
     ray = pytest.importorskip("ray")
     done, _ = one_worker

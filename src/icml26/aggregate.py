@@ -346,6 +346,11 @@ def aggregate_results(results: Sequence[Mapping[str, Any]], failed: Sequence[Map
     prov = dict(first["provenance"])
     prov["wall_time_s"] = round(sum(r["provenance"]["wall_time_s"] for r in results), 3)
     prov["seed_wall_times_s"] = {str(r["seed"]): r["provenance"]["wall_time_s"] for r in results}
+    stages = [r["provenance"].get("stage_seconds") for r in results]
+    prov.pop("stage_seconds", None)
+    if stages and all(stages):  # summed over the seeds, as wall_time_s is (a seed without them: none)
+        names = list(dict.fromkeys(name for s in stages for name in s))
+        prov["stage_seconds"] = {name: round(sum(s.get(name, 0.0) for s in stages), 3) for name in names}
     status, reason = claim_status(checks)
     out = {
         "schema": max(int(first["schema"]), 3),
