@@ -206,3 +206,19 @@ def test_a_run_records_where_its_time_went(fake_paper, monkeypatch):
     assert sum(stages.values()) == pytest.approx(prov["wall_time_s"], abs=0.01)
     monkeypatch.setattr(experiment, "run", plain)  # an experiment that announces nothing records nothing
     assert "stage_seconds" not in runner.run("zz_fake", seed=1, out=None).data["provenance"]
+
+
+def test_machine_speed_measures_one_thread_and_leaves_the_process_as_it_found_it():
+    import torch
+
+    from icml26.provenance import machine_speed
+
+    threads = torch.get_num_threads()
+    torch.manual_seed(11)
+    expected = torch.rand(3)
+    torch.manual_seed(11)
+    speed = machine_speed(repeats=1)
+    assert set(speed) == {"gemm_gflops", "small_steps_per_s"} and all(v > 0 for v in speed.values())
+    assert torch.get_num_threads() == threads and torch.equal(torch.rand(3), expected)  # global RNG untouched
+    with pytest.raises(ValueError, match="repeats"):
+        machine_speed(repeats=0)

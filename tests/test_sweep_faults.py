@@ -144,6 +144,9 @@ def test_run_all_runs_papers_in_parallel_and_merges_into_a_sweep(tmp_path):
     assert stages["zs_expand"] and sum(stages["zs_expand"].values()) == pytest.approx(
         next(r["wall_time_s"] for r in done.rows if r["paper"] == "zs_expand"), abs=0.01)
     assert stages["zs_expand"] == single["provenance"]["stage_seconds"]
+    speed = done.to_dict()["machine_speed"]  # the machine's one-thread rates, before and after the papers
+    assert set(speed) == {"before", "after"} and all(v["gemm_gflops"] > 0 and v["small_steps_per_s"] > 0
+                                                     for v in speed.values())
 
 
 def test_a_sweep_never_mixes_configurations_and_a_single_seed_joins_a_sweep(fake_paper, tmp_path):

@@ -259,9 +259,21 @@ def timing_table(path: str | os.PathLike) -> str:
         rows.append([row["paper"], row.get("claim_status") or row["status"],
                      "–" if seconds is None else f"{seconds:.0f}",
                      "–" if largest is None else md_escape(f"{largest[0]} ({largest[1]:.0f} s)")])
+    speed = data.get("machine_speed")
+    machine = ""
+    if speed is not None:
+        names = ("gemm_gflops", "small_steps_per_s")
+        if not (isinstance(speed, Mapping) and set(speed) <= {"before", "after"} and speed and all(
+                isinstance(v, Mapping) and all(_is_number(v.get(n)) and v[n] > 0 for n in names)
+                for v in speed.values())):
+            raise ResultError(f"{path}: field 'machine_speed' must hold 'before' and/or 'after', each with positive "
+                              f"{' and '.join(names)}")
+        machine = "; one thread " + ", ".join(
+            f"{when}: {v['gemm_gflops']:.0f} GFLOP/s in float32 products and {v['small_steps_per_s']:.0f} small "
+            f"training steps/s" for when, v in speed.items())
     table = _markdown_table(["paper", "claim (this run)", "seconds (one thread)", "its longest stage"], rows)
     return (table + "\n\n" + md_escape(f"Whole job: {data['wall_time_s']:.0f} s of wall time on {data['workers']} "
-                                       f"worker(s) ({data.get('cpu', 'unknown CPU')}), against "
+                                       f"worker(s) ({data.get('cpu', 'unknown CPU')}{machine}), against "
                                        f"{data['serial_time_s']:.0f} s run one after another."))
 
 

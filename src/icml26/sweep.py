@@ -350,6 +350,8 @@ class RunAllResult:
     rows: list[dict[str, Any]]
     wall_time_s: float
     workers: int
+    machine_speed: dict[str, dict[str, float]] | None = None
+    """:func:`icml26.provenance.machine_speed` measured ``before`` the papers ran and ``after``."""
 
     @property
     def failed(self) -> list[str]:
@@ -359,6 +361,7 @@ class RunAllResult:
         from icml26.provenance import cpu_model
 
         return {"wall_time_s": round(self.wall_time_s, 1), "workers": self.workers, "cpu": cpu_model(),
+                **({"machine_speed": self.machine_speed} if self.machine_speed else {}),
                 "serial_time_s": round(sum(r.get("wall_time_s") or 0.0 for r in self.rows), 1),
                 "papers": self.rows}
 
@@ -381,13 +384,16 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
     expensive first (by the committed seed times), each written as it finishes (:func:`~icml26.runner.write_run`:
     a paper whose folder holds a sweep gets this seed merged into its aggregate). A paper that fails is
     recorded and the others go on; one line per finished paper, and off a terminal a heartbeat naming
-    the running papers every minute.
+    the running papers every minute. The machine's one-thread speed
+    (:func:`~icml26.provenance.machine_speed`) is measured before the papers start and after they end,
+    outside the job's wall time, so that runs on different machines can be compared.
     """
     import sys
     import threading
     import time
 
     from icml26.common.seeding import default_threads
+    from icml26.provenance import machine_speed
     from icml26.runner import RunPlan, write_run
 
     if setting not in ("full", "quick", "tiny"):
@@ -402,6 +408,7 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
             unplanned[key] = exc
     order = sorted(keys, key=lambda k: -expected_seconds(k, out or "results"))
     rows: dict[str, dict[str, Any]] = {}
+    speed = {"before": machine_speed()}  # the machine's one-thread rates, to compare runs on other machines
     started_at = time.perf_counter()
     running: dict[str, float] = {}
     lock = threading.Lock()
@@ -473,5 +480,6 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
                      began=note_start)
     finally:
         stop.set()
-    return RunAllResult([rows[k] for k in [*unplanned, *order] if k in rows], time.perf_counter() - started_at,
-                        workers)
+    wall = time.perf_counter() - started_at
+    speed["after"] = machine_speed()
+    return RunAllResult([rows[k] for k in [*unplanned, *order] if k in rows], wall, workers, speed)
