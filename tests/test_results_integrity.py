@@ -237,8 +237,9 @@ def test_timing_table_reads_run_all_json_and_refuses_a_malformed_one(tmp_path):
     assert "| hamu | refuted | 512 | unlearn &lt;all> (401 s) |" in text and "| fox | failed | – | – |" in text
     assert "1500 s of wall time on 2 worker(s)" in text and "<b>" not in text
     fast = {"gemm_gflops": 52.6, "small_steps_per_s": 730.0}
-    path.write_text(json.dumps({**good, "machine_speed": {"before": fast, "after": fast}}))
-    assert "before: 53 GFLOP/s in float32 products and 730 small training steps/s" in timing_table(path)
+    path.write_text(json.dumps({**good, "cpu_capability": "AVX2", "machine_speed": {"before": fast, "after": fast}}))
+    assert ("(AMD EPYC &lt;b>, AVX2; one thread before: 53 GFLOP/s in float32 products and 730 small training "
+            "steps/s, after:") in timing_table(path)
     for bad in ({**good, "workers": 0}, {**good, "wall_time_s": "fast"}, {**good, "papers": [{"paper": 1}]},
                 {**good, "papers": [{"paper": "a", "status": "ok", "wall_time_s": -1}]},
                 {**good, "papers": [{"paper": "a", "status": "ok", "wall_time_s": 1, "stage_seconds": {"x": -1}}]},

@@ -19,6 +19,9 @@ def test_run_writes_valid_result_and_plot(fake_paper, tmp_path):
     assert data["curves"]["score"]["series"]["method"][2] is None  # NaN became a gap
     prov = data["provenance"]
     assert prov["wall_time_s"] >= 0 and prov["threads"] >= 1 and prov["device"] == "cpu"
+    import torch
+
+    assert prov["cpu_capability"] == torch.backends.cpu.get_cpu_capability()  # AVX2 / AVX512 …
     assert not list((tmp_path / "zz_fake").glob("*.tmp"))
 
 

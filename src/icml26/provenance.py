@@ -18,7 +18,7 @@ import torch
 if TYPE_CHECKING:
     from icml26.contract import RunContext
 
-__all__ = ["cpu_model", "git_commit", "machine_speed", "provenance"]
+__all__ = ["cpu_capability", "cpu_model", "git_commit", "machine_speed", "provenance"]
 
 
 def git_commit() -> tuple[str | None, bool | None]:
@@ -44,6 +44,16 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpu_capability() -> str:
+    """The vector instructions torch's CPU kernels use here (``"AVX2"``, ``"AVX512"`` …): one "AMD EPYC"
+    model name covers generations with and without AVX-512, which differ in speed and in the last digits
+    of trained models."""
+    try:
+        return str(torch.backends.cpu.get_cpu_capability())
+    except (AttributeError, RuntimeError):
+        return "unknown"
+
+
 def provenance(ctx: RunContext, wall: float, code: tuple[str | None, bool | None]) -> dict[str, Any]:
     """``code`` is :func:`git_commit` taken when the run started: the code that ran (a long run
     can outlive the checkout's HEAD; if HEAD moved, the end state is recorded beside it)."""
@@ -63,6 +73,7 @@ def provenance(ctx: RunContext, wall: float, code: tuple[str | None, bool | None
         "platform": platform.platform(),
         "machine": platform.machine(),
         "cpu": cpu_model(),
+        "cpu_capability": cpu_capability(),
         "threads": ctx.threads,
         "device": str(ctx.device),
         "wall_time_s": round(wall, 3),

@@ -272,8 +272,9 @@ def timing_table(path: str | os.PathLike) -> str:
             f"{when}: {v['gemm_gflops']:.0f} GFLOP/s in float32 products and {v['small_steps_per_s']:.0f} small "
             f"training steps/s" for when, v in speed.items())
     table = _markdown_table(["paper", "claim (this run)", "seconds (one thread)", "its longest stage"], rows)
+    cpu = data.get("cpu", "unknown CPU") + (f", {data['cpu_capability']}" if data.get("cpu_capability") else "")
     return (table + "\n\n" + md_escape(f"Whole job: {data['wall_time_s']:.0f} s of wall time on {data['workers']} "
-                                       f"worker(s) ({data.get('cpu', 'unknown CPU')}{machine}), against "
+                                       f"worker(s) ({cpu}{machine}), against "
                                        f"{data['serial_time_s']:.0f} s run one after another."))
 
 

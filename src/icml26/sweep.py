@@ -358,9 +358,10 @@ class RunAllResult:
         return [r["paper"] for r in self.rows if r["status"] == "failed"]
 
     def to_dict(self) -> dict[str, Any]:
-        from icml26.provenance import cpu_model
+        from icml26.provenance import cpu_capability, cpu_model
 
         return {"wall_time_s": round(self.wall_time_s, 1), "workers": self.workers, "cpu": cpu_model(),
+                "cpu_capability": cpu_capability(),
                 **({"machine_speed": self.machine_speed} if self.machine_speed else {}),
                 "serial_time_s": round(sum(r.get("wall_time_s") or 0.0 for r in self.rows), 1),
                 "papers": self.rows}
