@@ -195,6 +195,7 @@ def matrix_family(family: str, A: torch.Tensor, A_tune: torch.Tensor, config: Co
         settings[arm] = tune(arm, A_tune, mu_tune, config)
     settings["symmetric"] = settings["asymmetric"]
     settings["gda"] = Setting(config.eta, None, False)
+    ctx.stage(f"{family}: {len(MATRIX_ARMS)} arms × {config.iterations} iterations on {A.shape[0]} games")
     values = np.array([solve_lp(a)[0] for a in A.cpu()])
     runs = []
     for arm in MATRIX_ARMS:
