@@ -128,4 +128,3 @@ def machine_speed(repeats: int = 3) -> dict[str, float]:
         return {"gemm_gflops": round(gflops, 1), "small_steps_per_s": round(steps / best, 1)}
     finally:
         torch.set_num_threads(threads)
-

@@ -228,8 +228,9 @@ TIMING_END = "<!-- timing:end -->"
 
 def timing_table(path: str | os.PathLike) -> str:
     """The main job's timing from ``run_all.json`` (written by ``icml26 run all``): per paper its status,
-    seconds on one thread and its longest announced stage (``stage_seconds``), then the wall time of the whole job beside the serial sum. Every field is
-    checked; a malformed file raises :class:`ResultError`."""
+    seconds on one thread and its longest announced stage (``stage_seconds``), then the wall time of the
+    whole job beside the serial sum, on which machine. Every field is checked; a malformed file raises
+    :class:`ResultError`."""
     path = Path(path)
     if not path.is_file():
         return "_No timing yet: `make run` writes `results/run_all.json`._"

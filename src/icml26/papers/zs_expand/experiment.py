@@ -177,6 +177,7 @@ def run(config: Config, ctx: RunContext) -> Outcome:
     encoder = get_encoder("cuda" if ctx.device.type == "cuda" else "cpu")
     views = encode_descriptions(bench.descriptions, bench.nuisances[:config.n_nuisances], encoder)
     ctx.provenance["encode_seconds"] = round(time.perf_counter() - t0, 2)
+    ctx.stage("the seen-class head, then every expansion arm tuned and scored")
     seen, unseen = bench.seen, bench.unseen
     order = np.concatenate([seen, unseen])  # the all_semantics order
     views_t = torch.as_tensor(views, device=ctx.device)
