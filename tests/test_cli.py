@@ -99,6 +99,17 @@ def test_run_all_carries_on_past_a_failure(fake_paper, monkeypatch, capsys, tmp_
     assert (tmp_path / "zz_fake" / "result.json").exists()
 
 
+def test_run_all_with_seeds_writes_the_run_all_json_the_report_reads(fake_paper, monkeypatch, tmp_path):
+    from icml26.results import timing_table
+
+    monkeypatch.setattr(registry, "PAPERS", {"zz_fake": fake_paper})
+    assert main(["run", "all", "--quick", "--seeds", "0-1", "--workers", "1", "--out", str(tmp_path),
+                 "--no-progress"]) == 0
+    summary = json.loads((tmp_path / "run_all.json").read_text())
+    assert [r["paper"] for r in summary["papers"]] == ["zz_fake"] and summary["workers"] == 1
+    assert "| zz_fake | ok |" in timing_table(tmp_path / "run_all.json")  # was a bare list it refused
+
+
 def test_report_on_fixture(tmp_path, capsys):
     results = tmp_path / "results"
     (results / "zz_fixture").mkdir(parents=True)

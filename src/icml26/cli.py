@@ -177,6 +177,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.seeds is None and args.backend == "process":
         return _run_all_parallel(keys, args)
     summary = []
+    job_start = time.perf_counter()
     for key in keys:
         print(f"=== {key}", flush=True)
         start = time.perf_counter()
@@ -194,10 +195,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     for row in summary:
         verdict = row["status"] if row["status"] != "ok" else ("held" if row["claim_passed"] else "not held")
         print(f"  {row['paper']:<16} {verdict:<10} {row['wall_time_s']:>8.1f} s  {row.get('error', '')}")
-    if args.out is not None:
+    if args.out is not None:  # the same file as the parallel path's, so that `icml26 report` reads either
+        from icml26.common.seeding import default_threads
         from icml26.results import atomic_write_text
+        from icml26.sweep import RunAllResult
 
-        atomic_write_text(Path(args.out) / "run_all.json", json.dumps(summary, indent=1) + "\n")
+        done = RunAllResult(summary, time.perf_counter() - job_start, args.workers or default_threads())
+        atomic_write_text(Path(args.out) / "run_all.json", json.dumps(done.to_dict(), indent=1) + "\n")
     return 1 if any(r["status"] == "failed" for r in summary) else 0
 
 

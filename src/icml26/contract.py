@@ -288,15 +288,14 @@ class RunContext:
         ``"(before the first stage)"``, and a stage announced twice sums its spans."""
         if end < start:
             raise ValueError(f"end={end!r} is before start={start!r}")
-        marks = [(name, min(max(t, start), end)) for name, t in self.stage_marks]
+        bounds = [("(before the first stage)", start),
+                  *[(name, min(max(t, start), end)) for name, t in self.stage_marks], ("", end)]
         spans: dict[str, float] = {}
-        bounds = [("(before the first stage)", start), *marks, ("", end)]
         for (name, t0), (_, t1) in zip(bounds[:-1], bounds[1:]):
-            if t1 > t0 or name not in spans:
-                spans[name] = round(spans.get(name, 0.0) + max(t1 - t0, 0.0), 3)
-        if spans.get("(before the first stage)") == 0.0:
+            spans[name] = spans.get(name, 0.0) + max(t1 - t0, 0.0)
+        if spans["(before the first stage)"] == 0.0:
             del spans["(before the first stage)"]
-        return spans
+        return {name: round(seconds, 3) for name, seconds in spans.items()}
 
 
 @runtime_checkable
