@@ -63,16 +63,28 @@ def project_simplex(v: Tensor | np.ndarray) -> Tensor | np.ndarray:
         raise ValueError(f"project_simplex needs at least one coordinate, got shape {tuple(v.shape)}")
     if not v.is_floating_point():
         v = v.to(torch.float64)
-    n = v.shape[-1]
-    u, _ = torch.sort(v, dim=-1, descending=True)
-    cumsum = u.cumsum(dim=-1) - 1.0
-    k = torch.arange(1, n + 1, device=v.device, dtype=v.dtype)
-    # ρ = max{k : u_k − (Σ_{j≤k} u_j − 1)/k > 0}; the condition holds for a prefix of k.
-    # (ρ ≥ 1 for finite rows; the clamp turns a NaN row into NaN instead of an index error)
-    rho = (u - cumsum / k > 0).sum(dim=-1, keepdim=True).clamp_min(1)
-    # θ = (Σ_{j≤ρ} u_j − 1)/ρ and p = max(v − θ, 0)
-    theta = cumsum.gather(-1, rho - 1) / rho.to(v.dtype)
-    return (v - theta).clamp_min(0.0)
+    u = torch.sort(v, dim=-1, descending=True).values
+    # c_k = (Σ_{j≤k} u_j − 1)/k for k = 1 … n
+    c = (u.cumsum(dim=-1) - 1.0) / _ranks(v.shape[-1], v.dtype, v.device)
+    # ρ = max{k : u_k > c_k} (the condition holds for a prefix of k; with gradual underflow
+    # u_k > c_k exactly when u_k − c_k > 0). ρ ≥ 1 for finite rows; the clamp turns a NaN row
+    # into NaN instead of an index error.
+    rho = (u > c).sum(dim=-1, keepdim=True).clamp_min(1)
+    # θ = c_ρ = (Σ_{j≤ρ} u_j − 1)/ρ and p = max(v − θ, 0)
+    return (v - c.gather(-1, rho - 1)).clamp_min(0.0)
+
+
+_RANKS: dict[tuple[int, torch.dtype, torch.device], Tensor] = {}
+
+
+def _ranks(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
+    """``1, 2, …, n`` as a ``dtype`` tensor on ``device``, made once per key (the projection runs
+    once or twice per iteration of every dynamics; the tensor is never written to)."""
+    key = (n, dtype, device)
+    ranks = _RANKS.get(key)
+    if ranks is None:
+        ranks = _RANKS[key] = torch.arange(1, n + 1, dtype=dtype, device=device)
+    return ranks
 
 
 @dataclasses.dataclass(frozen=True)
