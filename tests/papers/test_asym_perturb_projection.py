@@ -58,6 +58,31 @@ def test_simplex_projection_matches_brute_force():
     np.testing.assert_allclose(ours.sum(-1), 1.0, atol=1e-13)
 
 
+def _held_projection(v: torch.Tensor) -> torch.Tensor:
+    """Held et al.'s sort-based projection as the committed runs computed it (θ = cumsum_ρ / ρ)."""
+    u, _ = torch.sort(v, dim=-1, descending=True)
+    cumsum = u.cumsum(dim=-1) - 1.0
+    k = torch.arange(1, v.shape[-1] + 1, dtype=v.dtype)
+    rho = (u - cumsum / k > 0).sum(dim=-1, keepdim=True).clamp_min(1)
+    return (v - cumsum.gather(-1, rho - 1) / rho.to(v.dtype)).clamp_min(0.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_simplex_projection_is_bit_identical_to_the_committed_runs_formula(dtype):
+    """The committed dynamics ran the projection above; the current code must give the same bits
+    (ties, NaN, ±inf and scales from 1e-12 to 1e6 included), or every committed curve would move."""
+    g = torch.Generator().manual_seed(0)
+    for trial in range(300):
+        n, batch = 1 + trial % 13, 1 + trial % 17
+        v = torch.randn(batch, n, generator=g, dtype=torch.float64) * 10.0 ** (trial % 19 - 12)
+        v = v.round() if trial % 7 == 0 else v
+        v[0, 0] = [v[0, 0], float("nan"), float("inf"), -float("inf")][trial % 4]
+        v = v.to(dtype)
+        expected, got = _held_projection(v), project_simplex(v)
+        assert torch.equal(torch.isnan(expected), torch.isnan(got))
+        assert torch.equal(expected.nan_to_num(0.0), got.nan_to_num(0.0)), (trial, v)
+
+
 def test_simplex_treeplex_is_euclidean_geometry():
     X = Treeplex.simplex(5)
     c = torch.randn(3, 5, dtype=torch.float64)
