@@ -83,6 +83,23 @@ def test_simplex_projection_is_bit_identical_to_the_committed_runs_formula(dtype
         assert torch.equal(expected.nan_to_num(0.0), got.nan_to_num(0.0)), (trial, v)
 
 
+def test_simplex_projection_differentiates_after_a_first_call_under_inference_mode(monkeypatch):
+    """The projection keeps 1…n per shape; a first call under inference mode must not leave a
+    tensor that autograd refuses to save (the gradient of a projection onto the face of its
+    support is the centred identity there)."""
+    from icml26.papers.asym_perturb import treeplex
+
+    monkeypatch.setattr(treeplex, "_RANKS", {})  # no shape kept from an earlier test
+    with torch.inference_mode():
+        project_simplex(torch.zeros(1, 11, dtype=torch.float64))
+    v = torch.tensor([[0.9, 0.5, -3.0] + [-5.0] * 8], dtype=torch.float64, requires_grad=True)
+    p = project_simplex(v)
+    p[0, 0].backward()
+    expected = torch.zeros(11, dtype=torch.float64)
+    expected[:2] = torch.tensor([0.5, -0.5], dtype=torch.float64)
+    torch.testing.assert_close(v.grad[0], expected)
+
+
 def test_simplex_treeplex_is_euclidean_geometry():
     X = Treeplex.simplex(5)
     c = torch.randn(3, 5, dtype=torch.float64)

@@ -79,11 +79,14 @@ _RANKS: dict[tuple[int, torch.dtype, torch.device], Tensor] = {}
 
 def _ranks(n: int, dtype: torch.dtype, device: torch.device) -> Tensor:
     """``1, 2, …, n`` as a ``dtype`` tensor on ``device``, made once per key (the projection runs
-    once or twice per iteration of every dynamics; the tensor is never written to)."""
+    once or twice per iteration of every dynamics; the tensor is never written to). It is made
+    outside inference mode, so that a first call under ``torch.inference_mode`` does not leave an
+    inference tensor that a later differentiated projection could not save for backward."""
     key = (n, dtype, device)
     ranks = _RANKS.get(key)
     if ranks is None:
-        ranks = _RANKS[key] = torch.arange(1, n + 1, dtype=dtype, device=device)
+        with torch.inference_mode(False):
+            ranks = _RANKS[key] = torch.arange(1, n + 1, dtype=dtype, device=device)
     return ranks
 
 
