@@ -6,6 +6,7 @@ matrix of a moment system, and the least squares over it with the diffusion fixe
 from __future__ import annotations
 
 import logging
+import math
 
 import numpy as np
 import scipy.linalg
@@ -41,29 +42,47 @@ def _admm(
         kkt = np.block([[2.0 * gram + rho * np.eye(size), a[:, None]], [a[None, :], np.zeros((1, 1))]])
     else:
         kkt = 2.0 * gram + rho * np.eye(size)
-    lu = scipy.linalg.lu_factor(kkt)
+    lu, piv = scipy.linalg.lu_factor(kkt)
+    # the loop runs thousands of times on a system of a few dozen unknowns, where the wrappers of
+    # scipy's lu_solve and numpy's norm cost more than the arithmetic: LAPACK's getrs is called
+    # directly (lu_solve's own call: same routine, same bits) and a norm is sqrt(x·x) (numpy's own
+    # formula for a vector); the inputs were checked finite, and the result is checked at the end
+    getrs, = scipy.linalg.get_lapack_funcs(("getrs",), (lu,))
+    twice_linear = 2.0 * linear
+    l1_idx, nonneg_idx = np.flatnonzero(l1_mask), np.flatnonzero(nonneg_mask)
+    threshold = l1 / rho
     w = z0.copy()
     u = np.zeros(size)
     z = z0.copy()
     for it in range(max_iter):
-        rhs = 2.0 * linear + rho * (w - u)
+        rhs = twice_linear + rho * (w - u)
         if equality is not None:
-            z = scipy.linalg.lu_solve(lu, np.append(rhs, total))[:size]
+            b = np.empty(size + 1)
+            b[:size] = rhs
+            b[size] = total
+            z = getrs(lu, piv, b, overwrite_b=True)[0][:size]
         else:
-            z = scipy.linalg.lu_solve(lu, rhs)
+            z = getrs(lu, piv, rhs, overwrite_b=True)[0]
         v = z + u
         w_new = v.copy()
         # prox of (λ/ρ)|·| on the penalised entries, projection on the non-negative ones
-        w_new[l1_mask] = np.sign(v[l1_mask]) * np.maximum(np.abs(v[l1_mask]) - l1 / rho, 0.0)
-        w_new[nonneg_mask] = np.maximum(v[nonneg_mask], 0.0)
-        dual = rho * np.linalg.norm(w_new - w)
+        if l1_idx.size:
+            v_l1 = v[l1_idx]
+            w_new[l1_idx] = np.sign(v_l1) * np.maximum(np.abs(v_l1) - threshold, 0.0)
+        if nonneg_idx.size:
+            w_new[nonneg_idx] = np.maximum(v[nonneg_idx], 0.0)
+        step = w_new - w
+        dual = rho * math.sqrt(step.dot(step))
         w = w_new
-        u += z - w
-        primal = np.linalg.norm(z - w)
-        scale = 1.0 + np.linalg.norm(z)
+        gap = z - w
+        u += gap
+        primal = math.sqrt(gap.dot(gap))
+        scale = 1.0 + math.sqrt(z.dot(z))
         if primal <= tol * scale and dual <= tol * scale:
             log.debug("ADMM converged after %d iterations", it + 1)
             break
+    if not np.isfinite(w).all():
+        raise ValueError("ADMM diverged to non-finite values: check that the moment system is finite")
     return w
 
 
