@@ -46,7 +46,8 @@ def _admm(
     # the loop runs thousands of times on a system of a few dozen unknowns, where the wrappers of
     # scipy's lu_solve and numpy's norm cost more than the arithmetic: LAPACK's getrs is called
     # directly (lu_solve's own call: same routine, same bits) and a norm is sqrt(x·x) (numpy's own
-    # formula for a vector); the inputs were checked finite, and the result is checked at the end
+    # formula for a vector); lu_factor checks the matrix, and a non-finite right-hand side, which
+    # lu_solve refused at once, leaves a non-finite result that is refused after the loop
     getrs, = scipy.linalg.get_lapack_funcs(("getrs",), (lu,))
     twice_linear = 2.0 * linear
     l1_idx, nonneg_idx = np.flatnonzero(l1_mask), np.flatnonzero(nonneg_mask)
