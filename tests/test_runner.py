@@ -155,6 +155,33 @@ def test_the_runner_alone_sets_threads_capped_by_what_the_experiment_declares(fa
     assert seen == [(1, 1)]
 
 
+def test_numpys_blas_runs_at_the_runs_threads_as_in_a_sweeps_workers(fake_paper, monkeypatch):
+    """A seed run at one thread sums in NumPy's BLAS on one thread, as a sweep's workers do; the limit
+    is lifted after the run."""
+    import sys
+
+    from threadpoolctl import threadpool_info
+
+    from icml26.runner import RunPlan, execute_plan
+
+    blas = [p for p in threadpool_info() if p["user_api"] == "blas"]
+    if not blas or max(p["num_threads"] for p in blas) < 2:
+        pytest.skip("NumPy's BLAS already runs at one thread here")
+    outside = {p["filepath"]: p["num_threads"] for p in blas}
+    experiment = sys.modules["icml26.papers.zz_fake.experiment"]
+    seen = []
+    real = experiment.run
+
+    def recording(config, ctx):
+        seen.append(sorted({p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"}))
+        return real(config, ctx)
+
+    monkeypatch.setattr(experiment, "run", recording)
+    execute_plan(RunPlan.build("zz_fake", threads=1, out=None), 0, render=False)
+    assert seen == [[1]]
+    assert {p["filepath"]: p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"} == outside
+
+
 def test_no_paper_sets_torch_threads_itself():
     """The runner sets threads (an experiment declares THREADS or a config field ``threads``); the two
     exceptions are measurement protocols: stream_spr's own worker processes, its Atari CPU benchmark and its

@@ -318,7 +318,7 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
     log.info("running %s (%s, seed %d) on %s", key, setting, seed, dev)
     code = _prov.git_commit()
     start = time.perf_counter()
-    with _allocations():
+    with _allocations(), _blas_threads(n_threads):
         outcome = module.run(config, ctx)
     end = time.perf_counter()
     wall = end - start
@@ -361,6 +361,14 @@ def execute_plan(plan: RunPlan, seed: int, *, progress: bool | None = None,
     data["figures"] = sorted(figures)
     validate(data)
     return data, figures
+
+
+def _blas_threads(n: int):
+    """NumPy's and SciPy's BLAS at the run's thread count, as torch is: a seed run with ``threads=1``
+    sums in the order a sweep's one-thread workers use (their BLAS is limited to one thread too)."""
+    from threadpoolctl import threadpool_limits
+
+    return threadpool_limits(limits=n, user_api="blas")
 
 
 def _allocations():
