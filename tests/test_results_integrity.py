@@ -251,6 +251,62 @@ def test_timing_table_reads_run_all_json_and_refuses_a_malformed_one(tmp_path):
             timing_table(path)
 
 
+def test_timing_table_sets_each_paper_beside_its_seconds_before(tmp_path):
+    from icml26.results import timing_table
+
+    path, before = tmp_path / "run_all.json", tmp_path / "run_all_before.json"
+    path.write_text(json.dumps({"wall_time_s": 900.0, "serial_time_s": 1700.0, "workers": 2, "papers": [
+        {"paper": "hamu", "status": "ok", "claim_status": "refuted", "wall_time_s": 250.0},
+        {"paper": "fox", "status": "ok", "wall_time_s": 1450.0},
+        {"paper": "new", "status": "failed", "wall_time_s": None}]}))
+    assert "seconds before" not in timing_table(path, before)  # no file: the table as before
+    good = {"commit": "bdf1e51179d1ab36f0106db61bd724c68f0857d1", "serial_time_s": 1500.0,
+            "papers": [{"paper": "hamu", "wall_time_s": 500.0}, {"paper": "fox", "wall_time_s": 1000.0}]}
+    before.write_text(json.dumps(good))
+    text = timing_table(path, before)
+    assert "| paper | claim (this run) | seconds (one thread) | seconds before | now / before |" in text
+    assert "| hamu | refuted | 250 | 500 | 0.50 | – |" in text and "| fox | ok | 1450 | 1000 | 1.45 | – |" in text
+    assert "| new | failed | – | – | – | – |" in text
+    assert "Before: 1500 s run one after another (each paper's mean committed seed at bdf1e51" in text
+    for bad in ({**good, "commit": None}, {**good, "serial_time_s": -1}, {**good, "papers": {}},
+                {**good, "papers": [{"paper": "hamu", "wall_time_s": "slow"}]},
+                {**good, "papers": [{"paper": "hamu", "wall_time_s": 1.0}, {"paper": "hamu", "wall_time_s": 2.0}]}):
+        before.write_text(json.dumps(bad))
+        with pytest.raises(ResultError, match="run_all_before.json"):
+            timing_table(path, before)
+
+
+def test_the_committed_seconds_before_are_the_committed_seeds_at_their_commit():
+    """results/run_all_before.json against git: each paper's mean provenance.wall_time_s over its seeds at the
+    commit the file names (skipped where that commit is not in the clone's history)."""
+    import statistics
+    import subprocess
+
+    root = Path(__file__).resolve().parents[1]
+    data = json.loads((root / "results" / "run_all_before.json").read_text())
+    commit = data["commit"]
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+
+    if shutil.which("git") is None or git("cat-file", "-e", f"{commit}^{{commit}}").returncode != 0:
+        pytest.skip(f"commit {commit[:7]} is not in this clone's history")
+    names = git("ls-tree", "-r", "--name-only", commit, "results/").stdout.split()
+    seeds: dict[str, dict[str, float]] = {}
+    for name in names:
+        parts = name.split("/")
+        if len(parts) == 5 and parts[2] == "seeds" and parts[4] == "result.json":
+            provenance = json.loads(git("show", f"{commit}:{name}").stdout)["provenance"]
+            seeds.setdefault(parts[1], {})[parts[3]] = provenance["wall_time_s"]
+    rows = {row["paper"]: row for row in data["papers"]}
+    assert set(rows) == set(seeds)
+    for paper, row in rows.items():
+        assert row["seeds"] == seeds[paper], paper
+        assert row["wall_time_s"] == pytest.approx(statistics.mean(seeds[paper].values()), abs=0.005), paper
+    assert data["serial_time_s"] == pytest.approx(sum(statistics.mean(s.values()) for s in seeds.values()), abs=0.01)
+    assert round(data["serial_time_s"]) == 6489  # the figure the timing goal quotes
+
+
 # ---------------------------------------------------------------------------
 # An aggregate must agree with the seed results kept beside it
 # ---------------------------------------------------------------------------

@@ -226,14 +226,37 @@ TIMING_START = "<!-- timing:start -->"
 TIMING_END = "<!-- timing:end -->"
 
 
-def timing_table(path: str | os.PathLike) -> str:
+def _before_seconds(path: Path) -> tuple[dict[str, float], Mapping[str, Any]] | None:
+    """Per paper its seconds a seed took before the timing work (``run_all_before.json``: the mean
+    committed seed of each paper at one commit), or ``None`` when the file is absent."""
+    if not path.is_file():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ResultError(f"{path}: not a readable JSON file ({exc})") from None
+    if not isinstance(data, Mapping) or not isinstance(data.get("papers"), list) or not isinstance(
+            data.get("commit"), str) or not _is_number(data.get("serial_time_s")) or data["serial_time_s"] < 0:
+        raise ResultError(f"{path}: needs 'commit', a non-negative 'serial_time_s' and a list 'papers'")
+    seconds: dict[str, float] = {}
+    for i, row in enumerate(data["papers"]):
+        if not isinstance(row, Mapping) or not isinstance(row.get("paper"), str) or not _is_number(
+                row.get("wall_time_s")) or row["wall_time_s"] < 0 or row["paper"] in seconds:
+            raise ResultError(f"{path}: field 'papers[{i}]' needs a paper name (once) and a non-negative wall_time_s")
+        seconds[row["paper"]] = float(row["wall_time_s"])
+    return seconds, data
+
+
+def timing_table(path: str | os.PathLike, before: str | os.PathLike | None = None) -> str:
     """The main job's timing from ``run_all.json`` (written by ``icml26 run all``): per paper its status,
     seconds on one thread and its longest announced stage (``stage_seconds``), then the wall time of the
-    whole job beside the serial sum, on which machine. Every field is checked; a malformed file raises
-    :class:`ResultError`."""
+    whole job beside the serial sum, on which machine. With ``before`` (a ``run_all_before.json`` that
+    exists: per paper the seconds of a seed at an earlier commit) each row also shows those seconds and
+    the ratio now / before. Every field is checked; a malformed file raises :class:`ResultError`."""
     path = Path(path)
     if not path.is_file():
         return "_No timing yet: `make run` writes `results/run_all.json`._"
+    earlier = None if before is None else _before_seconds(Path(before))
     try:
         data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
     except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
@@ -257,9 +280,12 @@ def timing_table(path: str | os.PathLike) -> str:
                 isinstance(k, str) and _is_number(v) and v >= 0 for k, v in stages.items())):
             raise ResultError(f"{path}: field 'papers[{i}].stage_seconds' must map stage names to seconds")
         largest = max(stages.items(), key=lambda kv: kv[1]) if stages else None
-        rows.append([row["paper"], row.get("claim_status") or row["status"],
-                     "–" if seconds is None else f"{seconds:.0f}",
-                     "–" if largest is None else md_escape(f"{largest[0]} ({largest[1]:.0f} s)")])
+        cells = [row["paper"], row.get("claim_status") or row["status"], "–" if seconds is None else f"{seconds:.0f}"]
+        if earlier is not None:
+            then = earlier[0].get(row["paper"])
+            cells += ["–" if then is None else f"{then:.0f}",
+                      "–" if then is None or seconds is None or then == 0 else f"{seconds / then:.2f}"]
+        rows.append(cells + ["–" if largest is None else md_escape(f"{largest[0]} ({largest[1]:.0f} s)")])
     speed = data.get("machine_speed")
     machine = ""
     if speed is not None:
@@ -272,11 +298,17 @@ def timing_table(path: str | os.PathLike) -> str:
         machine = "; one thread " + ", ".join(
             f"{when}: {v['gemm_gflops']:.0f} GFLOP/s in float32 products and {v['small_steps_per_s']:.0f} small "
             f"training steps/s" for when, v in speed.items())
-    table = _markdown_table(["paper", "claim (this run)", "seconds (one thread)", "its longest stage"], rows)
+    head = ["paper", "claim (this run)", "seconds (one thread)"]
+    if earlier is not None:
+        head += ["seconds before", "now / before"]
+    table = _markdown_table(head + ["its longest stage"], rows)
     cpu = data.get("cpu", "unknown CPU") + (f", {data['cpu_capability']}" if data.get("cpu_capability") else "")
-    return (table + "\n\n" + md_escape(f"Whole job: {data['wall_time_s']:.0f} s of wall time on {data['workers']} "
-                                       f"worker(s) ({cpu}{machine}), against "
-                                       f"{data['serial_time_s']:.0f} s run one after another."))
+    text = md_escape(f"Whole job: {data['wall_time_s']:.0f} s of wall time on {data['workers']} "
+                     f"worker(s) ({cpu}{machine}), against {data['serial_time_s']:.0f} s run one after another.")
+    if earlier is not None:
+        text += " " + md_escape(f"Before: {earlier[1]['serial_time_s']:.0f} s run one after another (each paper's "
+                                f"mean committed seed at {earlier[1]['commit'][:7]}, `{Path(before).name}`).")
+    return table + "\n\n" + text
 
 
 def _replace_between(text: str, start: str, end: str, body: str) -> str:
@@ -527,7 +559,8 @@ def report(results_dir: str | os.PathLike = "results", readme: str | os.PathLike
         text = _replace_between(text, RESULTS_START, RESULTS_END, _summary_table(results, extra))
         text = _replace_between(text, PAPERS_START, PAPERS_END, _papers_table())
         if TIMING_START in text:
-            text = _replace_between(text, TIMING_START, TIMING_END, timing_table(results_dir / "run_all.json"))
+            timing = timing_table(results_dir / "run_all.json", results_dir / "run_all_before.json")
+            text = _replace_between(text, TIMING_START, TIMING_END, timing)
         writes.append((readme, text))
     # everything was built and checked; now write
     for path, text in writes:
