@@ -136,17 +136,19 @@ def test_one_worker_runs_blas_at_one_thread_like_the_spawned_workers(tmp_path, m
     """With ``workers=1`` the seeds run in this process; NumPy's BLAS must then use one thread, as the
     spawned workers do, or a seed's float sums depend on the worker count (seen on zs_expand's ridge
     solves when the parent had OMP_NUM_THREADS=2)."""
-    import icml26.sweep as sw
     from threadpoolctl import threadpool_info, threadpool_limits
 
-    real = sw._job
+    from icml26 import registry
+
+    experiment = registry.get(PAPER).load_experiment()
+    real = experiment.run
     seen = []
 
-    def recording(*args):
+    def recording(config, ctx):
         seen.append(max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"))
-        return real(*args)
+        return real(config, ctx)
 
-    monkeypatch.setattr(sw, "_job", recording)
+    monkeypatch.setattr(experiment, "run", recording)
     with threadpool_limits(limits=2, user_api="blas"):
         sweep(PAPER, "0-1", setting="tiny", out=tmp_path, workers=1, progress=False)
         assert max(p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas") <= 2  # restored

@@ -238,21 +238,18 @@ def _heartbeat(key: str, seeds: Sequence[int], per_seed: Mapping[int, Any], fail
 
 def _run_processes(args, workers: int, finished, bar, began=None) -> None:
     if workers == 1:
-        # In this process: torch runs at one thread (``_job``), and so must NumPy's BLAS, as in the
-        # spawned workers (OMP_NUM_THREADS=1), or a seed's float sums depend on the worker count.
-        from threadpoolctl import threadpool_limits
-
-        with threadpool_limits(limits=1):
-            for a in args:
-                if began is not None:
-                    began(a[1])
-                try:
-                    value, error = _job(*a), None
-                except Exception as exc:  # recorded; the sweep goes on
-                    log.debug("%s", traceback.format_exc())
-                    value, error = None, exc
-                finished(a[1], value, error)
-                bar.update(1)
+        # In this process: the runner runs torch and NumPy's BLAS at the plan's one thread (``_job``),
+        # as in the spawned workers, so a seed's float sums do not depend on the worker count.
+        for a in args:
+            if began is not None:
+                began(a[1])
+            try:
+                value, error = _job(*a), None
+            except Exception as exc:  # recorded; the sweep goes on
+                log.debug("%s", traceback.format_exc())
+                value, error = None, exc
+            finished(a[1], value, error)
+            bar.update(1)
         return
     run_jobs([(a[1], a) for a in args], workers, finished, fn=_job, bar=bar, began=began)
 
@@ -465,17 +462,14 @@ def run_all(keys: Sequence[str], *, setting: str = "quick", seed: int = 0, devic
         finished(key, None, unplanned[key])
     order = [k for k in order if k in plans]
     try:
-        if workers == 1:
-            from threadpoolctl import threadpool_limits
-
-            with threadpool_limits(limits=1):
-                for key in order:
-                    note_start(key)
-                    try:
-                        value, error = _job(plans[key], seed, out is not None), None
-                    except Exception as exc:
-                        value, error = None, exc
-                    finished(key, value, error)
+        if workers == 1:  # one thread for torch and BLAS alike, set by the runner (``_job``)
+            for key in order:
+                note_start(key)
+                try:
+                    value, error = _job(plans[key], seed, out is not None), None
+                except Exception as exc:
+                    value, error = None, exc
+                finished(key, value, error)
         else:
             run_jobs([(k, (plans[k], seed, out is not None)) for k in order], workers, finished, fn=_job,
                      began=note_start)
