@@ -226,15 +226,20 @@ TIMING_START = "<!-- timing:start -->"
 TIMING_END = "<!-- timing:end -->"
 
 
+def _read_json(path: Path) -> Any:
+    """The JSON in ``path``; an unreadable or malformed file (NaN included) raises :class:`ResultError`."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
+        raise ResultError(f"{path}: not a readable JSON file ({exc})") from None
+
+
 def _before_seconds(path: Path) -> tuple[dict[str, float], Mapping[str, Any]] | None:
     """Per paper its seconds a seed took before the timing work (``run_all_before.json``: the mean
     committed seed of each paper at one commit), or ``None`` when the file is absent."""
     if not path.is_file():
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
-        raise ResultError(f"{path}: not a readable JSON file ({exc})") from None
+    data = _read_json(path)
     if not isinstance(data, Mapping) or not isinstance(data.get("papers"), list) or not isinstance(
             data.get("commit"), str) or not _is_number(data.get("serial_time_s")) or data["serial_time_s"] < 0:
         raise ResultError(f"{path}: needs 'commit', a non-negative 'serial_time_s' and a list 'papers'")
@@ -257,10 +262,7 @@ def timing_table(path: str | os.PathLike, before: str | os.PathLike | None = Non
     if not path.is_file():
         return "_No timing yet: `make run` writes `results/run_all.json`._"
     earlier = None if before is None else _before_seconds(Path(before))
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"), parse_constant=_reject_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as exc:
-        raise ResultError(f"{path}: not a readable JSON file ({exc})") from None
+    data = _read_json(path)
     if not isinstance(data, Mapping) or not isinstance(data.get("papers"), list):
         raise ResultError(f"{path}: field 'papers' must be a list")
     for name in ("wall_time_s", "serial_time_s"):
